@@ -1,0 +1,460 @@
+"""The one boundary between Hydra and raylab.
+
+``resolve(DictConfig) -> RunConfig`` turns the composed config into frozen dataclasses, checks every value
+once and fails with a one-line ``ConfigError`` that names the fix. Nothing downstream, and nothing sent to a
+Ray actor, is a DictConfig (lazy interpolations break in child processes, hydra#2772). Each component's
+builder receives only its own sub-config.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, Literal
+
+from raylab.errors import ConfigError
+
+TOPOLOGY_ALGOS: dict[str, tuple[str, ...]] = {"local": ("dqn",), "apex_dqn": ("dqn",)}
+"""Which algorithms each topology runs."""
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    family: str = "gymnasium"
+    """Env family: gymnasium | fake (raylab/envs/registry.py lists them)."""
+    id: str = "CartPole-v1"
+    """Env id within the family (a registered gymnasium id for the gymnasium family)."""
+    max_episode_steps: int | None = None
+    """Time limit per episode; None keeps the family's default."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Family-specific keyword arguments, checked by the family's factory."""
+
+    def __post_init__(self) -> None:
+        _positive_or_none(self.max_episode_steps, "env.max_episode_steps")
+
+
+@dataclass(frozen=True)
+class EpsilonConfig:
+    base: float = 0.4
+    """Ape-X exploration: env slot i of N uses base ** (1 + alpha * i / (N - 1))."""
+    alpha: float = 7.0
+    """Ape-X exponent spread."""
+    initial: float = 1.0
+    """Epsilon at the start, annealed linearly to each slot's Ape-X value."""
+    anneal_env_steps: int = 10_000
+    """Total env steps over which epsilon anneals (0 = start at the Ape-X values)."""
+    eval: float = 0.0
+    """Epsilon of greedy evaluation."""
+
+    def __post_init__(self) -> None:
+        for name in ("base", "initial", "eval"):
+            value = getattr(self, name)
+            _check(0.0 <= value <= 1.0, f"algo.epsilon.{name} must be in [0, 1] (got {value})")
+        _check(self.alpha >= 0, f"algo.epsilon.alpha must be >= 0 (got {self.alpha})")
+        _check(self.anneal_env_steps >= 0, "algo.epsilon.anneal_env_steps must be >= 0")
+
+
+@dataclass(frozen=True)
+class DQNConfig:
+    name: Literal["dqn"] = "dqn"
+    """Algorithm name (selects this schema)."""
+    gamma: float = 0.99
+    """Discount factor."""
+    n_step: int = 3
+    """Steps in the n-step return."""
+    double: bool = True
+    """Double DQN: the online net picks the next action, the target net values it."""
+    huber_delta: float = 1.0
+    """Huber loss threshold on the TD error."""
+    target_update_every: int = 1
+    """Learner updates between target-network updates."""
+    target_tau: float = 0.005
+    """1.0 copies the online net; < 1 moves the target by this fraction (Polyak)."""
+    epsilon: EpsilonConfig = field(default_factory=EpsilonConfig)
+    """Exploration schedule of the rollout workers."""
+
+    def __post_init__(self) -> None:
+        _check(0.0 <= self.gamma <= 1.0, f"algo.gamma must be in [0, 1] (got {self.gamma})")
+        _check(self.n_step >= 1, f"algo.n_step must be >= 1 (got {self.n_step})")
+        _check(self.huber_delta > 0, f"algo.huber_delta must be > 0 (got {self.huber_delta})")
+        _check(self.target_update_every >= 1, "algo.target_update_every must be >= 1")
+        _check(0.0 < self.target_tau <= 1.0, f"algo.target_tau must be in (0, 1] (got {self.target_tau})")
+
+
+AlgoConfig = DQNConfig
+"""Union of the algorithm schemas, told apart by ``name`` (PPO and A3C join here)."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    encoder: Literal["mlp", "nature_cnn"] = "mlp"
+    """Observation encoder: mlp for vectors, nature_cnn for uint8 image stacks."""
+    hidden_sizes: tuple[int, ...] = (256, 256)
+    """Fully connected layers after the encoder's input (mlp) or convolutions (nature_cnn)."""
+    dueling: bool = False
+    """Dueling Q head: V(s) + A(s, a) - mean_a A(s, a)."""
+
+    def __post_init__(self) -> None:
+        _check(all(h > 0 for h in self.hidden_sizes), "model.hidden_sizes must be positive integers")
+
+
+@dataclass(frozen=True)
+class TopologyConfig:
+    name: str = "apex_dqn"
+    """Dataflow: local (serial, no Ray) | apex_dqn."""
+    num_workers: int = 2
+    """Rollout workers (Ray actors, or serial workers in the local topology)."""
+    envs_per_worker: int = 8
+    """Envs stepped as one batch inside each worker."""
+    rollout_length: int = 32
+    """Steps per env in one chunk; a chunk moves rollout_length x envs_per_worker steps at once."""
+    worker_cpus: float = 1.0
+    """Logical Ray CPUs reserved per rollout actor."""
+
+    def __post_init__(self) -> None:
+        _check(
+            self.name in TOPOLOGY_ALGOS,
+            f"unknown topology '{self.name}': choose one of {', '.join(TOPOLOGY_ALGOS)} (e.g. topology=apex_dqn)",
+        )
+        _check(
+            self.num_workers >= 1,
+            f"topology.num_workers must be >= 1 (got {self.num_workers}): set topology.num_workers=1 or more",
+        )
+        _check(
+            self.envs_per_worker >= 1,
+            f"topology.envs_per_worker must be >= 1 (got {self.envs_per_worker})",
+        )
+        _check(self.rollout_length >= 1, f"topology.rollout_length must be >= 1 (got {self.rollout_length})")
+        _check(self.worker_cpus >= 0, "topology.worker_cpus must be >= 0")
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """auto picks cuda when present."""
+    batch_size: int = 64
+    """Transitions per update."""
+    lr: float = 1e-3
+    """Adam learning rate."""
+    adam_eps: float = 1e-8
+    """Adam epsilon."""
+    max_grad_norm: float | None = 10.0
+    """Clip gradients to this global norm (None = no clipping)."""
+    updates_per_call: int = 32
+    """Updates per learner call; amortizes the Ray round trip."""
+    publish_every: int = 32
+    """Publish new inference weights every N updates."""
+    num_threads: int = 1
+    """torch intra-op threads in the learner."""
+    num_cpus: float = 1.0
+    """Logical Ray CPUs for the learner actor."""
+    num_gpus: float = 0.0
+    """Ray GPUs for the learner actor."""
+
+    def __post_init__(self) -> None:
+        _check(self.batch_size >= 1, f"learner.batch_size must be >= 1 (got {self.batch_size})")
+        _check(self.lr > 0, f"learner.lr must be > 0 (got {self.lr})")
+        _positive_or_none(self.max_grad_norm, "learner.max_grad_norm")
+        _check(self.updates_per_call >= 1, "learner.updates_per_call must be >= 1")
+        _check(self.publish_every >= 1, "learner.publish_every must be >= 1")
+        _check(self.num_threads >= 1, "learner.num_threads must be >= 1")
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    kind: Literal["uniform"] = "uniform"
+    """Sampler: uniform."""
+    capacity: int = 100_000
+    """Transitions kept (ring buffer)."""
+    min_size: int = 1_000
+    """Transitions stored before the learner starts."""
+    samples_per_insert: float = 8.0
+    """Target learner samples per inserted transition; 0 = no rate limit."""
+    error_buffer: float | None = None
+    """Limiter slack in samples; None = one chunk per worker plus one learner call."""
+
+    def __post_init__(self) -> None:
+        _check(self.capacity >= 1, f"replay.capacity must be >= 1 (got {self.capacity})")
+        _check(self.min_size >= 1, f"replay.min_size must be >= 1 (got {self.min_size})")
+        _check(
+            self.min_size <= self.capacity,
+            f"replay.min_size={self.min_size} exceeds replay.capacity={self.capacity}: lower min_size",
+        )
+        _check(self.samples_per_insert >= 0, "replay.samples_per_insert must be >= 0")
+        _positive_or_none(self.error_buffer, "replay.error_buffer")
+
+
+@dataclass(frozen=True)
+class WandbConfig:
+    enabled: bool = False
+    """Log to Weights & Biases (offline unless a key is set; WANDB_MODE wins)."""
+    project: str = "raylab"
+    entity: str | None = None
+    group: str | None = None
+    tags: tuple[str, ...] = ()
+    name: str | None = None
+    """Run name (None = the run directory's name)."""
+
+
+@dataclass(frozen=True)
+class LoggerConfig:
+    console: bool = True
+    """Progress bar on a terminal, a summary line per report otherwise."""
+    report_every_seconds: float = 5.0
+    """Interval between metrics.jsonl rows and console reports."""
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+
+    def __post_init__(self) -> None:
+        _check(self.report_every_seconds > 0, "logger.report_every_seconds must be > 0")
+
+
+@dataclass(frozen=True)
+class StopConfig:
+    env_steps: int | None = 200_000
+    """Stop after this many env (agent) steps."""
+    seconds: float | None = 600.0
+    """Stop after this much training wall time."""
+    mean_return: float | None = None
+    """Stop once a periodic greedy evaluation reaches this mean return."""
+
+    def __post_init__(self) -> None:
+        _positive_or_none(self.env_steps, "stop.env_steps")
+        _positive_or_none(self.seconds, "stop.seconds")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    every_seconds: float | None = 10.0
+    """Periodic greedy evaluation, wall-clock interval (None = off)."""
+    every_env_steps: int | None = None
+    """Periodic greedy evaluation, env-step interval (None = off)."""
+    episodes: int = 10
+    """Episodes per periodic evaluation."""
+    final_episodes: int = 20
+    """Episodes of the final evaluation (0 = skip)."""
+
+    def __post_init__(self) -> None:
+        _positive_or_none(self.every_seconds, "eval.every_seconds")
+        _positive_or_none(self.every_env_steps, "eval.every_env_steps")
+        _check(self.episodes >= 1, "eval.episodes must be >= 1")
+        _check(self.final_episodes >= 0, "eval.final_episodes must be >= 0")
+
+    @property
+    def periodic(self) -> bool:
+        return self.every_seconds is not None or self.every_env_steps is not None
+
+
+@dataclass(frozen=True)
+class RayConfig:
+    address: str = ""
+    """"" starts an embedded local Ray (or joins RAY_ADDRESS under `ray job submit`); "auto" or an address
+    joins a running cluster."""
+    num_cpus: int | None = None
+    """Logical CPUs of the embedded Ray (None = what the topology reserves, at least the machine's cores)."""
+    include_dashboard: bool = False
+    dashboard_host: str = "127.0.0.1"
+    object_store_memory: int | None = None
+
+    def __post_init__(self) -> None:
+        _positive_or_none(self.num_cpus, "ray.num_cpus")
+        _positive_or_none(self.object_store_memory, "ray.object_store_memory")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything a run needs, validated; built once by ``resolve``."""
+
+    seed: int = 0
+    env: EnvConfig = field(default_factory=EnvConfig)
+    algo: AlgoConfig = field(default_factory=DQNConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    topology: TopologyConfig = field(default_factory=TopologyConfig)
+    learner: LearnerConfig = field(default_factory=LearnerConfig)
+    replay: ReplayConfig = field(default_factory=ReplayConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    stop: StopConfig = field(default_factory=StopConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
+    run_dir: str = "."
+    """Where the run writes its outputs (the Hydra run dir under raylab.train)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dict (tuples as lists), as written to config.yaml."""
+        return _plain(dataclasses.asdict(self))
+
+
+def resolve(cfg: Mapping[str, Any], run_dir: str = ".") -> RunConfig:
+    """Validate a composed config (DictConfig or plain mapping) into a frozen ``RunConfig``.
+
+    Raises ``ConfigError`` (one line, names the fix) on unknown keys, wrong types, bad values, unknown env
+    ids and stop conditions that can never trigger.
+    """
+    data = _to_container(cfg)
+    data.pop("hydra", None)
+    data["run_dir"] = str(run_dir)
+    run = _build(RunConfig, data, "")
+    _check_cross_fields(run)
+    return run
+
+
+def _check_cross_fields(run: RunConfig) -> None:
+    from raylab.envs.registry import check_env_config, max_return
+
+    algos = TOPOLOGY_ALGOS[run.topology.name]
+    _check(
+        run.algo.name in algos,
+        f"topology={run.topology.name} runs {'/'.join(algos)}, not algo={run.algo.name}: "
+        f"pick a matching topology or algo",
+    )
+    _check(
+        run.replay.min_size >= run.learner.batch_size,
+        f"replay.min_size={run.replay.min_size} is below learner.batch_size={run.learner.batch_size}: "
+        f"raise replay.min_size",
+    )
+    check_env_config(run.env)
+    stop = run.stop
+    if stop.env_steps is None and stop.seconds is None and stop.mean_return is None:
+        raise ConfigError("no stop condition: set stop.env_steps, stop.seconds or stop.mean_return")
+    if stop.mean_return is not None:
+        if not run.eval.periodic:
+            raise ConfigError(
+                f"stop.mean_return={stop.mean_return} can never trigger: periodic evaluation is off; "
+                f"set eval.every_seconds=10 or eval.every_env_steps=N"
+            )
+        bound = max_return(run.env)
+        if bound is not None and stop.mean_return > bound:
+            raise ConfigError(
+                f"stop.mean_return={stop.mean_return:g} can never trigger: {run.env.id} returns at most "
+                f"{bound:g} per episode; set stop.mean_return<={bound:g} or null"
+            )
+
+
+# --------------------------------------------------------------------------------------------------------
+# DictConfig -> dataclasses
+
+
+def _to_container(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        from omegaconf import DictConfig, OmegaConf
+    except ImportError:  # pragma: no cover - omegaconf ships with hydra-core
+        return dict(cfg)
+    if isinstance(cfg, DictConfig):
+        try:
+            container = OmegaConf.to_container(cfg, resolve=True)
+        except Exception as err:  # interpolation errors from OmegaConf
+            raise ConfigError(f"cannot resolve the config: {' '.join(str(err).split())}") from err
+        assert isinstance(container, dict)
+        return {str(k): v for k, v in container.items()}
+    return dict(cfg)
+
+
+def _build(cls: Any, data: Any, path: str) -> Any:
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{path or 'the config'} must be a mapping (got {data!r})")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in fields(cls)]
+    for key in data:
+        if key not in names:
+            hint = difflib.get_close_matches(str(key), names, n=1)
+            fix = f"did you mean '{_join(path, hint[0])}'?" if hint else f"valid keys: {', '.join(names)}"
+            raise ConfigError(f"unknown config key '{_join(path, str(key))}': {fix}")
+    kwargs = {name: _coerce(hints[name], data[name], _join(path, name)) for name in names if name in data}
+    return cls(**kwargs)
+
+
+def _coerce(tp: Any, value: Any, path: str) -> Any:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        options = [a for a in args if a is not type(None)]
+        if all(is_dataclass(a) for a in options) and len(options) > 1:
+            return _build_tagged(options, value, path)
+        errors = []
+        for option in options:
+            try:
+                return _coerce(option, value, path)
+            except ConfigError as err:
+                errors.append(err)
+        raise errors[-1]
+    if value is None:
+        raise ConfigError(f"{path} must not be null: give it a value")
+    if is_dataclass(tp):
+        return _build(tp, value, path)
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(f"{path} must be one of {', '.join(map(str, args))} (got {value!r})")
+        return value
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"{path} must be a list (got {value!r}), e.g. {path}=[1,2]")
+        return tuple(_coerce(args[0], v, f"{path}[{i}]") for i, v in enumerate(value))
+    if origin is dict or tp is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{path} must be a mapping (got {value!r})")
+        return dict(value)
+    if tp is Any:
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path} must be true or false (got {value!r})")
+        return value
+    if tp is int:
+        number = _number(value, path, "an integer")
+        if float(number) != int(number):
+            raise ConfigError(f"{path} must be an integer (got {value!r})")
+        return int(number)
+    if tp is float:
+        return float(_number(value, path, "a number"))
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{path} must be a string (got {value!r}); quote it")
+        return value
+    raise TypeError(f"unsupported config type {tp!r} at {path}")  # a bug in the schema, not user input
+
+
+def _build_tagged(options: list[Any], value: Any, path: str) -> Any:
+    by_name = {typing.get_args(typing.get_type_hints(o)["name"])[0]: o for o in options}
+    name = value.get("name") if isinstance(value, Mapping) else None
+    if name not in by_name:
+        raise ConfigError(f"unknown {path} '{name}': choose one of {', '.join(by_name)}")
+    return _build(by_name[name], value, path)
+
+
+def _number(value: Any, path: str, what: str) -> float | int:
+    if isinstance(value, bool):
+        raise ConfigError(f"{path} must be {what} (got {value!r})")
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, str):
+        try:
+            return float(value.replace("_", ""))
+        except ValueError:
+            pass
+    raise ConfigError(f"{path} must be {what} (got {value!r})")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise ConfigError(message)
+
+
+def _positive_or_none(value: float | None, name: str) -> None:
+    if value is not None and value <= 0:
+        raise ConfigError(f"{name} must be > 0 or null (got {value})")
