@@ -1,0 +1,1 @@
+"""Pure math: returns, losses, update rules and action selection. No Ray, no envs, no logging."""

@@ -1,0 +1,78 @@
+"""The DQN objective a Learner optimizes: online and target networks, loss, target updates."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from raylab.algos.dqn.loss import DQNLoss, dqn_loss
+from raylab.config import DQNConfig
+from raylab.models.factory import QNetwork
+
+
+@dataclass
+class TensorBatch:
+    """A Batch on the learner's device."""
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    rewards: torch.Tensor
+    discounts: torch.Tensor
+    next_obs: torch.Tensor
+    weights: torch.Tensor | None = None
+
+
+class DQN:
+    """Online Q network + target network; ``loss(batch)`` and ``after_update(step)``."""
+
+    def __init__(self, q_net: QNetwork, cfg: DQNConfig):
+        self.q_net = q_net
+        self.target_net = copy.deepcopy(q_net).requires_grad_(False)
+        self.double = cfg.double
+        self.huber_delta = cfg.huber_delta
+        self.target_update_every = cfg.target_update_every
+        self.target_tau = cfg.target_tau
+
+    def parameters(self) -> Iterator[nn.Parameter]:
+        return self.q_net.parameters()
+
+    def modules(self) -> dict[str, nn.Module]:
+        """Every module whose state a checkpoint must hold."""
+        return {"q_net": self.q_net, "target_net": self.target_net}
+
+    def policy_module(self) -> nn.Module:
+        """The module rollout workers run (its state dict is what gets published)."""
+        return self.q_net
+
+    def to(self, device: torch.device) -> DQN:
+        self.q_net.to(device)
+        self.target_net.to(device)
+        return self
+
+    def loss(self, batch: TensorBatch) -> DQNLoss:
+        q = self.q_net(batch.obs)
+        with torch.no_grad():
+            next_q_target = self.target_net(batch.next_obs)
+            next_q_online = self.q_net(batch.next_obs) if self.double else None
+        return dqn_loss(
+            q, batch.actions, batch.rewards, batch.discounts, next_q_target, next_q_online,
+            huber_delta=self.huber_delta, weights=batch.weights,
+        )  # fmt: skip
+
+    @torch.no_grad()
+    def after_update(self, num_updates: int) -> None:
+        """Move the target network every ``target_update_every`` updates (hard copy or Polyak)."""
+        if num_updates % self.target_update_every:
+            return
+        if self.target_tau >= 1.0:
+            self.target_net.load_state_dict(self.q_net.state_dict())
+            return
+        online: list[torch.Tensor] = list(self.q_net.parameters())
+        target: list[torch.Tensor] = list(self.target_net.parameters())
+        torch._foreach_lerp_(target, online, self.target_tau)
+        for target_buffer, online_buffer in zip(self.target_net.buffers(), self.q_net.buffers(), strict=True):
+            target_buffer.copy_(online_buffer)  # running statistics (BatchNorm) are copied, not averaged

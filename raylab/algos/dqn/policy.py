@@ -1,0 +1,79 @@
+"""Ape-X exploration: each env slot acts epsilon-greedily with its own epsilon."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import torch
+
+from raylab.models.factory import QNetwork
+from raylab.types import Weights
+
+
+def apex_epsilons(num_slots: int, base: float = 0.4, alpha: float = 7.0) -> np.ndarray:
+    """Horgan et al. 2018: slot i of N explores with base ** (1 + alpha * i / (N - 1)); one slot gets base."""
+    if num_slots == 1:
+        return np.array([base])
+    i = np.arange(num_slots)
+    return base ** (1.0 + alpha * i / (num_slots - 1))
+
+
+class EpsilonSchedule:
+    """Per-slot epsilons, annealed linearly from ``initial`` to ``final`` over ``anneal_env_steps`` total steps.
+
+    A worker knows only its own steps; ``steps_scale`` (the number of workers) turns them into an estimate
+    of the run's total, since workers step at about the same rate.
+    """
+
+    def __init__(self, final: np.ndarray, initial: float = 1.0, anneal_env_steps: int = 0, steps_scale: int = 1):
+        self.final = np.asarray(final, np.float64)
+        self.initial = float(initial)
+        self.anneal_env_steps = int(anneal_env_steps)
+        self.steps_scale = int(steps_scale)
+
+    def __call__(self, local_steps: int) -> np.ndarray:
+        if self.anneal_env_steps <= 0:
+            return self.final
+        frac = min(1.0, local_steps * self.steps_scale / self.anneal_env_steps)
+        return np.maximum(self.final, self.initial + frac * (self.final - self.initial))
+
+
+class EpsilonGreedyPolicy:
+    """Greedy in a local copy of the Q network, random with each slot's epsilon. CPU inference, no grad."""
+
+    def __init__(self, q_net: QNetwork, epsilons: EpsilonSchedule, num_actions: int, seed: int):
+        self.q_net = q_net.eval().requires_grad_(False)
+        self.epsilons = epsilons
+        self.num_actions = num_actions
+        self.rng = np.random.default_rng(seed)
+        self.version = -1
+        self.steps = 0
+        """Vector steps taken (each is one agent step per env slot)."""
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        num = obs.shape[0]
+        with torch.inference_mode():
+            greedy = self.q_net(torch.from_numpy(obs)).argmax(dim=1).numpy()
+        eps = self.epsilons(self.steps * num)
+        explore = self.rng.random(num) < eps
+        self.steps += 1
+        if explore.any():
+            return np.where(explore, self.rng.integers(self.num_actions, size=num), greedy)
+        return greedy
+
+    def set_weights(self, weights: Weights) -> bool:
+        """Load ``weights`` if newer than what the policy holds; returns whether it did."""
+        if weights.version <= self.version:
+            return False
+        load_params(self.q_net, weights.params)
+        self.version = weights.version
+        return True
+
+
+def load_params(module: torch.nn.Module, params: dict[str, np.ndarray]) -> None:
+    """Copy numpy params into ``module`` (they may be read-only views of Ray's object store)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        state = {k: torch.from_numpy(v) for k, v in params.items()}
+    module.load_state_dict(state)

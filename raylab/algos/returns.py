@@ -1,0 +1,61 @@
+"""Returns in one place: n-step targets (DQN/Ape-X); GAE and V-trace join here.
+
+All functions work on time-major ``[T, E]`` arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class NStepTargets:
+    """For each start step t (and env e) of an n-step window.
+
+    ``returns[t]``     sum_{k < K} gamma^k r[t + k], K = steps until the window or the episode ends (<= n)
+    ``discounts[t]``   gamma^K, or 0 when the episode terminated inside the window
+    ``lengths[t]``     K
+    ``truncated[t]``   the window ended because the episode was truncated at step t + K - 1
+    The bootstrap observation is obs[t + K], except after a truncation, where it is that episode's last
+    observation (the env already reset).
+    """
+
+    returns: np.ndarray
+    discounts: np.ndarray
+    lengths: np.ndarray
+    truncated: np.ndarray
+
+
+def n_step_targets(
+    rewards: np.ndarray,
+    terminated: np.ndarray,
+    truncated: np.ndarray,
+    gamma: float,
+    n: int,
+    num_targets: int,
+) -> NStepTargets:
+    """n-step targets for the first ``num_targets`` steps of ``[L, E]`` sequences (needs L >= num_targets + n - 1).
+
+    A window stops at the first step that ends an episode, so returns never mix episodes.
+    """
+    length = rewards.shape[0]
+    if num_targets + n - 1 > length:
+        raise ValueError(f"need {num_targets + n - 1} steps for {num_targets} {n}-step targets, got {length}")
+    shape = (num_targets, *rewards.shape[1:])
+    returns = np.zeros(shape, np.float32)
+    steps = np.zeros(shape, np.int64)
+    alive = np.ones(shape, bool)
+    ended_terminal = np.zeros(shape, bool)
+    ended_truncated = np.zeros(shape, bool)
+    for k in range(n):
+        window = slice(k, k + num_targets)
+        returns += np.where(alive, (gamma**k) * rewards[window], 0.0).astype(np.float32)
+        steps += alive
+        term, trunc = terminated[window], truncated[window]
+        ended_terminal |= alive & term
+        ended_truncated |= alive & trunc & ~term
+        alive &= ~(term | trunc)
+    discounts = np.where(ended_terminal, 0.0, np.power(gamma, steps)).astype(np.float32)
+    return NStepTargets(returns, discounts, steps, ended_truncated)

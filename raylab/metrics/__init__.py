@@ -1,0 +1,1 @@
+"""Timing, throughput and the loggers (console, metrics.jsonl, W&B)."""

@@ -1,0 +1,53 @@
+"""Observation encoders: MLP for vectors, the DQN Nature CNN for uint8 image stacks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+
+def fully_connected(in_dim: int, hidden_sizes: Sequence[int]) -> tuple[list[nn.Module], int]:
+    """Linear + ReLU layers of the given sizes; returns them and the output width."""
+    layers: list[nn.Module] = []
+    for h in hidden_sizes:
+        layers += [nn.Linear(in_dim, h), nn.ReLU()]
+        in_dim = h
+    return layers, in_dim
+
+
+class MLPEncoder(nn.Module):
+    """Flatten, then Linear + ReLU layers."""
+
+    def __init__(self, obs_shape: Sequence[int], hidden_sizes: Sequence[int]):
+        super().__init__()
+        in_dim = 1
+        for s in obs_shape:
+            in_dim *= int(s)
+        layers, self.out_dim = fully_connected(in_dim, hidden_sizes)
+        self.net = nn.Sequential(nn.Flatten(), *layers)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(obs)
+
+
+class NatureCNN(nn.Module):
+    """Mnih et al. 2015: 32x8x8/4, 64x4x4/2, 64x3x3/1, then Linear + ReLU layers. Input channel-first."""
+
+    def __init__(self, obs_shape: Sequence[int], hidden_sizes: Sequence[int]):
+        super().__init__()
+        channels = int(obs_shape[0])
+        self.conv = nn.Sequential(
+            nn.Conv2d(channels, 32, 8, stride=4), nn.ReLU(),
+            nn.Conv2d(32, 64, 4, stride=2), nn.ReLU(),
+            nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(),
+            nn.Flatten(),
+        )  # fmt: skip
+        with torch.no_grad():
+            in_dim = int(self.conv(torch.zeros(1, *obs_shape)).shape[1])
+        layers, self.out_dim = fully_connected(in_dim, hidden_sizes)
+        self.fc = nn.Sequential(*layers)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.conv(obs))

@@ -1,0 +1,45 @@
+"""Assemble networks from a ModelConfig and the env's spaces."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from raylab.config import ModelConfig
+from raylab.envs.registry import EnvSpaces
+from raylab.errors import ConfigError
+from raylab.models.encoders import MLPEncoder, NatureCNN
+from raylab.models.heads import DuelingQHead, QHead
+
+
+class QNetwork(nn.Module):
+    """encoder -> Q head. uint8 observations are scaled to [0, 1] here, so frames cross processes as uint8."""
+
+    def __init__(self, encoder: MLPEncoder | NatureCNN, head: QHead | DuelingQHead):
+        super().__init__()
+        self.encoder = encoder
+        self.head = head
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        if obs.dtype == torch.uint8:
+            obs = obs.float().div_(255.0)
+        return self.head(self.encoder(obs))
+
+
+def build_q_network(cfg: ModelConfig, spaces: EnvSpaces) -> QNetwork:
+    if spaces.num_actions is None:
+        raise ConfigError(
+            f"DQN needs a discrete action space but the env has {spaces.action_space}: "
+            f"choose an env with discrete actions"
+        )
+    encoder: MLPEncoder | NatureCNN
+    if cfg.encoder == "nature_cnn":
+        if len(spaces.obs_shape) != 3:
+            raise ConfigError(
+                f"model=nature_cnn needs image observations (C, H, W), got shape {spaces.obs_shape}: use model=mlp"
+            )
+        encoder = NatureCNN(spaces.obs_shape, cfg.hidden_sizes)
+    else:
+        encoder = MLPEncoder(spaces.obs_shape, cfg.hidden_sizes)
+    head = (DuelingQHead if cfg.dueling else QHead)(encoder.out_dim, spaces.num_actions)
+    return QNetwork(encoder, head)

@@ -1,0 +1,6 @@
+"""Rollout: a vector of envs stepped by a local policy, returning chunks; greedy evaluation."""
+
+from raylab.rollout.evaluator import Evaluator
+from raylab.rollout.worker import Policy, RolloutWorker
+
+__all__ = ["Evaluator", "Policy", "RolloutWorker"]

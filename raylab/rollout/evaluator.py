@@ -1,0 +1,46 @@
+"""Greedy evaluation of a policy version on its own envs (seeded apart from the training envs)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from raylab.envs.vector import SerialVectorEnv
+from raylab.rollout.worker import Policy
+from raylab.types import EvalResult, Weights
+
+
+class Evaluator:
+    """Runs exactly ``episodes`` fresh episodes, spread evenly over its envs.
+
+    Each env gets a quota of episodes fixed up front, so short episodes are not over-counted (collecting
+    the first N episodes to finish would bias the mean towards failures).
+    """
+
+    def __init__(self, env: SerialVectorEnv, policy: Policy):
+        self.env = env
+        self.policy = policy
+
+    def evaluate(self, weights: Weights | None, episodes: int) -> EvalResult:
+        if weights is not None:
+            self.policy.set_weights(weights)
+        num_envs = self.env.num_envs
+        quota = np.full(num_envs, episodes // num_envs)
+        quota[: episodes % num_envs] += 1
+        returns: list[float] = []
+        lengths: list[int] = []
+        episode_return = np.zeros(num_envs)
+        episode_length = np.zeros(num_envs, np.int64)
+        obs = self.env.reset()
+        while quota.any():
+            step = self.env.step(self.policy.act(obs))
+            obs = step.obs
+            episode_return += step.rewards
+            episode_length += 1
+            for i in np.flatnonzero(step.terminated | step.truncated):
+                if quota[i] > 0:
+                    quota[i] -= 1
+                    returns.append(float(episode_return[i]))
+                    lengths.append(int(episode_length[i]))
+                episode_return[i] = 0.0
+                episode_length[i] = 0
+        return EvalResult(self.policy.version, np.array(returns), np.array(lengths))

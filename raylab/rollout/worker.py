@@ -1,0 +1,108 @@
+"""RolloutWorker: steps a vector of envs with a local policy and returns ``steps x envs`` chunks.
+
+Plain Python: the apex_dqn topology wraps it in a Ray actor, the local topology calls it directly.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from raylab.envs.vector import SerialVectorEnv
+from raylab.metrics.timing import StageTimer
+from raylab.types import Chunk, Episodes, RolloutStats, Weights
+
+
+class Policy(Protocol):
+    """What a rollout worker needs from a policy: batched actions and versioned weights."""
+
+    version: int
+
+    def act(self, obs: np.ndarray) -> np.ndarray: ...
+
+    def set_weights(self, weights: Weights) -> bool: ...
+
+
+class RolloutWorker:
+    """Owns a vector env and a policy; ``sample()`` takes ``rollout_length`` steps of every env."""
+
+    def __init__(self, env: SerialVectorEnv, policy: Policy, worker_id: int, rollout_length: int):
+        self.env = env
+        self.policy = policy
+        self.worker_id = worker_id
+        self.rollout_length = rollout_length
+        self.timer = StageTimer()
+        self._obs = env.reset().copy()
+        self._episode_return = np.zeros(env.num_envs, np.float64)
+        self._episode_length = np.zeros(env.num_envs, np.int64)
+        self._seq = 0
+        self.env_steps = 0
+
+    @property
+    def policy_version(self) -> int:
+        return self.policy.version
+
+    def set_weights(self, weights: Weights) -> bool:
+        """Load newer weights; a no-op (no copy) when ``weights`` is not newer than the policy's."""
+        with self.timer.stage("weight_sync"):
+            return self.policy.set_weights(weights)
+
+    def sample(self) -> tuple[Chunk, RolloutStats]:
+        steps, num_envs = self.rollout_length, self.env.num_envs
+        obs = np.empty((steps + 1, *self._obs.shape), self._obs.dtype)
+        actions = np.empty((steps, num_envs), np.int64)
+        rewards = np.empty((steps, num_envs), np.float32)
+        terminated = np.empty((steps, num_envs), bool)
+        truncated = np.empty((steps, num_envs), bool)
+        final_obs: list[np.ndarray] = []
+        final_index: list[tuple[int, int]] = []
+        done_returns: list[float] = []
+        done_lengths: list[int] = []
+        obs[0] = self._obs
+        version = self.policy.version
+        timer = self.timer
+        for t in range(steps):
+            with timer.stage("inference"):
+                actions[t] = self.policy.act(obs[t])
+            with timer.stage("env"):
+                step = self.env.step(actions[t])
+            obs[t + 1] = step.obs
+            rewards[t] = step.rewards
+            terminated[t] = step.terminated
+            truncated[t] = step.truncated
+            for env_index, last_obs in step.final_obs:
+                final_obs.append(last_obs)
+                final_index.append((t, env_index))
+            self._episode_return += step.rewards
+            self._episode_length += 1
+            done = step.terminated | step.truncated
+            if done.any():
+                done_returns.extend(self._episode_return[done].tolist())
+                done_lengths.extend(self._episode_length[done].tolist())
+                self._episode_return[done] = 0.0
+                self._episode_length[done] = 0
+        self._obs = obs[steps].copy()
+        self.env_steps += steps * num_envs
+        shape = self._obs.shape[1:]
+        chunk = Chunk(
+            obs=obs,
+            actions=actions,
+            rewards=rewards,
+            terminated=terminated,
+            truncated=truncated,
+            final_obs=np.stack(final_obs) if final_obs else np.zeros((0, *shape), obs.dtype),
+            final_index=np.array(final_index, np.int64).reshape(-1, 2),
+            policy_version=version,
+            worker_id=self.worker_id,
+            seq=self._seq,
+        )
+        self._seq += 1
+        stats = RolloutStats(
+            worker_id=self.worker_id,
+            num_steps=steps * num_envs,
+            policy_version=version,
+            episodes=Episodes(np.array(done_returns, np.float64), np.array(done_lengths, np.int64)),
+            timings=timer.pop(),
+        )
+        return chunk, stats

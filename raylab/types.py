@@ -1,0 +1,140 @@
+"""The data that moves between components, as typed dataclasses of numpy arrays (never string-keyed dicts).
+
+Everything here is plain, picklable and cheap to send through Ray's object store: numpy arrays travel
+zero-copy, observations keep the dtype the env gives (uint8 frames stay uint8).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Chunk:
+    """Experience from one rollout call: ``T`` steps of ``E`` envs of one worker.
+
+    ``obs[t]`` is the observation the action ``actions[t]`` was taken in; ``obs[T]`` is the observation after
+    the last step (the next chunk starts from it). Envs reset themselves: after a step that ends an episode,
+    ``obs[t + 1]`` is the first observation of the next episode, and when the episode was *truncated* its real
+    last observation is kept in ``final_obs`` (row k belongs to step ``final_index[k] = (t, e)``) so that
+    targets can bootstrap from it.
+    """
+
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    final_obs: np.ndarray
+    final_index: np.ndarray
+    policy_version: int
+    worker_id: int
+    seq: int
+    """Chunk counter of this worker; a gap means the worker restarted and the stream must not be joined."""
+
+    @property
+    def num_steps(self) -> int:
+        return int(self.actions.shape[0])
+
+    @property
+    def num_envs(self) -> int:
+        return int(self.actions.shape[1])
+
+    @property
+    def size(self) -> int:
+        """Agent steps in the chunk."""
+        return self.num_steps * self.num_envs
+
+
+@dataclass
+class Transitions:
+    """Flat n-step transitions, ready for replay: ``discount`` is ``gamma ** k``, or 0 after a terminal."""
+
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    discounts: np.ndarray
+    next_obs: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.actions.shape[0])
+
+
+@dataclass
+class Batch:
+    """A learner batch: transitions plus, for prioritized replay, their indices and importance weights."""
+
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    discounts: np.ndarray
+    next_obs: np.ndarray
+    indices: np.ndarray | None = None
+    weights: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.actions.shape[0])
+
+
+@dataclass
+class Episodes:
+    """Episodes finished during a rollout call."""
+
+    returns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    def __len__(self) -> int:
+        return int(self.returns.shape[0])
+
+
+@dataclass
+class RolloutStats:
+    """What the driver needs to know about a chunk without touching the chunk itself."""
+
+    worker_id: int
+    num_steps: int
+    """Agent steps in the chunk."""
+    policy_version: int
+    episodes: Episodes
+    timings: dict[str, float]
+    """Seconds per stage (env, inference) spent producing this chunk."""
+
+
+@dataclass
+class Weights:
+    """Inference weights of one policy version, as CPU numpy arrays (zero-copy through Ray)."""
+
+    version: int
+    params: dict[str, np.ndarray]
+
+
+@dataclass
+class LearnerStats:
+    """Summary of one learner call (``updates`` updates)."""
+
+    updates: int
+    samples: int
+    version: int
+    metrics: dict[str, float]
+    seconds: float
+    published: bool = False
+    """True when this call published new weights (the caller then fetches them once)."""
+
+
+@dataclass
+class EvalResult:
+    """A greedy evaluation of one policy version."""
+
+    version: int
+    returns: np.ndarray
+    lengths: np.ndarray
+
+    @property
+    def mean(self) -> float:
+        return float(self.returns.mean()) if self.returns.size else float("nan")
+
+    @property
+    def std(self) -> float:
+        return float(self.returns.std()) if self.returns.size else float("nan")
