@@ -1,0 +1,94 @@
+"""Builders: the only code that reads a RunConfig to construct components (Acme's builder pattern).
+
+Each builder passes explicit keyword arguments to a plain class, so the same builder serves the serial
+topology in the driver process and the Ray actors on any node.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from raylab.algos.dqn import DQN, EpsilonGreedyPolicy, EpsilonSchedule, apex_epsilons
+from raylab.config import RunConfig
+from raylab.envs.registry import EVAL_WORKER_INDEX, EnvSpaces, make_vector_env
+from raylab.learner.learner import Learner
+from raylab.models.factory import build_q_network
+from raylab.replay.buffer import ReplayBuffer
+from raylab.replay.rate_limiter import SamplesPerInsertLimiter
+from raylab.rollout.evaluator import Evaluator
+from raylab.rollout.worker import RolloutWorker
+
+MAX_EVAL_ENVS = 16
+
+
+def build_rollout_worker(cfg: RunConfig, spaces: EnvSpaces, worker_id: int) -> RolloutWorker:
+    """Worker ``worker_id`` with its envs seeded apart and its slice of the Ape-X epsilon ladder."""
+    topo, eps = cfg.topology, cfg.algo.epsilon
+    num_envs = topo.envs_per_worker
+    ladder = apex_epsilons(topo.num_workers * num_envs, eps.base, eps.alpha)
+    schedule = EpsilonSchedule(
+        final=ladder[worker_id * num_envs : (worker_id + 1) * num_envs],
+        initial=eps.initial,
+        anneal_env_steps=eps.anneal_env_steps,
+        steps_scale=topo.num_workers,
+    )
+    assert spaces.num_actions is not None
+    policy = EpsilonGreedyPolicy(
+        build_q_network(cfg.model, spaces), schedule, spaces.num_actions, seed=cfg.seed * 7919 + worker_id
+    )
+    env = make_vector_env(cfg.env, num_envs, cfg.seed, worker_index=worker_id)
+    return RolloutWorker(env, policy, worker_id=worker_id, rollout_length=topo.rollout_length)
+
+
+def build_evaluator(cfg: RunConfig, spaces: EnvSpaces) -> Evaluator:
+    num_envs = min(max(cfg.eval.episodes, 1), MAX_EVAL_ENVS)
+    assert spaces.num_actions is not None
+    schedule = EpsilonSchedule(final=np.full(num_envs, cfg.algo.epsilon.eval))
+    policy = EpsilonGreedyPolicy(build_q_network(cfg.model, spaces), schedule, spaces.num_actions, seed=cfg.seed)
+    env = make_vector_env(cfg.env, num_envs, cfg.seed, worker_index=EVAL_WORKER_INDEX)
+    return Evaluator(env, policy)
+
+
+def build_replay(cfg: RunConfig, spaces: EnvSpaces) -> ReplayBuffer:
+    return ReplayBuffer(
+        capacity=cfg.replay.capacity,
+        obs_shape=spaces.obs_shape,
+        obs_dtype=spaces.obs_dtype,
+        n_step=cfg.algo.n_step,
+        gamma=cfg.algo.gamma,
+        seed=cfg.seed + 1,
+    )
+
+
+def build_learner(cfg: RunConfig, spaces: EnvSpaces) -> Learner:
+    import torch
+
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(cfg.learner.num_threads)
+    objective = DQN(build_q_network(cfg.model, spaces), cfg.algo)
+    return Learner(
+        objective,
+        lr=cfg.learner.lr,
+        adam_eps=cfg.learner.adam_eps,
+        max_grad_norm=cfg.learner.max_grad_norm,
+        device=cfg.learner.device,
+        publish_every=cfg.learner.publish_every,
+    )
+
+
+def build_rate_limiter(cfg: RunConfig) -> SamplesPerInsertLimiter:
+    """The limiter with enough slack for one in-flight chunk per worker plus one learner call."""
+    spi = cfg.replay.samples_per_insert
+    sample_request = cfg.learner.batch_size * cfg.learner.updates_per_call
+    chunk = cfg.topology.rollout_length * cfg.topology.envs_per_worker
+    error_buffer = cfg.replay.error_buffer
+    if error_buffer is None:
+        error_buffer = spi * chunk * cfg.topology.num_workers + sample_request
+    needed = SamplesPerInsertLimiter.min_error_buffer(spi, sample_request, chunk * cfg.topology.num_workers)
+    if error_buffer < needed:
+        from raylab.errors import ConfigError
+
+        raise ConfigError(
+            f"replay.error_buffer={error_buffer:g} can deadlock actors and learner: set it >= {needed:g} or null"
+        )
+    return SamplesPerInsertLimiter(spi, cfg.replay.min_size, error_buffer)

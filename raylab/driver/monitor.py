@@ -1,0 +1,205 @@
+"""RunMonitor: what every topology's driver loop reports to, and what writes the run's outputs.
+
+A topology moves data; the monitor counts it, decides when to evaluate, report and stop, and at the end
+writes the checkpoint and benchmark_metrics.json (seed 003's format plus throughput and eval).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import resource
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from raylab.config import RunConfig
+from raylab.driver.outputs import RunOutputs
+from raylab.driver.progress import Progress
+from raylab.driver.stop import StopCondition
+from raylab.envs.registry import EnvSpaces
+from raylab.metrics.loggers import Logger, build_loggers
+from raylab.replay.buffer import ReplayStats
+from raylab.types import EvalResult, LearnerStats, RolloutStats, Weights
+
+
+@dataclass
+class RunSummary:
+    run_dir: str
+    stop_reason: str
+    env_steps: int
+    updates: int
+    train_seconds: float
+    eval_return_mean: float | None
+    benchmark: dict[str, Any]
+
+
+class RunMonitor:
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, loggers: list[Logger] | None = None):
+        self.cfg = cfg
+        self.outputs = RunOutputs(cfg.run_dir)
+        self.outputs.write_config(cfg.to_dict())
+        self.progress = Progress(spaces.frames_per_step)
+        self.stop = StopCondition(cfg.stop)
+        if loggers is None:
+            loggers = build_loggers(cfg.logger, cfg.run_dir, cfg.to_dict(), cfg.stop.env_steps)
+        self.loggers = loggers
+        self.start_time = dt.datetime.now()
+        self._last_report = 0.0
+        self._last_eval_time = 0.0
+        self._last_eval_steps = 0
+        self._last_progress = 0.0
+        self.replay_size: int | None = None
+
+    # -- events from the topology --------------------------------------------------------------------------
+    def start(self) -> None:
+        """Call when every component is up: training time and throughput count from here."""
+        self.start_time = dt.datetime.now()
+        self.progress.restart_clock()
+        self._last_report = self._last_eval_time = time.perf_counter()
+
+    def on_rollout(self, stats: RolloutStats, learner_version: int) -> None:
+        self.progress.add_rollout(stats, learner_version)
+
+    def on_learner(self, stats: LearnerStats) -> None:
+        self.progress.add_learner(stats)
+
+    def on_eval(self, result: EvalResult) -> None:
+        self.progress.add_eval(result)
+
+    # -- decisions -----------------------------------------------------------------------------------------
+    def eval_due(self) -> bool:
+        ev = self.cfg.eval
+        if ev.every_seconds is not None and time.perf_counter() - self._last_eval_time >= ev.every_seconds:
+            return True
+        return ev.every_env_steps is not None and self.progress.env_steps - self._last_eval_steps >= ev.every_env_steps
+
+    def eval_started(self) -> None:
+        self._last_eval_time = time.perf_counter()
+        self._last_eval_steps = self.progress.env_steps
+
+    def target_reached(self) -> bool:
+        """The last greedy evaluation met stop.mean_return (its weights are then the run's policy)."""
+        last, target = self.progress.last_eval, self.cfg.stop.mean_return
+        return last is not None and target is not None and last.mean >= target
+
+    def stop_reason(self) -> str | None:
+        last = self.progress.last_eval
+        return self.stop.reason(self.progress.env_steps, self.progress.seconds, last.mean if last else None)
+
+    def tick(self, force_report: bool = False) -> None:
+        """Cheap; call every loop iteration. Updates live progress and writes a row when one is due."""
+        now = time.perf_counter()
+        if now - self._last_progress >= 0.2:
+            self._last_progress = now
+            p = self.progress
+            postfix: dict[str, float] = {"upd": p.updates, "replay": self.replay_size or 0}
+            if p.returns:
+                postfix["ret"] = round(float(np.mean(p.returns)), 1)
+            if p.last_eval is not None:
+                postfix["eval"] = round(p.last_eval.mean, 1)
+            for logger in self.loggers:
+                logger.progress(p.env_steps, postfix)
+        if force_report or now - self._last_report >= self.cfg.logger.report_every_seconds:
+            self._last_report = now
+            row = self.progress.row(self.replay_size)
+            self.outputs.append_metrics(row)
+            for logger in self.loggers:
+                logger.log(row)
+
+    # -- the end -------------------------------------------------------------------------------------------
+    def finish(
+        self,
+        stop_reason: str,
+        learner_state: dict[str, Any],
+        policy: Weights,
+        final_eval: EvalResult | None,
+        replay_stats: ReplayStats | None = None,
+        extra_peak_memory_bytes: int = 0,
+    ) -> RunSummary:
+        """Final report row, checkpoint and benchmark_metrics.json; closes the loggers.
+
+        ``policy`` is the run's result: the weights that met stop.mean_return when that stopped the run,
+        the learner's last weights otherwise. ``learner_state`` is the full training state, for resuming.
+        """
+        p = self.progress
+        train_seconds = p.seconds
+        self.tick(force_report=True)
+        end_time = dt.datetime.now()
+        self.outputs.save_checkpoint(
+            "final.pt",
+            {
+                "learner": learner_state,
+                "policy": {
+                    "version": policy.version,
+                    "params": {k: torch.from_numpy(np.array(v)) for k, v in policy.params.items()},
+                },
+                "counters": {"env_steps": p.env_steps, "updates": p.updates, "episodes": p.episodes},
+                "config": self.cfg.to_dict(),
+            },
+        )
+        frames = p.env_steps * p.frames_per_step
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 + extra_peak_memory_bytes
+        returns = list(p.returns)
+        benchmark: dict[str, Any] = {
+            "training_mode": "sequential" if self.cfg.topology.name == "local" else "parallel",
+            "topology": self.cfg.topology.name,
+            "start_time": self.start_time.isoformat(timespec="seconds"),
+            "end_time": end_time.isoformat(timespec="seconds"),
+            "duration_hours": train_seconds / 3600.0,
+            "total_timesteps": p.env_steps,
+            "total_updates": p.updates,
+            "average_fps": frames / max(train_seconds, 1e-9),
+            "final_fps": p.last_rates.get("throughput/env_frames_per_s", 0.0),
+            "performance": {
+                "initial_reward": float(np.mean(p.first_returns)) if p.first_returns else None,
+                "final_reward": float(np.mean(returns[-10:])) if returns else None,
+                "best_reward": p.best_window_mean if np.isfinite(p.best_window_mean) else None,
+                "average_reward_last_100_episodes": float(np.mean(returns)) if returns else None,
+            },
+            "resource_usage": {"peak_memory_gb": peak / 2**30},
+            "throughput": {
+                "env_frames_per_s": frames / max(train_seconds, 1e-9),
+                "agent_steps_per_s": p.env_steps / max(train_seconds, 1e-9),
+                "learner_updates_per_s": p.updates / max(train_seconds, 1e-9),
+            },
+            "eval": {
+                "return_mean": final_eval.mean if final_eval else None,
+                "return_std": final_eval.std if final_eval else None,
+                "episodes": int(final_eval.returns.size) if final_eval else 0,
+                "policy_version": final_eval.version if final_eval else None,
+            },
+            "evals": p.evals,
+            "workers": {str(k): v for k, v in sorted(p.workers.items())},
+            "replay": None
+            if replay_stats is None
+            else {
+                "size": replay_stats.size,
+                "inserted": replay_stats.inserted,
+                "sampled": replay_stats.sampled,
+                "inserted_by_worker": {str(k): v for k, v in sorted(replay_stats.inserted_by_worker.items())},
+                "nbytes": replay_stats.nbytes,
+            },
+            "stop_reason": stop_reason,
+            "episodes": p.episodes,
+            "config": self.cfg.to_dict(),
+        }
+        self.outputs.write_benchmark(benchmark)
+        self.close()
+        return RunSummary(
+            run_dir=str(self.outputs.run_dir),
+            stop_reason=stop_reason,
+            env_steps=p.env_steps,
+            updates=p.updates,
+            train_seconds=train_seconds,
+            eval_return_mean=final_eval.mean if final_eval else None,
+            benchmark=benchmark,
+        )
+
+    def close(self) -> None:
+        for logger in self.loggers:
+            logger.close()
+        self.loggers = []
+        self.outputs.close()

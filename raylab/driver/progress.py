@@ -1,0 +1,131 @@
+"""Counters, episode statistics and throughput, turned into one flat metrics row per report interval."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict, deque
+from typing import Any
+
+import numpy as np
+
+from raylab.types import EvalResult, LearnerStats, RolloutStats
+
+
+class Progress:
+    """Everything the driver counts. Rates in a row cover the interval since the previous row."""
+
+    def __init__(self, frames_per_step: int = 1):
+        self.frames_per_step = frames_per_step
+        self.start = time.perf_counter()
+        self.env_steps = 0
+        self.updates = 0
+        self.samples = 0
+        self.episodes = 0
+        self.returns: deque[float] = deque(maxlen=100)
+        self.lengths: deque[int] = deque(maxlen=100)
+        self.first_returns: list[float] = []
+        self._window: deque[float] = deque(maxlen=10)
+        self.best_window_mean = -math.inf
+        self.learner_metrics: dict[str, float] = {}
+        self.last_eval: EvalResult | None = None
+        self.evals: list[dict[str, float]] = []
+        self.workers: dict[int, dict[str, int]] = {}
+        """Per worker: chunks, env_steps, first and last policy_version seen."""
+        self._lags: list[int] = []
+        self._interval_returns: list[float] = []
+        self._timings: defaultdict[str, float] = defaultdict(float)
+        self._mark = (self.start, 0, 0, 0)
+        self.last_rates: dict[str, float] = {}
+
+    def restart_clock(self) -> None:
+        """Start timing now (after actors are up), so throughput excludes start-up."""
+        self.start = time.perf_counter()
+        self._mark = (self.start, self.env_steps, self.updates, self.samples)
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.start
+
+    def add_rollout(self, stats: RolloutStats, learner_version: int) -> None:
+        self.env_steps += stats.num_steps
+        worker = self.workers.setdefault(
+            stats.worker_id, {"chunks": 0, "env_steps": 0, "policy_version_first": stats.policy_version}
+        )
+        worker["chunks"] += 1
+        worker["env_steps"] += stats.num_steps
+        worker["policy_version_last"] = stats.policy_version
+        self._lags.append(learner_version - stats.policy_version)
+        for name, secs in stats.timings.items():
+            self._timings[f"rollout/{name}_s"] += secs
+        for ret, length in zip(stats.episodes.returns.tolist(), stats.episodes.lengths.tolist(), strict=True):
+            self.episodes += 1
+            self.returns.append(ret)
+            self.lengths.append(length)
+            self._interval_returns.append(ret)
+            if len(self.first_returns) < 10:
+                self.first_returns.append(ret)
+            self._window.append(ret)
+            if len(self._window) == self._window.maxlen:
+                self.best_window_mean = max(self.best_window_mean, float(np.mean(self._window)))
+
+    def add_learner(self, stats: LearnerStats) -> None:
+        self.updates += stats.updates
+        self.samples += stats.samples
+        self.learner_metrics = stats.metrics
+        self._timings["learner/update_s"] += stats.seconds
+
+    def add_eval(self, result: EvalResult) -> None:
+        self.last_eval = result
+        self.evals.append(
+            {
+                "time_s": self.seconds,
+                "env_steps": self.env_steps,
+                "version": result.version,
+                "return_mean": result.mean,
+            }
+        )
+
+    def row(self, replay_size: int | None = None) -> dict[str, Any]:
+        """A metrics row; resets the interval accumulators."""
+        now = time.perf_counter()
+        then, steps0, updates0, samples0 = self._mark
+        dt = max(now - then, 1e-9)
+        self._mark = (now, self.env_steps, self.updates, self.samples)
+        rates = {
+            "throughput/env_steps_per_s": (self.env_steps - steps0) / dt,
+            "throughput/env_frames_per_s": (self.env_steps - steps0) * self.frames_per_step / dt,
+            "throughput/updates_per_s": (self.updates - updates0) / dt,
+            "throughput/samples_per_s": (self.samples - samples0) / dt,
+        }
+        self.last_rates = rates
+        row: dict[str, Any] = {
+            "time_s": now - self.start,
+            "env_steps": self.env_steps,
+            "env_frames": self.env_steps * self.frames_per_step,
+            "updates": self.updates,
+            "samples": self.samples,
+            "episodes": self.episodes,
+            **rates,
+        }
+        if replay_size is not None:
+            row["replay/size"] = replay_size
+        if self.returns:
+            row["episode/return_mean"] = float(np.mean(self.returns))
+            row["episode/length_mean"] = float(np.mean(self.lengths))
+        if self._interval_returns:
+            row["episode/return_interval_mean"] = float(np.mean(self._interval_returns))
+        if self._lags:
+            row["lag/min"], row["lag/mean"], row["lag/max"] = (
+                min(self._lags), float(np.mean(self._lags)), max(self._lags),
+            )  # fmt: skip
+        if self.last_eval is not None:
+            row["eval/return_mean"] = self.last_eval.mean
+            row["eval/return_std"] = self.last_eval.std
+            row["eval/version"] = self.last_eval.version
+        row.update({f"learner/{k}": v for k, v in self.learner_metrics.items()})
+        row.update({f"timing/{k}": v for k, v in self._timings.items()})
+        self._lags.clear()
+        self._interval_returns.clear()
+        self._timings.clear()
+        return row

@@ -1,0 +1,87 @@
+"""Typed clients for raylab's Ray actors: callers see methods and ObjectRefs, never ``.remote()``.
+
+Calls that move data return refs so the driver can pass them on without fetching (a chunk goes from a
+rollout actor to the replay actor; a batch from the replay actor to the learner). Calls whose answer the
+caller needs now block and say so in their name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ray
+from ray import ObjectRef
+
+from raylab.config import RunConfig
+from raylab.envs.registry import EnvSpaces
+from raylab.remote.hosts import EvalHost, LearnerHost, ReplayHost, RolloutHost
+from raylab.replay.buffer import ReplayStats
+from raylab.types import Batch, Chunk, EvalResult, LearnerStats, RolloutStats, Weights
+
+_RolloutActor = ray.remote(RolloutHost)
+_ReplayActor = ray.remote(ReplayHost)
+_LearnerActor = ray.remote(LearnerHost)
+_EvalActor = ray.remote(EvalHost)
+
+
+class _Client:
+    def __init__(self, handle: Any):
+        self.handle = handle
+
+    def ready(self) -> ObjectRef[bool]:
+        return self.handle.ready.remote()
+
+    def peak_memory_bytes(self) -> ObjectRef[int]:
+        return self.handle.peak_memory_bytes.remote()
+
+
+class RolloutClient(_Client):
+    @classmethod
+    def create(cls, cfg: RunConfig, spaces: EnvSpaces, worker_id: int) -> RolloutClient:
+        handle = _RolloutActor.options(num_cpus=cfg.topology.worker_cpus, name=None).remote(cfg, spaces, worker_id)
+        return cls(handle)
+
+    def sample(self, weights: ObjectRef[Weights] | None) -> tuple[ObjectRef[Chunk], ObjectRef[RolloutStats]]:
+        """Start one chunk; ``weights`` (only when newer than the worker's) is loaded first."""
+        chunk, stats = self.handle.sample.options(num_returns=2).remote(weights)
+        return chunk, stats
+
+
+class ReplayClient(_Client):
+    @classmethod
+    def create(cls, cfg: RunConfig, spaces: EnvSpaces) -> ReplayClient:
+        return cls(_ReplayActor.options(num_cpus=0).remote(cfg, spaces))
+
+    def add(self, chunk: ObjectRef[Chunk]) -> ObjectRef[int]:
+        return self.handle.add.remote(chunk)
+
+    def sample_many(self, batch_size: int, num_batches: int) -> ObjectRef[list[Batch]]:
+        return self.handle.sample_many.remote(batch_size, num_batches)
+
+    def stats_blocking(self) -> ReplayStats:
+        return ray.get(self.handle.stats.remote())
+
+
+class LearnerClient(_Client):
+    @classmethod
+    def create(cls, cfg: RunConfig, spaces: EnvSpaces, num_gpus: float) -> LearnerClient:
+        return cls(_LearnerActor.options(num_cpus=cfg.learner.num_cpus, num_gpus=num_gpus).remote(cfg, spaces))
+
+    def update(self, batches: ObjectRef[list[Batch]]) -> tuple[ObjectRef[LearnerStats], ObjectRef[Weights | None]]:
+        stats, weights = self.handle.update.options(num_returns=2).remote(batches)
+        return stats, weights
+
+    def weights(self) -> ObjectRef[Weights]:
+        return self.handle.get_weights.remote()
+
+    def state_dict_blocking(self) -> dict[str, Any]:
+        return ray.get(self.handle.state_dict.remote())
+
+
+class EvalClient(_Client):
+    @classmethod
+    def create(cls, cfg: RunConfig, spaces: EnvSpaces) -> EvalClient:
+        return cls(_EvalActor.options(num_cpus=0).remote(cfg, spaces))
+
+    def evaluate(self, weights: ObjectRef[Weights], episodes: int) -> ObjectRef[EvalResult]:
+        return self.handle.evaluate.remote(weights, episodes)

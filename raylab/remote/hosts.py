@@ -1,0 +1,78 @@
+"""What runs inside each Ray actor: a plain component built by its builder, plus ``ready``/``peak_memory``.
+
+These classes import no Ray themselves; ``raylab.remote.clients`` wraps them with ``ray.remote``.
+"""
+
+from __future__ import annotations
+
+import resource
+
+from raylab.builders import build_evaluator, build_learner, build_replay, build_rollout_worker
+from raylab.config import RunConfig
+from raylab.envs.registry import EnvSpaces
+from raylab.replay.buffer import ReplayStats
+from raylab.types import Batch, Chunk, EvalResult, LearnerStats, RolloutStats, Weights
+
+
+def _single_thread_torch() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+class _Host:
+    def ready(self) -> bool:
+        return True
+
+    def peak_memory_bytes(self) -> int:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class RolloutHost(_Host):
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, worker_id: int):
+        _single_thread_torch()
+        self.worker = build_rollout_worker(cfg, spaces, worker_id)
+
+    def sample(self, weights: Weights | None) -> tuple[Chunk, RolloutStats]:
+        if weights is not None:
+            self.worker.set_weights(weights)
+        return self.worker.sample()
+
+
+class ReplayHost(_Host):
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+        self.replay = build_replay(cfg, spaces)
+
+    def add(self, chunk: Chunk) -> int:
+        return self.replay.add_chunk(chunk)
+
+    def sample_many(self, batch_size: int, num_batches: int) -> list[Batch]:
+        return self.replay.sample_many(batch_size, num_batches)
+
+    def stats(self) -> ReplayStats:
+        return self.replay.stats()
+
+
+class LearnerHost(_Host):
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+        self.learner = build_learner(cfg, spaces)
+
+    def update(self, batches: list[Batch]) -> tuple[LearnerStats, Weights | None]:
+        """Train on ``batches``; the second result holds new weights only when this call published."""
+        stats = self.learner.update_many(batches)
+        return stats, (self.learner.get_weights() if stats.published else None)
+
+    def get_weights(self) -> Weights:
+        return self.learner.get_weights()
+
+    def state_dict(self) -> dict:
+        return self.learner.state_dict()
+
+
+class EvalHost(_Host):
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+        _single_thread_torch()
+        self.evaluator = build_evaluator(cfg, spaces)
+
+    def evaluate(self, weights: Weights, episodes: int) -> EvalResult:
+        return self.evaluator.evaluate(weights, episodes)

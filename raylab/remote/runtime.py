@@ -1,0 +1,72 @@
+"""Starting or joining Ray, and waiting for actors with a bounded patience."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Sequence
+
+import ray
+from ray import ObjectRef
+
+from raylab.config import RayConfig
+from raylab.errors import RaylabError
+
+ACTOR_START_TIMEOUT_S = 180.0
+
+
+def init_ray(cfg: RayConfig, required_cpus: float) -> bool:
+    """Start an embedded Ray or join a cluster; returns True when this call started Ray (and must stop it).
+
+    ``ray.address=""`` starts a local Ray with enough logical CPUs for the topology (at least the machine's
+    cores), unless RAY_ADDRESS is set (as under ``ray job submit``), in which case that cluster is joined.
+    """
+    if ray.is_initialized():
+        return False
+    kwargs: dict = {
+        "include_dashboard": cfg.include_dashboard,
+        "dashboard_host": cfg.dashboard_host,
+        "logging_level": logging.WARNING,
+    }
+    address = cfg.address or None
+    if address is None and not os.environ.get("RAY_ADDRESS"):
+        kwargs["num_cpus"] = cfg.num_cpus or max(os.cpu_count() or 1, math.ceil(required_cpus))
+        if cfg.object_store_memory:
+            kwargs["object_store_memory"] = cfg.object_store_memory
+    try:
+        ray.init(address=address, **kwargs)
+    except (ConnectionError, RuntimeError, ValueError) as err:
+        where = address or os.environ.get("RAY_ADDRESS", "")
+        raise RaylabError(
+            f"cannot start or reach Ray at '{where}' ({' '.join(str(err).split())[:160]}): "
+            f"check ray.address (empty = embedded local Ray)"
+        ) from err
+    return True
+
+
+def wait_ready(refs: Sequence[ObjectRef], what: str, timeout_s: float = ACTOR_START_TIMEOUT_S) -> None:
+    """Block until every actor answers ``ready``; a cluster too small to place them is a one-line error."""
+    ready, not_ready = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
+    try:
+        ray.get(ready)  # re-raises a constructor's exception
+    except ray.exceptions.RayError as err:
+        raise user_error(err) or err from None
+    if not_ready:
+        raise RaylabError(
+            f"{len(not_ready)} of {len(refs)} {what} did not start within {timeout_s:.0f} s: the Ray cluster "
+            f"lacks the CPUs/GPUs they reserve; lower topology.num_workers, topology.worker_cpus or learner.num_gpus"
+        )
+
+
+def user_error(err: BaseException) -> RaylabError | None:
+    """The RaylabError behind a Ray error (an actor's constructor or method raised it), if there is one."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, RaylabError):
+            return current
+        cause = getattr(current, "cause", None)
+        current = cause if isinstance(cause, BaseException) else current.__cause__
+    return None

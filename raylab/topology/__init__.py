@@ -1,0 +1,30 @@
+"""Topologies: one file each, its dataflow drawn in its docstring.
+
+local     serial: every component in one process, no Ray          (topology/local.py)
+apex_dqn  Ape-X DQN: rollout actors, replay actor, learner actor   (topology/apex_dqn.py)
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from raylab.config import RunConfig
+from raylab.driver.monitor import RunSummary
+from raylab.envs.registry import EnvSpaces
+
+
+class Topology(Protocol):
+    def run(self) -> RunSummary: ...
+
+
+def make_topology(cfg: RunConfig, spaces: EnvSpaces) -> Topology:
+    """The topology ``cfg.topology.name`` names (imported lazily: the local one never imports Ray)."""
+    if cfg.topology.name == "local":
+        from raylab.topology.local import LocalTopology
+
+        return LocalTopology(cfg, spaces)
+    if cfg.topology.name == "apex_dqn":
+        from raylab.topology.apex_dqn import ApexDQNTopology
+
+        return ApexDQNTopology(cfg, spaces)
+    raise AssertionError(f"config validation let through topology {cfg.topology.name!r}")

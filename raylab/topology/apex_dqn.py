@@ -1,0 +1,180 @@
+"""Ape-X DQN on Ray: acting and learning run concurrently, held at a samples-per-insert ratio.
+
+    RolloutActor x N --chunk ref--> driver --add(ref)--------------> ReplayActor
+          ^                                                          |  sample_many(B, K) ref
+          |                                                          v
+          +--- weights ref, only when newer <--- driver <--- LearnerActor.update (K updates/call)
+                                                   |
+                                     EvalActor <---+ weights ref every eval interval
+
+The driver is the wiring: it holds refs and never the data (a chunk goes rollout -> replay, a batch
+replay -> learner through the object store). Each worker has one chunk in flight; the learner has up to
+two calls queued so it never idles on a round trip. The limiter (raylab.replay.rate_limiter) parks a
+worker whose chunk would put acting too far ahead of learning, and holds learner calls when learning would
+run ahead of acting. Weights are put once per published version and passed to a worker only when it is
+behind. When a greedy evaluation meets stop.mean_return, those evaluated weights (not the learner's
+newer ones) are the run's policy: checkpointed and evaluated again, on fresh episodes, at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import cast
+
+import ray
+from ray import ObjectRef
+
+from raylab.builders import build_rate_limiter
+from raylab.config import RunConfig
+from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.envs.registry import EnvSpaces
+from raylab.remote.clients import EvalClient, LearnerClient, ReplayClient, RolloutClient
+from raylab.remote.runtime import init_ray, user_error, wait_ready
+from raylab.types import Chunk, EvalResult, LearnerStats, RolloutStats, Weights
+
+LEARNER_CALLS_IN_FLIGHT = 2
+WAIT_TIMEOUT_S = 0.1
+
+
+@dataclass
+class _Rollout:
+    worker: int
+    chunk: ObjectRef[Chunk]
+
+
+@dataclass
+class _Update:
+    weights: ObjectRef[Weights | None]
+
+
+class _Add:
+    pass
+
+
+@dataclass
+class _Eval:
+    weights: ObjectRef[Weights]
+
+
+class ApexDQNTopology:
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+        self.cfg = cfg
+        self.spaces = spaces
+        self.limiter = build_rate_limiter(cfg)  # validates before anything starts
+
+    def required_cpus(self) -> float:
+        return self.cfg.topology.num_workers * self.cfg.topology.worker_cpus + self.cfg.learner.num_cpus
+
+    def run(self) -> RunSummary:
+        started = init_ray(self.cfg.ray, self.required_cpus())
+        try:
+            return self._run()
+        except ray.exceptions.RayError as err:
+            raise user_error(err) or err from None
+        finally:
+            if started:
+                ray.shutdown()
+
+    def _learner_gpus(self) -> float:
+        import torch
+
+        if self.cfg.learner.num_gpus or self.cfg.learner.device == "cpu":
+            return self.cfg.learner.num_gpus
+        return 1.0 if torch.cuda.is_available() else 0.0
+
+    def _run(self) -> RunSummary:
+        cfg, spaces, limiter = self.cfg, self.spaces, self.limiter
+        monitor = RunMonitor(cfg, spaces)
+        learner = LearnerClient.create(cfg, spaces, self._learner_gpus())
+        replay = ReplayClient.create(cfg, spaces)
+        evaluator = EvalClient.create(cfg, spaces)
+        workers = [RolloutClient.create(cfg, spaces, i) for i in range(cfg.topology.num_workers)]
+        wait_ready([c.ready() for c in (learner, replay, evaluator, *workers)], "raylab actors")
+
+        batch, calls = cfg.learner.batch_size, cfg.learner.updates_per_call
+        chunk_size = cfg.topology.rollout_length * cfg.topology.envs_per_worker
+        weights_ref, published_version = learner.weights(), 0
+        worker_version = [-1] * len(workers)
+        learner_version = 0
+        pending: dict[ObjectRef, _Rollout | _Update | _Add | _Eval] = {}
+        parked: list[int] = []
+        rollouts_in_flight = learner_calls = 0
+        added = 0
+        eval_in_flight = False
+        evaluated_ref = weights_ref
+
+        def submit_rollout(i: int) -> None:
+            nonlocal rollouts_in_flight
+            newer = worker_version[i] < published_version
+            worker_version[i] = published_version
+            chunk_ref, stats_ref = workers[i].sample(weights_ref if newer else None)
+            pending[stats_ref] = _Rollout(i, chunk_ref)
+            rollouts_in_flight += 1
+
+        monitor.start()
+        for i in range(len(workers)):
+            submit_rollout(i)
+        stop: str | None = None
+        try:
+            while stop is None:
+                while learner_calls < LEARNER_CALLS_IN_FLIGHT and limiter.can_sample(batch * calls):
+                    limiter.record_sample(batch * calls)
+                    stats_ref, new_weights_ref = learner.update(replay.sample_many(batch, calls))
+                    pending[stats_ref] = _Update(new_weights_ref)
+                    learner_calls += 1
+                while parked and limiter.can_insert(chunk_size * (rollouts_in_flight + 1)):
+                    submit_rollout(parked.pop(0))
+                if not eval_in_flight and monitor.eval_due():
+                    monitor.eval_started()
+                    pending[evaluator.evaluate(weights_ref, cfg.eval.episodes)] = _Eval(weights_ref)
+                    eval_in_flight = True
+
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_TIMEOUT_S)
+                for ref in ready:
+                    job = pending.pop(ref)
+                    if isinstance(job, _Rollout):
+                        stats: RolloutStats = ray.get(ref)
+                        rollouts_in_flight -= 1
+                        pending[replay.add(job.chunk)] = _Add()
+                        limiter.record_insert(stats.num_steps)
+                        monitor.on_rollout(stats, learner_version)
+                        if limiter.can_insert(chunk_size * (rollouts_in_flight + 1)):
+                            submit_rollout(job.worker)
+                        else:
+                            parked.append(job.worker)
+                    elif isinstance(job, _Update):
+                        learner_stats: LearnerStats = ray.get(ref)
+                        learner_calls -= 1
+                        learner_version = learner_stats.version
+                        monitor.on_learner(learner_stats)
+                        if learner_stats.published:  # then job.weights holds Weights, not None
+                            weights_ref, published_version = (
+                                cast(ObjectRef[Weights], job.weights),
+                                learner_stats.version,
+                            )
+                    elif isinstance(job, _Add):
+                        added += ray.get(ref)
+                        monitor.replay_size = min(added, cfg.replay.capacity)
+                    else:
+                        result: EvalResult = ray.get(ref)
+                        eval_in_flight = False
+                        monitor.on_eval(result)
+                        evaluated_ref = job.weights
+                monitor.tick()
+                stop = monitor.stop_reason()
+        except KeyboardInterrupt:
+            stop = "interrupted"
+
+        # Drain the learner so the checkpoint holds its final state and every update is counted.
+        for ref in [ref for ref, job in pending.items() if isinstance(job, _Update)]:
+            monitor.on_learner(ray.get(ref))
+        # The run's policy: the evaluated weights that met stop.mean_return, else the learner's last ones.
+        policy_ref = evaluated_ref if monitor.target_reached() else learner.weights()
+        final_eval = None
+        if cfg.eval.final_episodes and stop != "interrupted":
+            final_eval = ray.get(evaluator.evaluate(policy_ref, cfg.eval.final_episodes))
+        policy: Weights = ray.get(policy_ref)
+        state = learner.state_dict_blocking()
+        clients = [learner, replay, evaluator, *workers]
+        peak = sum(ray.get([c.peak_memory_bytes() for c in clients]))
+        return monitor.finish(stop, state, policy, final_eval, replay.stats_blocking(), extra_peak_memory_bytes=peak)

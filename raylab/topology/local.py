@@ -1,0 +1,85 @@
+"""Serial topology: apex_dqn's components in one process, no Ray. The debugging tool and the fast test path.
+
+repeat until a stop condition:
+    for each RolloutWorker w (same seeds and epsilons as the Ray topology):
+        chunk = w.sample()                 # rollout_length x envs_per_worker steps
+        replay.add_chunk(chunk)            # n-step transitions
+    while the samples-per-insert limiter allows:
+        learner.update_many(replay.sample_many(batch_size, updates_per_call))
+        on publish: every worker loads the new weights (no copy when not newer)
+    periodic greedy evaluation; report
+the final checkpoint and evaluation use the evaluated weights that met stop.mean_return, if one did
+"""
+
+from __future__ import annotations
+
+from raylab.builders import (
+    build_evaluator,
+    build_learner,
+    build_rate_limiter,
+    build_replay,
+    build_rollout_worker,
+)
+from raylab.config import RunConfig
+from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.envs.registry import EnvSpaces
+
+
+class LocalTopology:
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+        self.cfg = cfg
+        self.limiter = build_rate_limiter(cfg)
+        self.replay = build_replay(cfg, spaces)
+        self.learner = build_learner(cfg, spaces)
+        self.workers = [build_rollout_worker(cfg, spaces, i) for i in range(cfg.topology.num_workers)]
+        self.evaluator = build_evaluator(cfg, spaces)
+        self.monitor = RunMonitor(cfg, spaces)
+
+    def run(self) -> RunSummary:
+        cfg, limiter, replay, learner, monitor = (
+            self.cfg,
+            self.limiter,
+            self.replay,
+            self.learner,
+            self.monitor,
+        )
+        batch, calls = cfg.learner.batch_size, cfg.learner.updates_per_call
+        weights = learner.get_weights()
+        for worker in self.workers:
+            worker.set_weights(weights)
+        monitor.start()
+        stop: str | None = None
+        evaluated = weights
+        try:
+            while stop is None:
+                for worker in self.workers:
+                    if not limiter.can_insert(worker.rollout_length * worker.env.num_envs):
+                        break  # the learner is behind: let it catch up first
+                    chunk, stats = worker.sample()
+                    replay.add_chunk(chunk)
+                    limiter.record_insert(chunk.size)
+                    monitor.on_rollout(stats, learner.version)
+                while limiter.can_sample(batch * calls):
+                    limiter.record_sample(batch * calls)
+                    learner_stats = learner.update_many(replay.sample_many(batch, calls))
+                    monitor.on_learner(learner_stats)
+                    if learner_stats.published:
+                        weights = learner.get_weights()
+                        for worker in self.workers:
+                            worker.set_weights(weights)
+                    if limiter.samples_per_insert == 0:
+                        break  # unlimited: one call per round keeps acting and learning interleaved
+                if monitor.eval_due():
+                    monitor.eval_started()
+                    evaluated = learner.get_weights()
+                    monitor.on_eval(self.evaluator.evaluate(evaluated, cfg.eval.episodes))
+                monitor.replay_size = len(replay)
+                monitor.tick()
+                stop = monitor.stop_reason()
+        except KeyboardInterrupt:
+            stop = "interrupted"
+        policy = evaluated if monitor.target_reached() else learner.get_weights()
+        final_eval = None
+        if cfg.eval.final_episodes and stop != "interrupted":
+            final_eval = self.evaluator.evaluate(policy, cfg.eval.final_episodes)
+        return monitor.finish(stop, learner.state_dict(), policy, final_eval, replay.stats())

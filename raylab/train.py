@@ -1,0 +1,151 @@
+"""Train: ``python -m raylab.train +experiment=cartpole_dqn [key=value ...]``.
+
+Hydra composes conf/ (shipped as ``raylab.conf``); ``raylab.config.resolve`` validates it once into a
+frozen RunConfig; the topology it names runs; everything lands in the Hydra run dir. User mistakes end in
+one line on stderr that names the fix and exit status 2; Ctrl-C ends the run cleanly with status 130.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+from importlib import resources
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from raylab.config import RunConfig, resolve
+from raylab.driver.monitor import RunSummary
+from raylab.envs.registry import env_spaces
+from raylab.errors import EXIT_USAGE, ConfigError, RaylabError
+
+CONFIG_MODULE = "raylab.conf"
+EXIT_INTERRUPTED = 130
+NULL_DEFAULT_GROUPS = ("experiment", "debug")
+"""Groups whose default is null: Hydra accepts only ``group=x`` for them, raylab also ``+group=x``."""
+
+
+def run(cfg: RunConfig) -> RunSummary:
+    """Run one training job from a resolved config (the Python API behind the CLI)."""
+    spaces = env_spaces(cfg.env)
+    if cfg.algo.name == "dqn" and spaces.num_actions is None:
+        raise ConfigError(
+            f"algo=dqn needs discrete actions but {cfg.env.id} has {spaces.action_space}: "
+            f"choose an env with a Discrete action space"
+        )
+    from raylab.topology import make_topology
+
+    summary = make_topology(cfg, spaces).run()
+    ev = summary.benchmark["eval"]
+    result = (
+        f"eval return {ev['return_mean']:.1f} ± {ev['return_std']:.1f} over {ev['episodes']} episodes, "
+        if (ev["episodes"])
+        else ""
+    )
+    print(
+        f"raylab: done ({summary.stop_reason}): {result}{summary.env_steps:,} env steps and "
+        f"{summary.updates:,} updates in {summary.train_seconds:.1f} s; outputs in {summary.run_dir}",
+        flush=True,
+    )
+    return summary
+
+
+def config_groups() -> dict[str, list[str]]:
+    """Every config group under conf/ and its options (file names without .yaml)."""
+    root = resources.files(CONFIG_MODULE)
+    groups = {}
+    for entry in root.iterdir():
+        if entry.is_dir() and not entry.name.startswith(("_", ".")):
+            groups[entry.name] = sorted(f.name[:-5] for f in entry.iterdir() if f.name.endswith(".yaml"))
+    return groups
+
+
+def normalize_overrides(overrides: list[str]) -> list[str]:
+    """``+experiment=x`` -> ``experiment=x`` (and the same for debug).
+
+    The defaults list names ``experiment: null`` so that ``experiment=x`` works; Hydra then rejects the
+    append form ``+experiment=x`` ("Multiple values for experiment"), which is how most docs spell it.
+    Accepting both is friendlier than teaching users the difference.
+    """
+    out = []
+    for override in overrides:
+        key = override[1:].partition("=")[0]
+        out.append(override[1:] if override.startswith("+") and key in NULL_DEFAULT_GROUPS else override)
+    return out
+
+
+def compose(overrides: list[str]) -> DictConfig:
+    """Compose conf/ with ``overrides`` outside of ``hydra.main`` (tests, benchmarks, the CLI's pre-check)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
+        return hydra_compose("config", overrides=normalize_overrides(overrides))
+
+
+def check_overrides(overrides: list[str]) -> None:
+    """Compose once up front so that composition errors become one line that names the fix."""
+    if any(arg.startswith("-") for arg in overrides):
+        return  # Hydra flags (--multirun, --cfg, --help, ...): leave everything to Hydra
+    plain = [o for o in overrides if not o.lstrip("+~").startswith("hydra")]
+    groups = config_groups()
+    for override in plain:
+        key, _, value = override.lstrip("+~").partition("=")
+        if key in groups and value and value != "null" and value not in groups[key]:
+            options = groups[key]
+            raise ConfigError(
+                f"unknown {key} '{value}': choose one of {', '.join(options)} "
+                f"(e.g. {'+' if key in ('experiment', 'debug') else ''}{key}={options[0]})"
+            )
+    try:
+        compose(plain)
+    except Exception as err:
+        raise ConfigError(_composition_message(err, plain)) from None
+
+
+def _composition_message(err: Exception, overrides: list[str]) -> str:
+    text = " ".join(str(err).split())
+    match = re.search(r"Could not override '([^']+)'", text)
+    if match:
+        path = match.group(1)
+        parent, _, leaf = path.rpartition(".")
+        others = [o for o in overrides if not o.lstrip("+~").startswith(path + "=")]
+        try:
+            node = compose(others)
+            keys = list(OmegaConf.select(node, parent).keys()) if parent else list(node.keys())
+        except Exception:
+            keys = []
+        close = difflib.get_close_matches(leaf, [str(k) for k in keys], n=1)
+        fix = f"did you mean '{parent + '.' if parent else ''}{close[0]}'?" if close else "check the key's spelling"
+        return f"unknown config key '{path}': {fix}"
+    return f"invalid config overrides: {text}"
+
+
+@hydra.main(config_path=f"pkg://{CONFIG_MODULE}", config_name="config", version_base="1.3")
+def _hydra_main(dict_cfg: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+
+    try:
+        summary = run(resolve(dict_cfg, run_dir=HydraConfig.get().runtime.output_dir))
+    except RaylabError as err:
+        print(f"raylab: error: {err}", file=sys.stderr, flush=True)
+        sys.exit(EXIT_USAGE)
+    if summary.stop_reason == "interrupted":
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def main() -> None:
+    sys.argv[1:] = normalize_overrides(sys.argv[1:])
+    try:
+        check_overrides(sys.argv[1:])
+    except RaylabError as err:
+        print(f"raylab: error: {err}", file=sys.stderr, flush=True)
+        sys.exit(EXIT_USAGE)
+    _hydra_main()
+
+
+if __name__ == "__main__":
+    main()
