@@ -1,0 +1,20 @@
+"""``python -m raylab.bench <command> [args]``; ``--help`` on each command says what it measures."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from raylab.bench import learn
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m raylab.bench", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    learn.add_parser(commands)
+    args, overrides = parser.parse_known_args(argv)
+    return int(args.func(args, overrides) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

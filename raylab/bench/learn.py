@@ -1,0 +1,170 @@
+"""``learn``: wall time and env steps to a greedy-evaluation target, over seeds and variants.
+
+    python -m raylab.bench learn --seeds 0 1 2 --output benchmarks/cartpole_dqn_learning.json \\
+        --variant apex_dqn= --variant local=topology=local +experiment=cartpole_dqn
+
+Every run is the real CLI (``python -m raylab.train``) in a fresh process, so ``process_seconds`` includes
+Ray's start-up and the final evaluation while ``train_seconds`` counts from the moment every actor is up to
+the stop. Variants alternate seed by seed so that machine noise spreads over all of them. The JSON records
+the machine; the PNG plots each run's periodic greedy evaluations against training time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from raylab.bench.machine import machine_info
+
+
+def add_parser(commands: Any) -> None:
+    p = commands.add_parser("learn", help="time and env steps to a greedy-eval target, over seeds/variants")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=OVERRIDES",
+        help="a named set of extra overrides, space-separated (repeatable), e.g. local=topology=local",
+    )
+    p.add_argument("--output", required=True, help="JSON to write; the PNG goes next to it")
+    p.add_argument("--runs-dir", default=None, help="where the runs' output dirs go (default: outputs/bench/<name>)")
+    p.set_defaults(func=run)
+
+
+def parse_variant(text: str) -> tuple[str, list[str]]:
+    name, _, overrides = text.partition("=")
+    if not name:
+        raise SystemExit(f"raylab bench: error: --variant needs NAME=OVERRIDES, got '{text}'")
+    return name, overrides.split()
+
+
+def run(args: argparse.Namespace, overrides: list[str]) -> int:
+    variants = [parse_variant(v) for v in args.variant] or [("default", [])]
+    output = Path(args.output)
+    runs_dir = Path(args.runs_dir or Path("outputs") / "bench" / output.stem)
+    results: list[dict[str, Any]] = []
+    for seed in args.seeds:
+        for name, extra in variants:
+            result = run_one(name, [*overrides, *extra], seed, runs_dir / f"{name}_seed{seed}")
+            results.append(result)
+            print(_line(result), flush=True)
+    report = {
+        "benchmark": "learn",
+        "overrides": overrides,
+        "variants": {name: extra for name, extra in variants},
+        "seeds": args.seeds,
+        "machine": machine_info(),
+        "summary": {name: summarize([r for r in results if r["variant"] == name]) for name, _ in variants},
+        "runs": results,
+    }
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(report, indent=2) + "\n")
+    plot(results, output.with_suffix(".png"))
+    for name, summary in report["summary"].items():
+        print(f"{name}: {json.dumps(summary)}")
+    print(f"wrote {output} and {output.with_suffix('.png')}")
+    return 0 if all(r["ok"] for r in results) else 1
+
+
+def run_one(variant: str, overrides: list[str], seed: int, run_dir: Path) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "raylab.train", *overrides, f"seed={seed}", f"hydra.run.dir={run_dir}"]
+    env = {**os.environ, "WANDB_MODE": os.environ.get("WANDB_MODE", "disabled")}
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    process_seconds = time.perf_counter() - start
+    result: dict[str, Any] = {"variant": variant, "seed": seed, "run_dir": str(run_dir)}
+    result["process_seconds"] = round(process_seconds, 2)
+    metrics_file = run_dir / "benchmark_metrics.json"
+    if proc.returncode != 0 or not metrics_file.exists():
+        result.update(ok=False, error=(proc.stderr or proc.stdout).strip().splitlines()[-5:])
+        return result
+    bm = json.loads(metrics_file.read_text())
+    target = bm["config"]["stop"]["mean_return"]
+    hit = next((e for e in bm["evals"] if target is not None and e["return_mean"] >= target), None)
+    train_seconds = bm["duration_hours"] * 3600
+    final = bm["eval"]["return_mean"]
+    result.update(
+        ok=True,
+        target=target,
+        stop_reason=bm["stop_reason"],
+        train_seconds=round(train_seconds, 2),
+        env_steps=bm["total_timesteps"],
+        updates=bm["total_updates"],
+        env_steps_per_s=round(bm["throughput"]["agent_steps_per_s"], 1),
+        updates_per_s=round(bm["throughput"]["learner_updates_per_s"], 1),
+        target_hit_seconds=round(hit["time_s"], 2) if hit else None,
+        target_hit_env_steps=hit["env_steps"] if hit else None,
+        final_eval_return=final,
+        final_eval_std=bm["eval"]["return_std"],
+        final_eval_episodes=bm["eval"]["episodes"],
+        reached=bool(hit) and final is not None and target is not None and final >= target,
+        evals=[[round(e["time_s"], 2), e["env_steps"], e["return_mean"]] for e in bm["evals"]],
+    )
+    return result
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    done = [r for r in runs if r["ok"]]
+
+    def median(key: str) -> float | None:
+        values = [r[key] for r in done if r.get(key) is not None]
+        return round(statistics.median(values), 2) if values else None
+
+    return {
+        "runs": len(runs),
+        "reached": sum(bool(r.get("reached")) for r in done),
+        "median_train_seconds": median("train_seconds"),
+        "max_train_seconds": max((r["train_seconds"] for r in done), default=None),
+        "median_process_seconds": median("process_seconds"),
+        "median_env_steps": median("env_steps"),
+        "median_env_steps_per_s": median("env_steps_per_s"),
+        "median_updates_per_s": median("updates_per_s"),
+        "median_final_eval_return": median("final_eval_return"),
+    }
+
+
+def _line(r: dict[str, Any]) -> str:
+    if not r["ok"]:
+        return f"{r['variant']} seed {r['seed']}: FAILED: {' / '.join(r['error'])}"
+    return (
+        f"{r['variant']} seed {r['seed']}: {'reached' if r['reached'] else 'MISSED'} target {r['target']} "
+        f"in {r['train_seconds']:.1f} s train / {r['process_seconds']:.1f} s process, {r['env_steps']:,} env steps "
+        f"({r['env_steps_per_s']:,.0f}/s, {r['updates_per_s']:,.0f} updates/s); final eval "
+        f"{r['final_eval_return']:.1f} ± {r['final_eval_std']:.1f}"
+    )
+
+
+def plot(results: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    names = sorted({r["variant"] for r in results})
+    colors = {n: f"C{i}" for i, n in enumerate(names)}
+    for r in results:
+        if not r["ok"] or not r["evals"]:
+            continue
+        t = [e[0] for e in r["evals"]]
+        y = [e[2] for e in r["evals"]]
+        ax.plot(t, y, "-o", ms=3, color=colors[r["variant"]], alpha=0.8,
+                label=f"{r['variant']} seed {r['seed']}")  # fmt: skip
+    targets = {r["target"] for r in results if r.get("target") is not None}
+    for target in targets:
+        ax.axhline(target, color="gray", ls="--", lw=1)
+    ax.set_xlabel("training time (s)")
+    ax.set_ylabel("greedy eval mean return")
+    ax.set_title("raylab bench learn")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
