@@ -1,0 +1,48 @@
+"""The CLI as users run it: a real run, and every bad input ends in one line that names the fix, exit 2."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ENV = {**os.environ, "WANDB_MODE": "disabled", "HYDRA_FULL_ERROR": "0"}
+
+
+def train(*args, tmp_path):
+    return subprocess.run(
+        [sys.executable, "-m", "raylab.train", *args, f"hydra.run.dir={tmp_path}/run"],
+        capture_output=True, text=True, env=ENV, timeout=300,
+    )  # fmt: skip
+
+
+def test_smoke_run_in_serial_mode(tmp_path):
+    proc = train("debug=smoke", "topology=local", "env=fake", tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "raylab: done" in proc.stdout
+    bm = json.loads((tmp_path / "run" / "benchmark_metrics.json").read_text())
+    assert bm["total_timesteps"] >= 2000
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["+experiment=nope"], "unknown experiment 'nope': choose one of cartpole_dqn"),
+        (["experiment=nope"], "unknown experiment 'nope': choose one of cartpole_dqn"),
+        (["topology=ring"], "unknown topology 'ring': choose one of apex_dqn, local"),
+        (["env.id=CartPol-v1"], "did you mean CartPole-v1"),
+        (["topology.num_workers=0"], "set topology.num_workers=1 or more"),
+        (["topology.num_workers=-3"], "set topology.num_workers=1 or more"),
+        (["+experiment=cartpole_dqn", "stop.mean_return=1000"], "can never trigger"),
+        (["stop.env_steps=null", "stop.seconds=null"], "no stop condition"),
+        (["env.id=Pendulum-v1"], "needs discrete actions"),
+        (["learner.lrr=0.1"], "unknown config key 'learner.lrr': did you mean 'learner.lr'?"),
+    ],
+)
+def test_bad_input_is_one_line_that_names_the_fix(args, expected, tmp_path):
+    proc = train(*args, tmp_path=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("raylab: error: ") and expected in lines[0]

@@ -1,0 +1,57 @@
+"""Every experiment file and every group option composes and resolves; experiments only override."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from omegaconf import OmegaConf
+
+from raylab.config import resolve
+from raylab.train import compose, config_groups
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+EXPERIMENTS = config_groups()["experiment"]
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+@pytest.mark.parametrize("topology", ["", "topology=local"])
+def test_experiment_composes_and_resolves(name, topology, tmp_path):
+    overrides = [f"+experiment={name}"] + ([topology] if topology else [])
+    cfg = resolve(compose(overrides), run_dir=str(tmp_path))
+    assert cfg.stop.env_steps or cfg.stop.seconds or cfg.stop.mean_return
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_experiment_files_only_override(name):
+    path = CONF / "experiment" / f"{name}.yaml"
+    text = path.read_text()
+    assert text.startswith("# @package _global_"), f"{path} must start with '# @package _global_'"
+    data = yaml.safe_load(text)
+    for entry in data.pop("defaults", []):
+        assert isinstance(entry, dict) and next(iter(entry)).startswith("override /"), entry
+    base = OmegaConf.to_container(compose([]), resolve=False)
+
+    def check(node, ref, prefix):
+        for key, value in node.items():
+            assert key in ref, f"{path}: '{prefix}{key}' is not a key of the base config (experiments only override)"
+            if isinstance(value, dict) and isinstance(ref[key], dict) and value:
+                check(value, ref[key], f"{prefix}{key}.")
+
+    check(data, base, "")
+
+
+@pytest.mark.parametrize(
+    ("group", "option"),
+    [(g, o) for g, options in config_groups().items() if g != "experiment" for o in options],
+)
+def test_every_group_option_composes(group, option, tmp_path):
+    prefix = "+" if group == "debug" else ""
+    resolve(compose([f"{prefix}{group}={option}"]), run_dir=str(tmp_path))
+
+
+def test_plain_and_plus_experiment_spellings_agree():
+    assert compose(["+experiment=cartpole_dqn"]) == compose(["experiment=cartpole_dqn"])
+
+
+def test_command_line_group_choice_beats_the_experiment():
+    assert compose(["+experiment=cartpole_dqn", "topology=local"]).topology.name == "local"

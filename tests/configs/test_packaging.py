@@ -1,0 +1,27 @@
+"""pyproject.toml lists every package explicitly (conf/ is mapped in as raylab.conf): keep it complete."""
+
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RAY_IMPORT = re.compile(r"^\s*(import|from) ray\b", re.MULTILINE)
+
+
+def test_every_subpackage_and_config_group_is_packaged():
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "raylab").rglob("__init__.py")}
+    found |= {"raylab.conf"} | {f"raylab.conf.{d.name}" for d in (ROOT / "conf").iterdir() if d.is_dir()}
+    found = {f for f in found if "__pycache__" not in f}
+    assert found <= listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"
+
+
+def test_only_remote_and_topology_import_ray():
+    offenders = []
+    for path in (ROOT / "raylab").rglob("*.py"):
+        rel = path.relative_to(ROOT / "raylab").parts
+        if rel[0] in ("remote", "topology") and rel != ("topology", "local.py"):
+            continue  # the serial topology must run without Ray
+        if RAY_IMPORT.search(path.read_text()):
+            offenders.append(str(path.relative_to(ROOT)))
+    assert not offenders, f"only raylab/remote and raylab/topology may import ray: {offenders}"

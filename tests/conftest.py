@@ -1,0 +1,39 @@
+"""Shared fixtures. W&B never reaches the network from tests; one Ray instance serves the whole session."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("WANDB_MODE", "disabled")
+os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+
+RAY_TEST_CPUS = 4
+
+
+@pytest.fixture(scope="session")
+def ray_session() -> Iterator[None]:
+    """One local Ray for every test that needs it (starting Ray costs seconds)."""
+    import logging
+
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=RAY_TEST_CPUS, include_dashboard=False, logging_level=logging.WARNING)
+    yield
+    ray.shutdown()
+
+
+def make_config(tmp_path: Path, *overrides: str):
+    """Compose conf/ with ``overrides`` and resolve it, writing into ``tmp_path``."""
+    from raylab.config import resolve
+    from raylab.train import compose
+
+    return resolve(compose(list(overrides)), run_dir=str(tmp_path))
+
+
+FAKE = ("env=fake", "logger.console=false")
+"""Overrides for a run on the fake env without console output."""

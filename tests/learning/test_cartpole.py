@@ -1,0 +1,36 @@
+"""Real learning on CartPole-v1. The default tier runs one apex_dqn seed; the slow tier the full matrix."""
+
+import pytest
+
+from raylab.train import run
+from tests.conftest import make_config
+
+pytestmark = pytest.mark.usefixtures("ray_session")
+
+
+def cartpole(tmp_path, *overrides):
+    return run(make_config(tmp_path, "+experiment=cartpole_dqn", "logger.console=false", *overrides))
+
+
+@pytest.mark.distributed
+def test_apex_dqn_solves_cartpole(tmp_path):
+    summary = cartpole(tmp_path, "seed=0")
+    assert summary.stop_reason.startswith("eval return")
+    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 475
+    assert summary.train_seconds < 600
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+@pytest.mark.parametrize("seed", [1, 2])
+def test_apex_dqn_solves_cartpole_other_seeds(tmp_path, seed):
+    summary = cartpole(tmp_path, f"seed={seed}")
+    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 475
+    assert summary.train_seconds < 600
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_serial_topology_solves_cartpole(tmp_path, seed):
+    summary = cartpole(tmp_path, "topology=local", f"seed={seed}")
+    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 475

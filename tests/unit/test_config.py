@@ -1,0 +1,75 @@
+"""resolve(): the one validation boundary. Every message is one line and names the fix."""
+
+import dataclasses
+
+import pytest
+
+from raylab.config import DQNConfig, RunConfig, resolve
+from raylab.errors import ConfigError
+from tests.conftest import make_config
+
+
+def error(tmp_path, *overrides) -> str:
+    with pytest.raises(ConfigError) as info:
+        make_config(tmp_path, *overrides)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_default_config_resolves_to_frozen_dataclasses(tmp_path):
+    cfg = make_config(tmp_path)
+    assert isinstance(cfg, RunConfig) and isinstance(cfg.algo, DQNConfig)
+    assert cfg.model.hidden_sizes == (256, 256) and cfg.run_dir == str(tmp_path)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.seed = 3  # type: ignore[misc]
+
+
+def test_round_trip_through_to_dict(tmp_path):
+    cfg = make_config(tmp_path, "+experiment=cartpole_dqn")
+    assert resolve(cfg.to_dict(), run_dir=str(tmp_path)) == cfg
+
+
+def test_unknown_key_suggests_the_right_one():
+    with pytest.raises(ConfigError, match=r"unknown config key 'learner.lrr': did you mean 'learner.lr'\?"):
+        resolve({"learner": {"lrr": 0.1}})
+
+
+def test_wrong_types_name_the_key():
+    with pytest.raises(ConfigError, match=r"learner\.batch_size must be an integer"):
+        resolve({"learner": {"batch_size": "many"}})
+    with pytest.raises(ConfigError, match=r"model\.dueling must be true or false"):
+        resolve({"model": {"dueling": "yes"}})
+    with pytest.raises(ConfigError, match=r"learner\.device must be one of auto, cpu, cuda"):
+        resolve({"learner": {"device": "tpu"}})
+    assert resolve({"stop": {"env_steps": "1e5"}}).stop.env_steps == 100_000
+
+
+@pytest.mark.parametrize("workers", ["0", "-2"])
+def test_non_positive_workers(tmp_path, workers):
+    assert "set topology.num_workers=1 or more" in error(tmp_path, f"topology.num_workers={workers}")
+
+
+def test_unknown_env_id_suggests_registered_ids(tmp_path):
+    assert "did you mean CartPole-v1" in error(tmp_path, "env.id=CartPol-v1")
+
+
+def test_unknown_env_family(tmp_path):
+    assert "choose one of gymnasium, fake" in error(tmp_path, "env.family=atari")
+
+
+def test_stop_conditions_that_can_never_trigger(tmp_path):
+    msg = error(tmp_path, "stop.env_steps=null", "stop.seconds=null", "stop.mean_return=null")
+    assert "no stop condition" in msg
+    msg = error(tmp_path, "+experiment=cartpole_dqn", "stop.mean_return=600")
+    assert "can never trigger" in msg and "returns at most 500" in msg
+    msg = error(tmp_path, "stop.mean_return=100", "eval.every_seconds=null")
+    assert "periodic evaluation is off" in msg
+    assert "stop.env_steps must be > 0" in error(tmp_path, "stop.env_steps=0")
+    assert "stop.seconds must be > 0" in error(tmp_path, "stop.seconds=-5")
+
+
+def test_cross_field_checks(tmp_path):
+    assert "raise replay.min_size" in error(tmp_path, "replay.min_size=10", "learner.batch_size=64")
+    assert "exceeds replay.capacity" in error(tmp_path, "replay.min_size=1000", "replay.capacity=100")
+    assert "choose one of local, apex_dqn" in error(tmp_path, "topology.name=ring")

@@ -1,0 +1,88 @@
+"""Vector env, rollout worker and evaluator on the fake env (no Ray)."""
+
+import numpy as np
+import pytest
+
+from raylab.builders import build_evaluator, build_rollout_worker
+from raylab.config import EnvConfig
+from raylab.envs import env_spaces, make_env, make_vector_env
+from raylab.types import Weights
+from tests.conftest import FAKE, make_config
+
+
+def test_vector_env_resets_in_the_same_step_and_returns_truncated_final_obs():
+    cfg = EnvConfig(family="fake", id="Fake-v0", max_episode_steps=3, options={"episode_length": 5})
+    venv = make_vector_env(cfg, num_envs=2, seed=0)
+    venv.reset()
+    finals = []
+    for _ in range(3):
+        step = venv.step(np.zeros(2, np.int64))
+        finals.append(step.final_obs)
+    assert step.truncated.all() and not step.terminated.any()
+    assert [i for i, _ in finals[-1]] == [0, 1]
+    assert finals[0] == [] and finals[1] == []
+
+
+def test_make_env_seeds_per_worker():
+    cfg = EnvConfig(family="gymnasium", id="CartPole-v1")
+    a, b, c = make_env(cfg, 7, 0), make_env(cfg, 7, 0), make_env(cfg, 7, 1)
+    oa, ob, oc = a.reset()[0], b.reset()[0], c.reset()[0]  # each continues its seeded stream
+    np.testing.assert_array_equal(oa, ob)
+    assert not np.array_equal(oa, oc)
+
+
+@pytest.mark.parametrize("obs_shape", [[4], [2, 8, 8]])
+def test_chunks_have_steps_by_envs_layout_and_the_env_dtype(tmp_path, obs_shape):
+    cfg = make_config(
+        tmp_path, *FAKE, f"env.options.obs_shape={obs_shape}", "env.max_episode_steps=7",
+        "topology.envs_per_worker=3", "topology.rollout_length=10", "topology.num_workers=2",
+        "model.hidden_sizes=[8]",
+    )  # fmt: skip
+    spaces = env_spaces(cfg.env)
+    worker = build_rollout_worker(cfg, spaces, worker_id=1)
+    chunk, stats = worker.sample()
+    dtype = np.uint8 if len(obs_shape) == 3 else np.float32
+    assert chunk.obs.shape == (11, 3, *obs_shape) and chunk.obs.dtype == dtype
+    assert chunk.actions.shape == chunk.rewards.shape == chunk.terminated.shape == (10, 3)
+    assert (chunk.worker_id, chunk.seq, chunk.policy_version) == (1, 0, -1)
+    assert chunk.truncated[6].all() and chunk.final_index.tolist() == [[6, 0], [6, 1], [6, 2]]
+    assert chunk.final_obs.shape == (3, *obs_shape) and chunk.final_obs.dtype == dtype
+    assert stats.num_steps == 30 and len(stats.episodes) == 3
+    np.testing.assert_array_equal(stats.episodes.lengths, [7, 7, 7])
+    assert {"env", "inference"} <= set(stats.timings)
+    chunk2, _ = worker.sample()
+    np.testing.assert_array_equal(chunk2.obs[0], chunk.obs[-1])  # chunks follow on
+    assert chunk2.seq == 1
+
+
+def test_same_seed_same_chunks(tmp_path):
+    cfg = make_config(tmp_path, *FAKE, "topology.envs_per_worker=2", "model.hidden_sizes=[8]")
+    spaces = env_spaces(cfg.env)
+    a, b = build_rollout_worker(cfg, spaces, 0), build_rollout_worker(cfg, spaces, 0)
+    weights = Weights(0, {k: v.numpy().copy() for k, v in a.policy.q_net.state_dict().items()})
+    b.set_weights(weights)
+    a.set_weights(weights)
+    ca, cb = a.sample()[0], b.sample()[0]
+    np.testing.assert_array_equal(ca.obs, cb.obs)
+    np.testing.assert_array_equal(ca.actions, cb.actions)
+    other = build_rollout_worker(cfg, spaces, 1)
+    assert not np.array_equal(other.sample()[0].obs, ca.obs)
+
+
+def test_worker_epsilons_follow_the_apex_ladder(tmp_path):
+    cfg = make_config(tmp_path, *FAKE, "topology.num_workers=2", "topology.envs_per_worker=4",
+                      "algo.epsilon.anneal_env_steps=0")  # fmt: skip
+    spaces = env_spaces(cfg.env)
+    w0, w1 = build_rollout_worker(cfg, spaces, 0), build_rollout_worker(cfg, spaces, 1)
+    ladder = 0.4 ** (1 + 7 * np.arange(8) / 7)
+    np.testing.assert_allclose(np.concatenate([w0.policy.epsilons(0), w1.policy.epsilons(0)]), ladder)
+
+
+def test_evaluator_runs_exactly_the_requested_episodes(tmp_path):
+    cfg = make_config(tmp_path, *FAKE, "env.options.episode_length=5", "eval.episodes=4", "model.hidden_sizes=[8]")
+    spaces = env_spaces(cfg.env)
+    evaluator = build_evaluator(cfg, spaces)
+    weights = Weights(3, {k: v.numpy() for k, v in evaluator.policy.q_net.state_dict().items()})
+    result = evaluator.evaluate(weights, episodes=7)
+    assert result.returns.shape == (7,) and (result.lengths == 5).all() and result.version == 3
+    assert 0 <= result.mean <= 5
