@@ -1,0 +1,59 @@
+# raylab developer commands. `make help` lists them. Every target that needs the environment builds it first.
+#
+# torch: on CPU-only machines (like CI) the install pins the local CPU build, torch==2.13.0, before anything
+# else asks for torch; an unpinned `torch` would pull several GB of CUDA wheels. GPU users choose their build:
+#   make install TORCH_SPEC="torch --index-url https://download.pytorch.org/whl/cu124"
+#   make install TORCH_SPEC=            # keep the torch already installed in $(VENV)
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+EXTRAS ?= dev
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.raylab-installed
+ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help install train train-local test test-all test-learning lint format bench-learning clean
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
+
+install: $(STAMP) ## create $(VENV) and install raylab with its dev extras (torch pinned, see top of Makefile)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	@if [ -n "$(TORCH_SPEC)" ]; then echo "pip install $(TORCH_SPEC)"; $(PY) -m pip install --quiet $(TORCH_SPEC); fi
+	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
+	@touch $(STAMP)
+
+train: install ## the main job: Ape-X DQN on CartPole with 2 rollout actors on an embedded local Ray
+	$(PY) -m raylab.train +experiment=cartpole_dqn $(ARGS)
+
+train-local: install ## the same job in serial mode (one process, no Ray)
+	$(PY) -m raylab.train +experiment=cartpole_dqn topology=local $(ARGS)
+
+test: install ## the default tier: unit, configs, integration, distributed, one real CartPole learning run
+	WANDB_MODE=disabled $(PY) -m pytest -m "not slow and not gpu" $(ARGS)
+
+test-all: install ## every tier, including the slow learning runs (3 seeds, both topologies)
+	WANDB_MODE=disabled $(PY) -m pytest $(ARGS)
+
+test-learning: install ## only the learning tier (slow runs included)
+	WANDB_MODE=disabled $(PY) -m pytest tests/learning $(ARGS)
+
+lint: install ## ruff (lint + format check) and mypy
+	$(PY) -m ruff check raylab tests
+	$(PY) -m ruff format --check raylab tests
+	$(PY) -m mypy
+
+format: install ## apply ruff's fixes and formatting
+	$(PY) -m ruff check --fix raylab tests
+	$(PY) -m ruff format raylab tests
+
+bench-learning: install ## time-to-475 on CartPole, 3 seeds, apex_dqn vs serial -> benchmarks/cartpole_dqn_learning.json
+	$(PY) -m raylab.bench learn --seeds 0 1 2 --output benchmarks/cartpole_dqn_learning.json \
+		--variant apex_dqn= --variant local=topology=local +experiment=cartpole_dqn $(ARGS)
+
+clean: ## remove run outputs and caches (keeps $(VENV))
+	rm -rf outputs multirun .pytest_cache .mypy_cache .ruff_cache
