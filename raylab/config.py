@@ -234,6 +234,9 @@ class EvalConfig:
     """Periodic greedy evaluation, env-step interval (None = off)."""
     episodes: int = 10
     """Episodes per periodic evaluation."""
+    confirm_episodes: int = 20
+    """When a periodic evaluation reaches stop.mean_return, this many more episodes of the same weights are
+    run and the stop is judged on all of them (0 = no confirmation)."""
     final_episodes: int = 20
     """Episodes of the final evaluation (0 = skip)."""
 
@@ -242,6 +245,7 @@ class EvalConfig:
         _positive_or_none(self.every_env_steps, "eval.every_env_steps")
         _check(self.episodes >= 1, "eval.episodes must be >= 1")
         _check(self.final_episodes >= 0, "eval.final_episodes must be >= 0")
+        _check(self.confirm_episodes >= 0, "eval.confirm_episodes must be >= 0")
 
     @property
     def periodic(self) -> bool:

@@ -83,5 +83,11 @@ class EvalClient(_Client):
     def create(cls, cfg: RunConfig, spaces: EnvSpaces) -> EvalClient:
         return cls(_EvalActor.options(num_cpus=0).remote(cfg, spaces))
 
-    def evaluate(self, weights: ObjectRef[Weights], episodes: int) -> ObjectRef[EvalResult]:
-        return self.handle.evaluate.remote(weights, episodes)
+    def evaluate(
+        self,
+        weights: ObjectRef[Weights],
+        episodes: int,
+        confirm_target: float | None = None,
+        confirm_episodes: int = 0,
+    ) -> ObjectRef[EvalResult]:
+        return self.handle.evaluate.remote(weights, episodes, confirm_target, confirm_episodes)

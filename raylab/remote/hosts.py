@@ -74,5 +74,7 @@ class EvalHost(_Host):
         _single_thread_torch()
         self.evaluator = build_evaluator(cfg, spaces)
 
-    def evaluate(self, weights: Weights, episodes: int) -> EvalResult:
-        return self.evaluator.evaluate(weights, episodes)
+    def evaluate(
+        self, weights: Weights, episodes: int, confirm_target: float | None = None, confirm_episodes: int = 0
+    ) -> EvalResult:
+        return self.evaluator.evaluate(weights, episodes, confirm_target, confirm_episodes)

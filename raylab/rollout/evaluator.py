@@ -20,9 +20,20 @@ class Evaluator:
         self.env = env
         self.policy = policy
 
-    def evaluate(self, weights: Weights | None, episodes: int) -> EvalResult:
+    def evaluate(
+        self, weights: Weights | None, episodes: int, confirm_target: float | None = None, confirm_episodes: int = 0
+    ) -> EvalResult:
+        """Mean over ``episodes``; if that reaches ``confirm_target``, ``confirm_episodes`` more of the same
+        weights are run and the result holds all of them, so a lucky handful of episodes cannot stop a run."""
         if weights is not None:
             self.policy.set_weights(weights)
+        returns, lengths = self._episodes(episodes)
+        if confirm_target is not None and confirm_episodes > 0 and returns.mean() >= confirm_target:
+            more_returns, more_lengths = self._episodes(confirm_episodes)
+            returns, lengths = np.concatenate([returns, more_returns]), np.concatenate([lengths, more_lengths])
+        return EvalResult(self.policy.version, returns, lengths)
+
+    def _episodes(self, episodes: int) -> tuple[np.ndarray, np.ndarray]:
         num_envs = self.env.num_envs
         quota = np.full(num_envs, episodes // num_envs)
         quota[: episodes % num_envs] += 1
@@ -43,4 +54,4 @@ class Evaluator:
                     lengths.append(int(episode_length[i]))
                 episode_return[i] = 0.0
                 episode_length[i] = 0
-        return EvalResult(self.policy.version, np.array(returns), np.array(lengths))
+        return np.array(returns), np.array(lengths)

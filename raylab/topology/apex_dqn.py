@@ -126,7 +126,10 @@ class ApexDQNTopology:
                     submit_rollout(parked.pop(0))
                 if not eval_in_flight and monitor.eval_due():
                     monitor.eval_started()
-                    pending[evaluator.evaluate(weights_ref, cfg.eval.episodes)] = _Eval(weights_ref)
+                    eval_ref = evaluator.evaluate(
+                        weights_ref, cfg.eval.episodes, cfg.stop.mean_return, cfg.eval.confirm_episodes
+                    )
+                    pending[eval_ref] = _Eval(weights_ref)
                     eval_in_flight = True
 
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_TIMEOUT_S)

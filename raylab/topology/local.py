@@ -72,7 +72,11 @@ class LocalTopology:
                 if monitor.eval_due():
                     monitor.eval_started()
                     evaluated = learner.get_weights()
-                    monitor.on_eval(self.evaluator.evaluate(evaluated, cfg.eval.episodes))
+                    monitor.on_eval(
+                        self.evaluator.evaluate(
+                            evaluated, cfg.eval.episodes, cfg.stop.mean_return, cfg.eval.confirm_episodes
+                        )
+                    )
                 monitor.replay_size = len(replay)
                 monitor.tick()
                 stop = monitor.stop_reason()

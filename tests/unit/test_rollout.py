@@ -86,3 +86,11 @@ def test_evaluator_runs_exactly_the_requested_episodes(tmp_path):
     result = evaluator.evaluate(weights, episodes=7)
     assert result.returns.shape == (7,) and (result.lengths == 5).all() and result.version == 3
     assert 0 <= result.mean <= 5
+
+
+def test_evaluator_confirms_a_passing_evaluation_with_more_episodes(tmp_path):
+    cfg = make_config(tmp_path, *FAKE, "env.options.episode_length=5", "eval.episodes=4", "model.hidden_sizes=[8]")
+    evaluator = build_evaluator(cfg, env_spaces(cfg.env))
+    assert evaluator.evaluate(None, 4, confirm_target=-1.0, confirm_episodes=6).returns.size == 10
+    assert evaluator.evaluate(None, 4, confirm_target=99.0, confirm_episodes=6).returns.size == 4
+    assert evaluator.evaluate(None, 4, confirm_target=None, confirm_episodes=6).returns.size == 4
