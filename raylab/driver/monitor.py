@@ -95,7 +95,10 @@ class RunMonitor:
         if now - self._last_progress >= 0.2:
             self._last_progress = now
             p = self.progress
-            postfix: dict[str, float] = {"upd": p.updates, "replay": self.replay_size or 0}
+            postfix: dict[str, float] = {
+                "upd/s": round(p.last_rates.get("throughput/updates_per_s", 0.0)),
+                "replay": self.replay_size or 0,
+            }
             if p.returns:
                 postfix["ret"] = round(float(np.mean(p.returns)), 1)
             if p.last_eval is not None:

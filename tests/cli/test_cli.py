@@ -2,8 +2,10 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -46,3 +48,26 @@ def test_bad_input_is_one_line_that_names_the_fix(args, expected, tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("raylab: error: ") and expected in lines[0]
+
+
+@pytest.mark.parametrize("topology", ["local", "apex_dqn"])
+def test_ctrl_c_stops_cleanly_with_outputs(topology, tmp_path):
+    """SIGINT to the whole process group, as a terminal's Ctrl-C sends it: exit 130, every output written."""
+    run_dir = tmp_path / "run"
+    cmd = [
+        sys.executable, "-m", "raylab.train", "env=fake", f"topology={topology}", "stop.seconds=300",
+        "stop.env_steps=null", "logger.report_every_seconds=0.5", f"hydra.run.dir={run_dir}",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, start_new_session=True, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while not (run_dir / "metrics.jsonl").exists() or not (run_dir / "metrics.jsonl").read_text().strip():
+        assert proc.poll() is None and time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGINT)
+    start = time.monotonic()
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out
+    assert time.monotonic() - start < 30
+    bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
+    assert bm["stop_reason"] == "interrupted" and bm["total_timesteps"] > 0
+    assert (run_dir / "checkpoints" / "final.pt").exists()
