@@ -119,7 +119,10 @@ def _composition_message(err: Exception, overrides: list[str]) -> str:
         except Exception:
             keys = []
         close = difflib.get_close_matches(leaf, [str(k) for k in keys], n=1)
-        fix = f"did you mean '{parent + '.' if parent else ''}{close[0]}'?" if close else "check the key's spelling"
+        if close:
+            fix = f"did you mean '{parent + '.' if parent else ''}{close[0]}'?"
+        else:
+            fix = f"check its spelling, or add a new key with +{path}=..."
         return f"unknown config key '{path}': {fix}"
     return f"invalid config overrides: {text}"
 

@@ -129,7 +129,12 @@ class RunMonitor:
         """
         p = self.progress
         train_seconds = p.seconds
+        # final_fps is the last full report interval's rate: the forced last row may cover a fraction of a
+        # second that includes the stop itself, which would understate the steady rate.
+        last_full_rates = dict(p.last_rates)
+        tail_is_short = time.perf_counter() - self._last_report < 0.5 * self.cfg.logger.report_every_seconds
         self.tick(force_report=True)
+        final_rates = last_full_rates if (last_full_rates and tail_is_short) else p.last_rates
         end_time = dt.datetime.now()
         self.outputs.save_checkpoint(
             "final.pt",
@@ -155,7 +160,7 @@ class RunMonitor:
             "total_timesteps": p.env_steps,
             "total_updates": p.updates,
             "average_fps": frames / max(train_seconds, 1e-9),
-            "final_fps": p.last_rates.get("throughput/env_frames_per_s", 0.0),
+            "final_fps": final_rates.get("throughput/env_frames_per_s", 0.0),
             "performance": {
                 "initial_reward": float(np.mean(p.first_returns)) if p.first_returns else None,
                 "final_reward": float(np.mean(returns[-10:])) if returns else None,

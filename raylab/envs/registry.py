@@ -68,7 +68,10 @@ class GymnasiumFamily:
         kwargs: dict[str, Any] = dict(cfg.options)
         if cfg.max_episode_steps is not None:
             kwargs["max_episode_steps"] = cfg.max_episode_steps
-        return gym.make(cfg.id, disable_env_checker=True, **kwargs)
+        try:
+            return gym.make(cfg.id, disable_env_checker=True, **kwargs)
+        except TypeError as err:
+            raise ConfigError(f"{cfg.id} rejected env.options {dict(cfg.options)} ({err}): fix env.options") from err
 
     def max_return(self, cfg: EnvConfig) -> float | None:
         spec = gym.spec(cfg.id)

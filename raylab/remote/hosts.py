@@ -6,10 +6,13 @@ These classes import no Ray themselves; ``raylab.remote.clients`` wraps them wit
 from __future__ import annotations
 
 import resource
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from raylab.builders import build_evaluator, build_learner, build_replay, build_rollout_worker
 from raylab.config import RunConfig
 from raylab.envs.registry import EnvSpaces
+from raylab.errors import RaylabError
 from raylab.replay.buffer import ReplayStats
 from raylab.types import Batch, Chunk, EvalResult, LearnerStats, RolloutStats, Weights
 
@@ -21,7 +24,20 @@ def _single_thread_torch() -> None:
 
 
 class _Host:
+    _startup_error: RaylabError | None = None
+
+    @contextmanager
+    def _deferring_user_errors(self) -> Iterator[None]:
+        """Keep a user error from the constructor and raise it from ``ready()``: Ray reports a failed
+        constructor as ActorDiedError with only a message, but a failed method keeps the exception itself."""
+        try:
+            yield
+        except RaylabError as err:
+            self._startup_error = err
+
     def ready(self) -> bool:
+        if self._startup_error is not None:
+            raise self._startup_error
         return True
 
     def peak_memory_bytes(self) -> int:
@@ -31,7 +47,8 @@ class _Host:
 class RolloutHost(_Host):
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces, worker_id: int):
         _single_thread_torch()
-        self.worker = build_rollout_worker(cfg, spaces, worker_id)
+        with self._deferring_user_errors():
+            self.worker = build_rollout_worker(cfg, spaces, worker_id)
 
     def sample(self, weights: Weights | None) -> tuple[Chunk, RolloutStats]:
         if weights is not None:
@@ -41,7 +58,8 @@ class RolloutHost(_Host):
 
 class ReplayHost(_Host):
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
-        self.replay = build_replay(cfg, spaces)
+        with self._deferring_user_errors():
+            self.replay = build_replay(cfg, spaces)
 
     def add(self, chunk: Chunk) -> int:
         return self.replay.add_chunk(chunk)
@@ -55,7 +73,8 @@ class ReplayHost(_Host):
 
 class LearnerHost(_Host):
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
-        self.learner = build_learner(cfg, spaces)
+        with self._deferring_user_errors():
+            self.learner = build_learner(cfg, spaces)
 
     def update(self, batches: list[Batch]) -> tuple[LearnerStats, Weights | None]:
         """Train on ``batches``; the second result holds new weights only when this call published."""
@@ -72,7 +91,8 @@ class LearnerHost(_Host):
 class EvalHost(_Host):
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
         _single_thread_torch()
-        self.evaluator = build_evaluator(cfg, spaces)
+        with self._deferring_user_errors():
+            self.evaluator = build_evaluator(cfg, spaces)
 
     def evaluate(
         self, weights: Weights, episodes: int, confirm_target: float | None = None, confirm_episodes: int = 0

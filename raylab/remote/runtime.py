@@ -65,8 +65,8 @@ def user_error(err: BaseException) -> RaylabError | None:
     current: BaseException | None = err
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, RaylabError):
-            return current
+        if isinstance(current, RaylabError) and not isinstance(current, ray.exceptions.RayError):
+            return current  # the original, not Ray's wrapper that subclasses it and carries a traceback
         cause = getattr(current, "cause", None)
         current = cause if isinstance(cause, BaseException) else current.__cause__
     return None

@@ -26,6 +26,17 @@ class ReplayStats:
     nbytes: int
 
 
+def check_fits_in_memory(capacity: int, obs_shape: tuple[int, ...], obs_dtype: np.dtype) -> None:
+    """ConfigError when ``capacity`` transitions would not fit in 90 % of the memory available now."""
+    per_item = 2 * int(np.prod(obs_shape, dtype=np.int64)) * np.dtype(obs_dtype).itemsize + 8 + 4 + 4
+    needed, available = capacity * per_item, psutil.virtual_memory().available
+    if needed > 0.9 * available:
+        raise ConfigError(
+            f"replay.capacity={capacity} needs {needed / 2**30:.1f} GiB but {available / 2**30:.1f} GiB "
+            f"is available: lower replay.capacity"
+        )
+
+
 class ReplayBuffer:
     """n-step transitions in preallocated ring storage, sampled uniformly."""
 
@@ -39,13 +50,7 @@ class ReplayBuffer:
         seed: int,
     ):
         obs_dtype = np.dtype(obs_dtype)
-        per_item = 2 * int(np.prod(obs_shape, dtype=np.int64)) * obs_dtype.itemsize + 8 + 4 + 4
-        needed, available = capacity * per_item, psutil.virtual_memory().available
-        if needed > 0.9 * available:
-            raise ConfigError(
-                f"replay.capacity={capacity} needs {needed / 2**30:.1f} GiB but {available / 2**30:.1f} GiB "
-                f"is available: lower replay.capacity"
-            )
+        check_fits_in_memory(capacity, obs_shape, obs_dtype)
         self.storage = RingStorage(
             capacity,
             {

@@ -30,6 +30,7 @@ from raylab.driver.monitor import RunMonitor, RunSummary
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.clients import EvalClient, LearnerClient, ReplayClient, RolloutClient
 from raylab.remote.runtime import init_ray, user_error, wait_ready
+from raylab.replay.buffer import check_fits_in_memory
 from raylab.types import Chunk, EvalResult, LearnerStats, RolloutStats, Weights
 
 LEARNER_CALLS_IN_FLIGHT = 2
@@ -60,7 +61,9 @@ class ApexDQNTopology:
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
         self.cfg = cfg
         self.spaces = spaces
-        self.limiter = build_rate_limiter(cfg)  # validates before anything starts
+        # validate what can be validated before Ray starts
+        self.limiter = build_rate_limiter(cfg)
+        check_fits_in_memory(cfg.replay.capacity, spaces.obs_shape, spaces.obs_dtype)
 
     def required_cpus(self) -> float:
         return self.cfg.topology.num_workers * self.cfg.topology.worker_cpus + self.cfg.learner.num_cpus

@@ -71,3 +71,9 @@ def test_ctrl_c_stops_cleanly_with_outputs(topology, tmp_path):
     bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
     assert bm["stop_reason"] == "interrupted" and bm["total_timesteps"] > 0
     assert (run_dir / "checkpoints" / "final.pt").exists()
+
+
+def test_bad_gymnasium_options_are_one_line(tmp_path):
+    proc = train("+env.options.foo=1", "topology=local", tmp_path=tmp_path)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "fix env.options" in proc.stderr

@@ -74,3 +74,14 @@ def test_clients_move_data_through_the_object_store(tmp_path):
     assert ray.get(stats_ref).policy_version == 2
     assert replay.stats_blocking().inserted_by_worker == {0: (8 - cfg.algo.n_step + 1) * 2}
     assert isinstance(next(iter(weights.params.values())), np.ndarray)
+
+
+def test_a_user_error_inside_an_actor_constructor_stays_one_line(tmp_path):
+    from raylab.errors import ConfigError
+    from raylab.remote.runtime import wait_ready
+
+    cfg = make_config(tmp_path, *FAKE, "replay.capacity=100000000000")  # resolves; fails where it is allocated
+    replay = ReplayClient.create(cfg, env_spaces(cfg.env))
+    with pytest.raises(ConfigError, match=r"lower replay\.capacity") as info:
+        wait_ready([replay.ready()], "replay")
+    assert "\n" not in str(info.value)
