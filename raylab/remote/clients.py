@@ -18,10 +18,11 @@ from raylab.remote.hosts import EvalHost, LearnerHost, ReplayHost, RolloutHost
 from raylab.replay.buffer import ReplayStats
 from raylab.types import Batch, Chunk, EvalResult, LearnerStats, RolloutStats, Weights
 
-_RolloutActor = ray.remote(RolloutHost)
-_ReplayActor = ray.remote(ReplayHost)
-_LearnerActor = ray.remote(LearnerHost)
-_EvalActor = ray.remote(EvalHost)
+# The Ray actor classes; create them through the clients below, which set their resources.
+RolloutActor = ray.remote(RolloutHost)
+ReplayActor = ray.remote(ReplayHost)
+LearnerActor = ray.remote(LearnerHost)
+EvalActor = ray.remote(EvalHost)
 
 
 class _Client:
@@ -38,7 +39,7 @@ class _Client:
 class RolloutClient(_Client):
     @classmethod
     def create(cls, cfg: RunConfig, spaces: EnvSpaces, worker_id: int) -> RolloutClient:
-        handle = _RolloutActor.options(num_cpus=cfg.topology.worker_cpus, name=None).remote(cfg, spaces, worker_id)
+        handle = RolloutActor.options(num_cpus=cfg.topology.worker_cpus).remote(cfg, spaces, worker_id)
         return cls(handle)
 
     def sample(self, weights: ObjectRef[Weights] | None) -> tuple[ObjectRef[Chunk], ObjectRef[RolloutStats]]:
@@ -50,7 +51,7 @@ class RolloutClient(_Client):
 class ReplayClient(_Client):
     @classmethod
     def create(cls, cfg: RunConfig, spaces: EnvSpaces) -> ReplayClient:
-        return cls(_ReplayActor.options(num_cpus=0).remote(cfg, spaces))
+        return cls(ReplayActor.options(num_cpus=0).remote(cfg, spaces))
 
     def add(self, chunk: ObjectRef[Chunk]) -> ObjectRef[int]:
         return self.handle.add.remote(chunk)
@@ -65,7 +66,7 @@ class ReplayClient(_Client):
 class LearnerClient(_Client):
     @classmethod
     def create(cls, cfg: RunConfig, spaces: EnvSpaces, num_gpus: float) -> LearnerClient:
-        return cls(_LearnerActor.options(num_cpus=cfg.learner.num_cpus, num_gpus=num_gpus).remote(cfg, spaces))
+        return cls(LearnerActor.options(num_cpus=cfg.learner.num_cpus, num_gpus=num_gpus).remote(cfg, spaces))
 
     def update(self, batches: ObjectRef[list[Batch]]) -> tuple[ObjectRef[LearnerStats], ObjectRef[Weights | None]]:
         stats, weights = self.handle.update.options(num_returns=2).remote(batches)
@@ -81,7 +82,7 @@ class LearnerClient(_Client):
 class EvalClient(_Client):
     @classmethod
     def create(cls, cfg: RunConfig, spaces: EnvSpaces) -> EvalClient:
-        return cls(_EvalActor.options(num_cpus=0).remote(cfg, spaces))
+        return cls(EvalActor.options(num_cpus=0).remote(cfg, spaces))
 
     def evaluate(
         self,
