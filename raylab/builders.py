@@ -91,4 +91,7 @@ def build_rate_limiter(cfg: RunConfig) -> SamplesPerInsertLimiter:
         raise ConfigError(
             f"replay.error_buffer={error_buffer:g} can deadlock actors and learner: set it >= {needed:g} or null"
         )
-    return SamplesPerInsertLimiter(spi, cfg.replay.min_size, error_buffer)
+    # The limiter counts env steps inserted; the replay completes a step's n-step transition only once the
+    # next n - 1 steps arrived, so up to (n - 1) steps per env are still in flight at any time.
+    pending = (cfg.algo.n_step - 1) * cfg.topology.envs_per_worker * cfg.topology.num_workers
+    return SamplesPerInsertLimiter(spi, cfg.replay.min_size + pending, error_buffer)

@@ -171,7 +171,8 @@ class ReplayConfig:
     capacity: int = 100_000
     """Transitions kept (ring buffer)."""
     min_size: int = 1_000
-    """Transitions stored before the learner starts."""
+    """Transitions stored before the learner starts (n-step transitions still waiting for their last steps
+    do not count)."""
     samples_per_insert: float = 8.0
     """Target learner samples per inserted transition; 0 = no rate limit."""
     error_buffer: float | None = None
@@ -193,9 +194,13 @@ class WandbConfig:
     enabled: bool = False
     """Log to Weights & Biases (offline unless a key is set; WANDB_MODE wins)."""
     project: str = "raylab"
+    """W&B project."""
     entity: str | None = None
+    """W&B entity (team or user); None = the key's default."""
     group: str | None = None
+    """Group runs in the W&B UI (e.g. one per experiment sweep)."""
     tags: tuple[str, ...] = ()
+    """Tags on the W&B run."""
     name: str | None = None
     """Run name (None = the run directory's name)."""
 
@@ -260,8 +265,11 @@ class RayConfig:
     num_cpus: int | None = None
     """Logical CPUs of the embedded Ray (None = what the topology reserves, at least the machine's cores)."""
     include_dashboard: bool = False
+    """Start Ray's dashboard with the embedded Ray."""
     dashboard_host: str = "127.0.0.1"
+    """Interface the dashboard binds to (loopback unless you mean to expose it)."""
     object_store_memory: int | None = None
+    """Bytes for the embedded Ray's object store (None = Ray's default)."""
 
     def __post_init__(self) -> None:
         _positive_or_none(self.num_cpus, "ray.num_cpus")

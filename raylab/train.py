@@ -136,6 +136,9 @@ def _hydra_main(dict_cfg: DictConfig) -> None:
     except RaylabError as err:
         print(f"raylab: error: {err}", file=sys.stderr, flush=True)
         sys.exit(EXIT_USAGE)
+    except KeyboardInterrupt:  # outside the training loop (start-up, final evaluation): nothing to save
+        print("raylab: interrupted", file=sys.stderr, flush=True)
+        sys.exit(EXIT_INTERRUPTED)
     if summary.stop_reason == "interrupted":
         sys.exit(EXIT_INTERRUPTED)
 
@@ -147,6 +150,8 @@ def main() -> None:
     except RaylabError as err:
         print(f"raylab: error: {err}", file=sys.stderr, flush=True)
         sys.exit(EXIT_USAGE)
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
     _hydra_main()
 
 

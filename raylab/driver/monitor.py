@@ -60,6 +60,10 @@ class RunMonitor:
         self.progress.restart_clock()
         self._last_report = self._last_eval_time = time.perf_counter()
 
+    def stopped(self) -> None:
+        """Call when the training loop ends: training time and the final rates stop counting here."""
+        self.progress.stop_clock()
+
     def on_rollout(self, stats: RolloutStats, learner_version: int) -> None:
         self.progress.add_rollout(stats, learner_version)
 
@@ -128,11 +132,12 @@ class RunMonitor:
         the learner's last weights otherwise. ``learner_state`` is the full training state, for resuming.
         """
         p = self.progress
+        p.stop_clock()  # in case the topology did not say so
         train_seconds = p.seconds
         # final_fps is the last full report interval's rate: the forced last row may cover a fraction of a
-        # second that includes the stop itself, which would understate the steady rate.
+        # second, too short to mean much.
         last_full_rates = dict(p.last_rates)
-        tail_is_short = time.perf_counter() - self._last_report < 0.5 * self.cfg.logger.report_every_seconds
+        tail_is_short = p.seconds_since_row() < 0.5 * self.cfg.logger.report_every_seconds
         self.tick(force_report=True)
         final_rates = last_full_rates if (last_full_rates and tail_is_short) else p.last_rates
         end_time = dt.datetime.now()

@@ -37,15 +37,27 @@ class Progress:
         self._timings: defaultdict[str, float] = defaultdict(float)
         self._mark = (self.start, 0, 0, 0)
         self.last_rates: dict[str, float] = {}
+        self.end: float | None = None
+        """When training stopped; time after it (draining, final eval, writing) is not training time."""
 
     def restart_clock(self) -> None:
         """Start timing now (after actors are up), so throughput excludes start-up."""
         self.start = time.perf_counter()
         self._mark = (self.start, self.env_steps, self.updates, self.samples)
 
+    def stop_clock(self) -> None:
+        if self.end is None:
+            self.end = time.perf_counter()
+
+    def _now(self) -> float:
+        return self.end if self.end is not None else time.perf_counter()
+
     @property
     def seconds(self) -> float:
-        return time.perf_counter() - self.start
+        return self._now() - self.start
+
+    def seconds_since_row(self) -> float:
+        return self._now() - self._mark[0]
 
     def add_rollout(self, stats: RolloutStats, learner_version: int) -> None:
         self.env_steps += stats.num_steps
@@ -88,7 +100,7 @@ class Progress:
 
     def row(self, replay_size: int | None = None) -> dict[str, Any]:
         """A metrics row; resets the interval accumulators."""
-        now = time.perf_counter()
+        now = self._now()
         then, steps0, updates0, samples0 = self._mark
         dt = max(now - then, 1e-9)
         self._mark = (now, self.env_steps, self.updates, self.samples)

@@ -146,7 +146,12 @@ def env_spaces(cfg: EnvConfig) -> EnvSpaces:
         obs_space, act_space = env.observation_space, env.action_space
     finally:
         env.close()
-    assert obs_space.shape is not None and obs_space.dtype is not None
+    if not isinstance(obs_space, gym.spaces.Box):
+        raise ConfigError(
+            f"{cfg.id} has {obs_space} observations; raylab's models take array (Box) observations: "
+            f"choose an env with Box observations"
+        )
+    assert obs_space.dtype is not None
     num_actions = int(act_space.n) if isinstance(act_space, gym.spaces.Discrete) else None
     return EnvSpaces(
         obs_shape=tuple(obs_space.shape),

@@ -38,6 +38,12 @@ def build_q_network(cfg: ModelConfig, spaces: EnvSpaces) -> QNetwork:
             raise ConfigError(
                 f"model=nature_cnn needs image observations (C, H, W), got shape {spaces.obs_shape}: use model=mlp"
             )
+        channels, _, width = spaces.obs_shape
+        if width in (1, 3, 4) and channels > 4:
+            raise ConfigError(
+                f"model=nature_cnn needs channel-first observations (C, H, W), got {spaces.obs_shape}, which "
+                f"looks channel-last: transpose the observation (H, W, C) -> (C, H, W)"
+            )
         encoder = NatureCNN(spaces.obs_shape, cfg.hidden_sizes)
     else:
         encoder = MLPEncoder(spaces.obs_shape, cfg.hidden_sizes)

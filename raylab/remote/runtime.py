@@ -29,15 +29,17 @@ def init_ray(cfg: RayConfig, required_cpus: float) -> bool:
         "dashboard_host": cfg.dashboard_host,
         "logging_level": logging.WARNING,
     }
-    address = cfg.address or None
+    address: str | None = cfg.address or None
     if address is None and not os.environ.get("RAY_ADDRESS"):
+        # "local" always starts a new instance; None would join a cluster left by `ray start` on this machine
+        address = "local"
         kwargs["num_cpus"] = cfg.num_cpus or max(os.cpu_count() or 1, math.ceil(required_cpus))
         if cfg.object_store_memory:
             kwargs["object_store_memory"] = cfg.object_store_memory
     try:
         ray.init(address=address, **kwargs)
     except (ConnectionError, RuntimeError, ValueError) as err:
-        where = address or os.environ.get("RAY_ADDRESS", "")
+        where = cfg.address or os.environ.get("RAY_ADDRESS", "") or "local"
         raise RaylabError(
             f"cannot start or reach Ray at '{where}' ({' '.join(str(err).split())[:160]}): "
             f"check ray.address (empty = embedded local Ray)"

@@ -170,6 +170,7 @@ class ApexDQNTopology:
                 stop = monitor.stop_reason()
         except KeyboardInterrupt:
             stop = "interrupted"
+        monitor.stopped()
 
         # Drain the learner so the checkpoint holds its final state and every update is counted.
         for ref in [ref for ref, job in pending.items() if isinstance(job, _Update)]:

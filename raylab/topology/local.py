@@ -82,6 +82,7 @@ class LocalTopology:
                 stop = monitor.stop_reason()
         except KeyboardInterrupt:
             stop = "interrupted"
+        monitor.stopped()
         policy = evaluated if monitor.target_reached() else learner.get_weights()
         final_eval = None
         if cfg.eval.final_episodes and stop != "interrupted":

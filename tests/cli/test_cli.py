@@ -39,6 +39,8 @@ def test_smoke_run_in_serial_mode(tmp_path):
         (["+experiment=cartpole_dqn", "stop.mean_return=1000"], "can never trigger"),
         (["stop.env_steps=null", "stop.seconds=null"], "no stop condition"),
         (["env.id=Pendulum-v1"], "needs discrete actions"),
+        (["env.id=FrozenLake-v1"], "take array (Box) observations"),
+        (["replay.capacity=100000000000"], "lower replay.capacity"),
         (["learner.lrr=0.1"], "unknown config key 'learner.lrr': did you mean 'learner.lr'?"),
     ],
 )

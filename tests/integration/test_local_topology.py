@@ -70,3 +70,14 @@ def test_it_learns_the_fake_task(fake_run):
     bm = summary.benchmark
     assert bm["performance"]["initial_reward"] < 10
     assert np.isfinite(bm["average_fps"]) and bm["average_fps"] > 0
+
+
+def test_learner_never_samples_transitions_still_waiting_for_their_n_steps(tmp_path):
+    # 64 envs x 2 steps per chunk with n=3: the first chunk completes no transition at all; the limiter must
+    # not let the learner sample the empty replay (it used to count env steps as stored transitions).
+    cfg = make_config(
+        tmp_path, *FAKE, "topology=local", "topology.envs_per_worker=64", "topology.rollout_length=2",
+        "replay.min_size=100", "learner.batch_size=64", "stop.env_steps=2000", "eval.final_episodes=0",
+    )  # fmt: skip
+    summary = run(cfg)
+    assert summary.updates > 0 and summary.env_steps >= 2000

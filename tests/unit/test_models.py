@@ -46,3 +46,9 @@ def test_continuous_actions_are_a_config_error():
     spaces = EnvSpaces((3,), np.dtype(np.float32), None, "Box(-2.0, 2.0, (1,), float32)")
     with pytest.raises(ConfigError, match="discrete"):
         build_q_network(ModelConfig(), spaces)
+
+
+def test_channel_last_images_are_a_config_error():
+    spaces = EnvSpaces((96, 96, 3), np.dtype(np.uint8), 5, "Discrete(5)")
+    with pytest.raises(ConfigError, match="channel-first"):
+        build_q_network(ModelConfig(encoder="nature_cnn"), spaces)

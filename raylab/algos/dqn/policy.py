@@ -36,7 +36,7 @@ class EpsilonSchedule:
         if self.anneal_env_steps <= 0:
             return self.final
         frac = min(1.0, local_steps * self.steps_scale / self.anneal_env_steps)
-        return np.maximum(self.final, self.initial + frac * (self.final - self.initial))
+        return self.initial + frac * (self.final - self.initial)
 
 
 class EpsilonGreedyPolicy:
