@@ -1,6 +1,9 @@
-"""Environments behind one ``make_env(cfg, seed, worker_index)``, and the vector env a rollout worker steps."""
+"""Environments behind one ``make_env(cfg, seed, worker_index)``, and the vector envs a rollout worker steps.
+
+Families: gymnasium (any registered id), mario (Super Mario Bros, nes-py), procgen (EnvPool), snake, fake.
+"""
 
 from raylab.envs.registry import EnvSpaces, env_spaces, make_env, make_vector_env
-from raylab.envs.vector import SerialVectorEnv, VectorStep
+from raylab.envs.vector import SerialVectorEnv, VectorEnv, VectorStep
 
-__all__ = ["EnvSpaces", "SerialVectorEnv", "VectorStep", "env_spaces", "make_env", "make_vector_env"]
+__all__ = ["EnvSpaces", "SerialVectorEnv", "VectorEnv", "VectorStep", "env_spaces", "make_env", "make_vector_env"]

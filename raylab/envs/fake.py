@@ -3,7 +3,8 @@
 Each step shows a label in [0, num_actions) encoded in the observation; the action equal to the label earns
 reward 1, any other 0. A policy that reads the observation earns ``episode_length`` per episode, a random
 one ``episode_length / num_actions``, so learning on it is measurable in seconds. Three-dimensional
-``obs_shape`` gives uint8 images (channel-first), anything else float32 vectors.
+``obs_shape`` gives uint8 images (channel-first), anything else float32 vectors. ``crash_every=N`` makes
+the N-th call of ``crash_in`` ("step" or "reset") of each instance raise, to test crash recovery.
 """
 
 from __future__ import annotations
@@ -17,9 +18,19 @@ import numpy as np
 class FakeEnv(gym.Env[np.ndarray, np.int64]):
     metadata = {"render_modes": []}  # noqa: RUF012 - gymnasium's convention
 
-    def __init__(self, obs_shape: tuple[int, ...] = (4,), num_actions: int = 2, episode_length: int = 20):
+    def __init__(
+        self,
+        obs_shape: tuple[int, ...] = (4,),
+        num_actions: int = 2,
+        episode_length: int = 20,
+        crash_every: int | None = None,
+        crash_in: str = "step",
+    ):
         if num_actions < 2:
             raise ValueError("FakeEnv needs num_actions >= 2")
+        self.crash_every = crash_every
+        self.crash_in = crash_in
+        self._calls = 0
         self.obs_shape = tuple(int(s) for s in obs_shape)
         self.num_actions = int(num_actions)
         self.episode_length = int(episode_length)
@@ -41,12 +52,20 @@ class FakeEnv(gym.Env[np.ndarray, np.int64]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
+        self._maybe_crash("reset")
         super().reset(seed=seed)
         self._t = 0
         self._label = int(self.np_random.integers(self.num_actions))
         return self._obs(), {}
 
+    def _maybe_crash(self, where: str) -> None:
+        if self.crash_every and self.crash_in == where:
+            self._calls += 1
+            if self._calls % self.crash_every == 0:
+                raise RuntimeError(f"FakeEnv crashed on purpose in {where} call {self._calls}")
+
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        self._maybe_crash("step")
         reward = 1.0 if int(action) == self._label else 0.0
         self._t += 1
         self._label = int(self.np_random.integers(self.num_actions))

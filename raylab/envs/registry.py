@@ -1,22 +1,38 @@
 """One ``make_env(cfg, seed, worker_index)`` for every env family, and the checks behind ``env.*`` keys.
 
-A family is a small object that knows how to build its envs and how to check their config; the table at the
-bottom lists them (explicitly, no import-time registration). Seeds are ``seed + worker_index * num_envs + i``
-so every env of every worker has its own stream, and a run is reproducible from ``seed``.
+A family knows how to build its raw env, check its options, and (optionally) build a natively batched
+vector env; everything else — frame skip, grayscale, resize, frame stack, reward transform, time limit,
+episode statistics, no-op starts — is the same wrapper stack for all (raylab/envs/wrappers.py). The table at
+the bottom lists the families explicitly; optional packages (nes-py, EnvPool) are imported only when their
+family builds an env, and a missing one is a one-line error naming the install command.
+
+Seeds: env i of worker w plays ``seed + w * num_envs + i``, so every env of every worker has its own stream
+and a run is reproducible from ``seed``.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib.util
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import ClassVar
 
 import gymnasium as gym
 import numpy as np
 
 from raylab.config import EnvConfig
+from raylab.envs import mario, procgen
 from raylab.envs.fake import FakeEnv
-from raylab.envs.vector import SerialVectorEnv
+from raylab.envs.snake import SnakeEnv
+from raylab.envs.vector import SerialVectorEnv, VectorEnv
+from raylab.envs.wrappers import (
+    EpisodeStatistics,
+    FrameStack,
+    GrayResize,
+    MaxPoolFrameSkip,
+    NoopReset,
+    RewardTransform,
+)
 from raylab.errors import ConfigError
 
 EVAL_WORKER_INDEX = 1_000_003
@@ -37,25 +53,43 @@ class EnvSpaces:
     """Emulator frames per agent step (frame skip), to report env frames/s beside agent steps/s."""
 
 
-class EnvFamily(Protocol):
+class EnvFamily:
+    """Base family: subclasses set ``name`` and implement ``make_raw``; the rest has sensible defaults."""
+
+    name: ClassVar[str] = ""
+    episode_extras: ClassVar[tuple[str, ...]] = ()
+    """info keys whose final value describes an episode (reported as episode/<key>_mean)."""
+    noop_action: ClassVar[int] = 0
+    native_time_limit: ClassVar[bool] = False
+    """The raw env applies env.max_episode_steps itself (no TimeLimit wrapper)."""
+    options: ClassVar[tuple[str, ...]] = ()
+
     def check(self, cfg: EnvConfig) -> None:
         """Raise ConfigError (naming the fix) if ``cfg`` cannot make an env of this family."""
+        for key in cfg.options:
+            if key not in self.options:
+                valid = ", ".join(self.options) or "none"
+                raise ConfigError(f"unknown env.options.{key} for env={self.name}: valid options are {valid}")
 
-    def make(self, cfg: EnvConfig) -> gym.Env: ...
+    def make_raw(self, cfg: EnvConfig) -> gym.Env:
+        raise NotImplementedError
+
+    def make_vector(self, cfg: EnvConfig, num_envs: int, seed: int, name: str) -> VectorEnv | None:
+        """A natively batched vector env, or None to step ``num_envs`` wrapped single envs in turn."""
+        return None
 
     def max_return(self, cfg: EnvConfig) -> float | None:
         """An upper bound on an episode's return, when one is known."""
+        return None
 
 
-class GymnasiumFamily:
+class GymnasiumFamily(EnvFamily):
     """Any env registered with gymnasium, by id."""
 
+    name = "gymnasium"
     KNOWN_MAX_RETURN_PER_STEP: ClassVar[dict[str, float]] = {
-        "CartPole": 1.0,
-        "Acrobot": 0.0,
-        "MountainCar": 0.0,
-        "Pendulum": 0.0,
-    }
+        "CartPole": 1.0, "Acrobot": 0.0, "MountainCar": 0.0, "Pendulum": 0.0,
+    }  # fmt: skip
 
     def check(self, cfg: EnvConfig) -> None:
         if cfg.id in gym.registry:
@@ -64,12 +98,9 @@ class GymnasiumFamily:
         hint = f"did you mean {' or '.join(close)}?" if close else "see gymnasium.pprint_registry()"
         raise ConfigError(f"unknown env id '{cfg.id}' for env=gymnasium: {hint} (set env.id=<registered id>)")
 
-    def make(self, cfg: EnvConfig) -> gym.Env:
-        kwargs: dict[str, Any] = dict(cfg.options)
-        if cfg.max_episode_steps is not None:
-            kwargs["max_episode_steps"] = cfg.max_episode_steps
+    def make_raw(self, cfg: EnvConfig) -> gym.Env:
         try:
-            return gym.make(cfg.id, disable_env_checker=True, **kwargs)
+            return gym.make(cfg.id, disable_env_checker=True, **cfg.options)
         except TypeError as err:
             raise ConfigError(f"{cfg.id} rejected env.options {dict(cfg.options)} ({err}): fix env.options") from err
 
@@ -82,21 +113,14 @@ class GymnasiumFamily:
         return per_step * limit
 
 
-class FakeFamily:
-    """raylab.envs.fake.FakeEnv; options: obs_shape, num_actions, episode_length."""
+class FakeFamily(EnvFamily):
+    """raylab.envs.fake.FakeEnv: plumbing tests and benchmarks, including deliberate crashes."""
 
-    OPTIONS = ("obs_shape", "num_actions", "episode_length")
+    name = "fake"
+    options = ("obs_shape", "num_actions", "episode_length", "crash_every", "crash_in")
 
-    def check(self, cfg: EnvConfig) -> None:
-        for key in cfg.options:
-            if key not in self.OPTIONS:
-                raise ConfigError(f"unknown env.options.{key} for env=fake: valid are {', '.join(self.OPTIONS)}")
-
-    def make(self, cfg: EnvConfig) -> gym.Env:
-        env: gym.Env = FakeEnv(**cfg.options)
-        if cfg.max_episode_steps is not None:
-            env = gym.wrappers.TimeLimit(env, cfg.max_episode_steps)
-        return env
+    def make_raw(self, cfg: EnvConfig) -> gym.Env:
+        return FakeEnv(**cfg.options)
 
     def max_return(self, cfg: EnvConfig) -> float | None:
         length = int(cfg.options.get("episode_length", 20))
@@ -105,7 +129,75 @@ class FakeFamily:
         return float(length)
 
 
-FAMILIES: dict[str, EnvFamily] = {"gymnasium": GymnasiumFamily(), "fake": FakeFamily()}
+class SnakeFamily(EnvFamily):
+    """raylab.envs.snake.SnakeEnv (env.id Snake-v0)."""
+
+    name = "snake"
+    episode_extras = ("snake_length", "score")
+    options = (
+        "dim", "start_length", "border", "food_reward", "death_penalty", "step_reward", "hunger_limit", "observation",
+    )  # fmt: skip
+
+    def check(self, cfg: EnvConfig) -> None:
+        super().check(cfg)
+        if cfg.id != "Snake-v0":
+            raise ConfigError(f"unknown Snake env id '{cfg.id}': the only one is Snake-v0 (set env.id=Snake-v0)")
+        try:
+            SnakeEnv(**cfg.options)
+        except (ValueError, TypeError) as err:
+            raise ConfigError(f"bad env.options for env=snake: {err}") from err
+
+    def make_raw(self, cfg: EnvConfig) -> gym.Env:
+        return SnakeEnv(render_mode="rgb_array", **cfg.options)
+
+
+class MarioFamily(EnvFamily):
+    """Super Mario Bros through nes-py (raylab/envs/mario.py); env.id like SuperMarioBros-1-1-v0."""
+
+    name = "mario"
+    episode_extras = mario.EPISODE_EXTRAS
+    options = ("actions",)
+
+    def check(self, cfg: EnvConfig) -> None:
+        super().check(cfg)
+        mario.parse_id(cfg.id)
+        actions = cfg.options.get("actions", "simple")
+        if actions not in mario.ACTION_SETS:
+            raise ConfigError(f"unknown env.options.actions '{actions}': choose one of {', '.join(mario.ACTION_SETS)}")
+        if importlib.util.find_spec("nes_py") is None or importlib.util.find_spec("gym_super_mario_bros") is None:
+            raise ConfigError(f"env=mario needs nes-py and gym-super-mario-bros: {mario.INSTALL_HINT}")
+
+    def make_raw(self, cfg: EnvConfig) -> gym.Env:
+        return mario.MarioEnv(cfg.id, actions=cfg.options.get("actions", "simple"), render_mode="rgb_array")
+
+
+class ProcgenFamily(EnvFamily):
+    """The 16 Procgen games through EnvPool (raylab/envs/procgen.py)."""
+
+    name = "procgen"
+    noop_action = procgen.NOOP_ACTION
+    native_time_limit = True
+    options = procgen.OPTIONS
+
+    def check(self, cfg: EnvConfig) -> None:
+        super().check(cfg)
+        procgen.check(cfg)
+        if importlib.util.find_spec("envpool") is None:
+            raise ConfigError(f"env=procgen needs EnvPool: {procgen.INSTALL_HINT}")
+
+    def make_raw(self, cfg: EnvConfig) -> gym.Env:
+        return procgen.ProcgenEnv(cfg, render_mode="rgb_array")
+
+    def make_vector(self, cfg: EnvConfig, num_envs: int, seed: int, name: str) -> VectorEnv | None:
+        return procgen.EnvPoolVectorEnv(cfg, num_envs, seed, name=name)
+
+    def max_return(self, cfg: EnvConfig) -> float | None:
+        return 10.0 if procgen.envpool_id(cfg).startswith("Coinrun") else None
+
+
+FAMILIES: dict[str, EnvFamily] = {
+    f.name: f for f in (GymnasiumFamily(), MarioFamily(), ProcgenFamily(), SnakeFamily(), FakeFamily())
+}
 
 
 def family(cfg: EnvConfig) -> EnvFamily:
@@ -125,23 +217,50 @@ def max_return(cfg: EnvConfig) -> float | None:
     return family(cfg).max_return(cfg)
 
 
+def wrap(env: gym.Env, cfg: EnvConfig, fam: EnvFamily) -> gym.Env:
+    """The shared preprocessing stack (raylab/envs/wrappers.py has the order and the reasons)."""
+    if cfg.noop_max:
+        env = NoopReset(env, cfg.noop_max, fam.noop_action)
+    if cfg.frame_skip > 1:
+        env = MaxPoolFrameSkip(env, cfg.frame_skip)
+    if cfg.max_episode_steps is not None and not fam.native_time_limit:
+        env = gym.wrappers.TimeLimit(env, cfg.max_episode_steps)
+    env = EpisodeStatistics(env, fam.episode_extras)
+    if cfg.grayscale or cfg.resize is not None:
+        env = GrayResize(env, cfg.grayscale, cfg.resize)
+    if cfg.frame_stack > 1:
+        env = FrameStack(env, cfg.frame_stack)
+    if cfg.reward_clip is not None or cfg.reward_scale != 1.0:
+        env = RewardTransform(env, cfg.reward_clip, cfg.reward_scale)
+    return env
+
+
 def make_env(cfg: EnvConfig, seed: int, worker_index: int = 0) -> gym.Env:
-    """One env of ``cfg``'s family, reset once with its seed (``seed + worker_index``)."""
-    env = family(cfg).make(cfg)
+    """One preprocessed env of ``cfg``'s family, reset once with seed ``seed + worker_index``."""
+    fam = family(cfg)
+    env = wrap(fam.make_raw(cfg), cfg, fam)
     env.reset(seed=seed + worker_index)
     return env
 
 
-def make_vector_env(cfg: EnvConfig, num_envs: int, seed: int, worker_index: int = 0) -> SerialVectorEnv:
-    """``num_envs`` envs of ``cfg`` stepped as a batch; env i of worker w is seeded ``seed + w * num_envs + i``."""
+def make_vector_env(cfg: EnvConfig, num_envs: int, seed: int, worker_index: int = 0) -> VectorEnv:
+    """``num_envs`` envs of ``cfg`` stepped as a batch (native batching where the family has it)."""
     fam = family(cfg)
-    seeds = [seed + worker_index * num_envs + i for i in range(num_envs)]
-    return SerialVectorEnv([lambda: fam.make(cfg)] * num_envs, seeds)
+    first = seed + worker_index * num_envs
+    name = f"{cfg.family} env of worker {worker_index}"
+    native = fam.make_vector(cfg, num_envs, first, name)
+    if native is not None:
+        return native
+
+    def build() -> gym.Env:
+        return wrap(fam.make_raw(cfg), cfg, fam)
+
+    return SerialVectorEnv([build] * num_envs, [first + i for i in range(num_envs)], name=name)
 
 
 def env_spaces(cfg: EnvConfig) -> EnvSpaces:
-    """Describe the observation and action spaces of ``cfg`` (builds one env and closes it)."""
-    env = family(cfg).make(cfg)
+    """Describe the preprocessed observation and action spaces of ``cfg`` (builds one env and closes it)."""
+    env = make_env(cfg, seed=0)
     try:
         obs_space, act_space = env.observation_space, env.action_space
     finally:
@@ -158,4 +277,5 @@ def env_spaces(cfg: EnvConfig) -> EnvSpaces:
         obs_dtype=np.dtype(obs_space.dtype),
         num_actions=num_actions,
         action_space=repr(act_space),
+        frames_per_step=cfg.frame_skip,
     )

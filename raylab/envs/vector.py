@@ -1,17 +1,31 @@
-"""The vector env inside a rollout worker: E single envs stepped as one batch, resetting themselves.
+"""The vector env inside a rollout worker: E envs stepped as one batch, resetting themselves.
 
-raylab's own small class rather than gymnasium's SyncVectorEnv because it fixes the one autoreset contract
-every topology relies on (same-step reset, the truncated episode's last observation handed back) and because
-it owns each env, so a crashed env can be rebuilt on its own without touching the others.
+Every vector env in raylab keeps one contract (``VectorEnv``): same-step autoreset (after a step that ends an
+episode, ``obs`` already holds the next episode's first observation), the last observation of a truncated
+episode handed back in ``final_obs``, finished episodes' statistics in ``episodes``, and envs that crashed
+rebuilt on the spot and flagged in ``restarted``. ``SerialVectorEnv`` steps single gymnasium envs in turn;
+``raylab.envs.procgen.EnvPoolVectorEnv`` adapts EnvPool's native batching to the same contract.
+
+raylab owns this class rather than using gymnasium's SyncVectorEnv because it owns each env: a crashed
+emulator is rebuilt on its own without touching the others.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import gymnasium as gym
 import numpy as np
+
+from raylab.envs.wrappers import EPISODE_KEY
+
+log = logging.getLogger(__name__)
+
+MAX_CONSECUTIVE_FAILURES = 3
+RESTART_SEED_STRIDE = 1_000_003
 
 
 class VectorStep(NamedTuple):
@@ -23,16 +37,37 @@ class VectorStep(NamedTuple):
     truncated: np.ndarray
     final_obs: list[tuple[int, np.ndarray]]
     """(env index, last observation) of every episode truncated by this step."""
+    episodes: list[tuple[int, dict[str, float]]]
+    """(env index, {"return", "length", extras}) of every episode this step ended."""
+    restarted: np.ndarray
+    """Envs that crashed in this step and were rebuilt: their step has no real outcome (reward 0,
+    truncated set, no final_obs) and the partial episode is dropped, not reported."""
+
+
+class VectorEnv(Protocol):
+    num_envs: int
+    single_observation_space: gym.Space
+    single_action_space: gym.Space
+    restarts: int
+    """Envs rebuilt after a crash, since construction."""
+
+    def reset(self) -> np.ndarray: ...
+
+    def step(self, actions: np.ndarray) -> VectorStep: ...
+
+    def close(self) -> None: ...
 
 
 class SerialVectorEnv:
     """Steps ``len(env_fns)`` envs in turn; an env whose episode ends is reset in the same step."""
 
-    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], seeds: Sequence[int]):
+    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], seeds: Sequence[int], name: str = "env"):
         if len(env_fns) != len(seeds) or not env_fns:
             raise ValueError("SerialVectorEnv needs one seed per env and at least one env")
+        self.env_fns = list(env_fns)
         self.envs = [fn() for fn in env_fns]
         self.seeds = [int(s) for s in seeds]
+        self.name = name
         self.num_envs = len(self.envs)
         self.single_observation_space = self.envs[0].observation_space
         self.single_action_space = self.envs[0].action_space
@@ -43,29 +78,76 @@ class SerialVectorEnv:
         self._rewards = np.zeros(self.num_envs, np.float32)
         self._terminated = np.zeros(self.num_envs, bool)
         self._truncated = np.zeros(self.num_envs, bool)
+        self._restarted = np.zeros(self.num_envs, bool)
+        self._return = np.zeros(self.num_envs)  # fallback statistics for envs without EpisodeStatistics
+        self._length = np.zeros(self.num_envs, np.int64)
         self._seeded = False
+        self.restarts = 0
 
     def reset(self) -> np.ndarray:
         """Reset every env (seeded on the first call only, so later resets continue each env's stream)."""
-        for i, env in enumerate(self.envs):
-            obs, _ = env.reset(seed=None if self._seeded else self.seeds[i])
-            self._obs[i] = obs
+        for i in range(self.num_envs):
+            self._obs[i] = self._reset(i, self.seeds[i] if not self._seeded else None)
         self._seeded = True
         return self._obs
 
     def step(self, actions: np.ndarray) -> VectorStep:
         final_obs: list[tuple[int, np.ndarray]] = []
+        episodes: list[tuple[int, dict[str, float]]] = []
+        self._restarted[:] = False
         for i, env in enumerate(self.envs):
-            obs, reward, terminated, truncated, _ = env.step(actions[i])
+            try:
+                obs, reward, terminated, truncated, info = env.step(actions[i])
+            except Exception as err:  # an emulator or user env crashed: rebuild it, drop the partial episode
+                self._obs[i] = self._restart(i, "step", err)
+                self._rewards[i], self._terminated[i], self._truncated[i] = 0.0, False, True
+                self._restarted[i] = True
+                continue
             self._rewards[i] = reward
             self._terminated[i] = terminated
             self._truncated[i] = truncated
+            self._return[i] += float(reward)
+            self._length[i] += 1
             if terminated or truncated:
                 if truncated and not terminated:
                     final_obs.append((i, np.array(obs, copy=True)))
-                obs, _ = env.reset()
+                stats = info.get(EPISODE_KEY) or {"return": self._return[i], "length": float(self._length[i])}
+                episodes.append((i, stats))
+                obs = self._reset(i, None)
             self._obs[i] = obs
-        return VectorStep(self._obs, self._rewards, self._terminated, self._truncated, final_obs)
+        return VectorStep(
+            self._obs, self._rewards, self._terminated, self._truncated, final_obs, episodes, self._restarted
+        )
+
+    def _reset(self, i: int, seed: int | None) -> np.ndarray:
+        self._return[i], self._length[i] = 0.0, 0
+        try:
+            obs, _ = self.envs[i].reset(seed=seed)
+        except Exception as err:
+            return self._restart(i, "reset", err)
+        return obs
+
+    def _restart(self, i: int, where: str, err: Exception) -> np.ndarray:
+        """Rebuild env ``i`` (a fresh seed, so it does not replay into the same crash) and reset it."""
+        for attempt in range(1, MAX_CONSECUTIVE_FAILURES + 1):
+            self.restarts += 1
+            log.warning(
+                "%s %d crashed in %s (%s: %s); rebuilt it (restart %d)",
+                self.name, i, where, type(err).__name__, err, self.restarts,
+            )  # fmt: skip
+            with contextlib.suppress(Exception):
+                self.envs[i].close()
+            try:
+                self.envs[i] = self.env_fns[i]()
+                obs, _ = self.envs[i].reset(seed=self.seeds[i] + RESTART_SEED_STRIDE * self.restarts)
+            except Exception as again:
+                err, where = again, "reset after a restart"
+                if attempt == MAX_CONSECUTIVE_FAILURES:
+                    raise RuntimeError(f"{self.name} {i} failed {attempt} times in a row: {again}") from again
+                continue
+            self._return[i], self._length[i] = 0.0, 0
+            return obs
+        raise AssertionError("unreachable")
 
     def close(self) -> None:
         for env in self.envs:

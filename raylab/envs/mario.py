@@ -1,0 +1,159 @@
+"""Super Mario Bros (gym-super-mario-bros 7.4.0 on nes-py 8.2.1) as a real ``gymnasium.Env``.
+
+nes-py speaks the old gym API (4-tuple step, no seeding) and returns a view of its frame buffer that the
+next step overwrites; ``MarioEnv`` builds the emulator directly (the old ``gym.make`` registrations break
+under gymnasium), copies every frame, and returns 5-tuples with info x_pos, flag_get, life, stage, world.
+
+numpy 2 (upstream nes-py#99). nes-py 8.2.1 and gym-super-mario-bros 7.4.0 do arithmetic on uint8 RAM
+scalars. numpy 1 computed ``uint8_scalar * 256`` or ``255 + (255 - uint8_scalar)`` in int64 (value-based
+casting never applied between scalars); numpy 2's NEP 50 keeps uint8, so the ROM header sizes and
+``_x_position`` raise OverflowError and ``_y_position`` above the screen silently wraps (251 instead of 507).
+raylab keeps numpy 2 and restores numpy 1's results at exactly those spots: the ROM header sizes and the
+position properties (x, y, left x, level/world/stage/area) are computed in Python ints.
+tests/envs/test_mario.py replays 20,000 actions and checks every reward, done flag, info field and a screen
+checksum every 100 steps against a reference recorded with numpy 1.26 and the unpatched packages
+(tests/envs/data/), and checks the above-the-screen y position directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from functools import cache
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from raylab.errors import ConfigError
+
+INSTALL_HINT = "install the mario extra: pip install 'raylab[mario]' (in a checkout: pip install -e '.[mario]')"
+ACTION_SETS = ("right_only", "simple", "complex")
+ID_PATTERN = re.compile(r"^SuperMarioBros(?P<lost>2)?(?:-(?P<world>\d+)-(?P<stage>\d+))?-v(?P<version>\d)$")
+ROM_MODES = ("vanilla", "downsample", "pixel", "rectangle")
+VALID_IDS = (
+    "SuperMarioBros-v0..v3 (the whole game), SuperMarioBros-<world 1-8>-<stage 1-4>-v0..v3 (one stage), "
+    "SuperMarioBros2-v0..v1 and SuperMarioBros2-<world 1-12>-<stage 1-4>-v0..v1 (the Lost Levels)"
+)
+EPISODE_EXTRAS = ("x_pos", "flag_get")
+
+
+def parse_id(env_id: str) -> tuple[str, bool, tuple[int, int] | None]:
+    """SuperMarioBros-1-1-v0 -> (rom_mode, lost_levels, (world, stage)); ConfigError listing valid ids."""
+    match = ID_PATTERN.match(env_id)
+    if match:
+        lost = match["lost"] is not None
+        version = int(match["version"])
+        worlds = 12 if lost else 8
+        target = (int(match["world"]), int(match["stage"])) if match["world"] else None
+        if version < (2 if lost else 4) and (target is None or (1 <= target[0] <= worlds and 1 <= target[1] <= 4)):
+            return ROM_MODES[version], lost, target
+    raise ConfigError(f"unknown Mario env id '{env_id}': valid ids are {VALID_IDS}; e.g. env.id=SuperMarioBros-1-1-v0")
+
+
+@cache
+def _nes_modules() -> tuple[Any, Any, Any]:
+    """Import nes-py and gym-super-mario-bros once, quietly, with the numpy-2 fix applied."""
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):  # old gym prints an "unmaintained" banner on import
+            import gym_super_mario_bros.actions as actions
+            import nes_py._rom as rom
+            from gym_super_mario_bros.smb_env import SuperMarioBrosEnv
+            from nes_py.wrappers import JoypadSpace
+    except ImportError as err:
+        raise ConfigError(
+            f"env=mario needs nes-py and gym-super-mario-bros ({err.name} is missing): {INSTALL_HINT}"
+        ) from err
+    # the ROM header sizes as Python ints (numpy 2 rejects 16 * uint8 * 1024 at the first ROM read)
+    rom.ROM.prg_rom_size = property(lambda self: 16 * int(self.header[4]))
+    rom.ROM.chr_rom_size = property(lambda self: 8 * int(self.header[5]))
+    rom.ROM.prg_ram_size = property(lambda self: 8 * (int(self.header[8]) or 1))
+
+    class FixedSuperMarioBrosEnv(SuperMarioBrosEnv):
+        """The position arithmetic in Python ints, as numpy 1 did it in int64."""
+
+        @property
+        def _x_position(self) -> int:
+            return int(self.ram[0x6D]) * 0x100 + int(self.ram[0x86])
+
+        @property
+        def _left_x_position(self) -> np.uint8:
+            return np.uint8((int(self.ram[0x86]) - int(self.ram[0x071C])) % 256)
+
+        @property
+        def _y_position(self) -> int:
+            pixel = int(self.ram[0x03B8])
+            return 255 + (255 - pixel) if int(self.ram[0x00B5]) < 1 else 255 - pixel
+
+        @property
+        def _level(self) -> int:
+            return int(self.ram[0x075F]) * 4 + int(self.ram[0x075C])
+
+        @property
+        def _world(self) -> int:
+            return int(self.ram[0x075F]) + 1
+
+        @property
+        def _stage(self) -> int:
+            return int(self.ram[0x075C]) + 1
+
+        @property
+        def _area(self) -> int:
+            return int(self.ram[0x0760]) + 1
+
+    sets = {"right_only": actions.RIGHT_ONLY, "simple": actions.SIMPLE_MOVEMENT, "complex": actions.COMPLEX_MOVEMENT}
+    codes = {
+        name: [sum(JoypadSpace._button_map[b] for b in buttons) for buttons in buttons_list]
+        for name, buttons_list in sets.items()
+    }
+    return FixedSuperMarioBrosEnv, codes, sets
+
+
+def check_installed() -> None:
+    _nes_modules()
+
+
+class MarioEnv(gym.Env[np.ndarray, np.int64]):
+    """One NES emulator; one agent step is one frame (frame skip comes from raylab's wrappers)."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 60}  # noqa: RUF012 - gymnasium's convention
+
+    def __init__(self, env_id: str = "SuperMarioBros-1-1-v0", actions: str = "simple", render_mode: str | None = None):
+        if actions not in ACTION_SETS:
+            raise ConfigError(f"unknown Mario action set '{actions}': choose one of {', '.join(ACTION_SETS)}")
+        rom_mode, lost_levels, target = parse_id(env_id)
+        env_cls, codes, sets = _nes_modules()
+        self._nes = env_cls(rom_mode=rom_mode, lost_levels=lost_levels, target=target)
+        self._codes = codes[actions]
+        self.buttons = sets[actions]
+        self.render_mode = render_mode
+        self.observation_space = gym.spaces.Box(0, 255, (240, 256, 3), np.uint8)
+        self.action_space = gym.spaces.Discrete(len(self._codes))
+        self._screen = np.zeros((240, 256, 3), np.uint8)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)  # the emulator is deterministic; NoopReset draws start diversity from this seed
+        self._screen = self._nes.reset().copy()
+        return self._screen, self._info(self._nes._get_info())
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        frame, reward, done, info = self._nes.step(self._codes[int(action)])
+        self._screen = frame.copy()  # nes-py returns a view of the frame buffer the next step overwrites
+        return self._screen, float(reward), bool(done), False, self._info(info)
+
+    def render(self) -> np.ndarray | None:
+        return self._screen.copy() if self.render_mode == "rgb_array" else None
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._nes.close()
+
+    @staticmethod
+    def _info(info: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {k: int(v) for k, v in info.items() if k not in ("flag_get", "status")}
+        out["flag_get"] = bool(info["flag_get"])
+        out["status"] = str(info["status"])
+        return out
