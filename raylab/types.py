@@ -33,6 +33,9 @@ class Chunk:
     worker_id: int
     seq: int
     """Chunk counter of this worker; a gap means the worker restarted and the stream must not be joined."""
+    restarted: np.ndarray | None = None
+    """[T, E] bool, or None when nothing crashed: the env crashed at step t and was rebuilt, so that step has
+    no real outcome (truncated is set, reward 0); targets must not use it or anything before it."""
 
     @property
     def num_steps(self) -> int:
@@ -84,6 +87,8 @@ class Episodes:
 
     returns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    extras: dict[str, np.ndarray] = field(default_factory=dict)
+    """Family-specific final values per episode (Mario x_pos and flag_get, Snake snake_length)."""
 
     def __len__(self) -> int:
         return int(self.returns.shape[0])
@@ -100,6 +105,8 @@ class RolloutStats:
     episodes: Episodes
     timings: dict[str, float]
     """Seconds per stage (env, inference) spent producing this chunk."""
+    env_restarts: int = 0
+    """Envs rebuilt after a crash while producing this chunk."""
 
 
 @dataclass

@@ -18,6 +18,7 @@ class NStepTargets:
     ``discounts[t]``   gamma^K, or 0 when the episode terminated inside the window
     ``lengths[t]``     K
     ``truncated[t]``   the window ended because the episode was truncated at step t + K - 1
+    ``valid[t]``       False when the window reached a ``cut`` step (an env crash): drop that target
     The bootstrap observation is obs[t + K], except after a truncation, where it is that episode's last
     observation (the env already reset).
     """
@@ -26,6 +27,7 @@ class NStepTargets:
     discounts: np.ndarray
     lengths: np.ndarray
     truncated: np.ndarray
+    valid: np.ndarray
 
 
 def n_step_targets(
@@ -35,10 +37,12 @@ def n_step_targets(
     gamma: float,
     n: int,
     num_targets: int,
+    cut: np.ndarray | None = None,
 ) -> NStepTargets:
     """n-step targets for the first ``num_targets`` steps of ``[L, E]`` sequences (needs L >= num_targets + n - 1).
 
-    A window stops at the first step that ends an episode, so returns never mix episodes.
+    A window stops at the first step that ends an episode, so returns never mix episodes. ``cut`` marks steps
+    without a real outcome (an env crashed there); targets whose window reaches one are marked invalid.
     """
     length = rewards.shape[0]
     if num_targets + n - 1 > length:
@@ -49,13 +53,16 @@ def n_step_targets(
     alive = np.ones(shape, bool)
     ended_terminal = np.zeros(shape, bool)
     ended_truncated = np.zeros(shape, bool)
+    invalid = np.zeros(shape, bool)
     for k in range(n):
         window = slice(k, k + num_targets)
         returns += np.where(alive, (gamma**k) * rewards[window], 0.0).astype(np.float32)
         steps += alive
         term, trunc = terminated[window], truncated[window]
+        if cut is not None:
+            invalid |= alive & cut[window]
         ended_terminal |= alive & term
         ended_truncated |= alive & trunc & ~term
         alive &= ~(term | trunc)
     discounts = np.where(ended_terminal, 0.0, np.power(gamma, steps)).astype(np.float32)
-    return NStepTargets(returns, discounts, steps, ended_truncated)
+    return NStepTargets(returns, discounts, steps, ended_truncated & ~invalid, ~invalid)

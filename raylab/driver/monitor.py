@@ -197,6 +197,8 @@ class RunMonitor:
             },
             "stop_reason": stop_reason,
             "episodes": p.episodes,
+            "episode_extras": {k: float(np.mean(v)) for k, v in p.extras.items() if v},
+            "env_restarts": p.env_restarts,
             "config": self.cfg.to_dict(),
         }
         self.outputs.write_benchmark(benchmark)

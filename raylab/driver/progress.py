@@ -24,6 +24,9 @@ class Progress:
         self.episodes = 0
         self.returns: deque[float] = deque(maxlen=100)
         self.lengths: deque[int] = deque(maxlen=100)
+        self.extras: dict[str, deque[float]] = {}
+        """Family-specific episode values (Mario x_pos/flag_get, Snake snake_length), last 100 episodes."""
+        self.env_restarts = 0
         self.first_returns: list[float] = []
         self._window: deque[float] = deque(maxlen=10)
         self.best_window_mean = -math.inf
@@ -68,6 +71,9 @@ class Progress:
         worker["env_steps"] += stats.num_steps
         worker["policy_version_last"] = stats.policy_version
         self._lags.append(learner_version - stats.policy_version)
+        self.env_restarts += stats.env_restarts
+        for key, values in stats.episodes.extras.items():
+            self.extras.setdefault(key, deque(maxlen=100)).extend(values.tolist())
         for name, secs in stats.timings.items():
             self._timings[f"rollout/{name}_s"] += secs
         for ret, length in zip(stats.episodes.returns.tolist(), stats.episodes.lengths.tolist(), strict=True):
@@ -125,6 +131,10 @@ class Progress:
         if self.returns:
             row["episode/return_mean"] = float(np.mean(self.returns))
             row["episode/length_mean"] = float(np.mean(self.lengths))
+        for key, values in self.extras.items():
+            if values:
+                row[f"episode/{key}_mean"] = float(np.mean(values))
+        row["rollout/env_restarts"] = self.env_restarts
         if self._interval_returns:
             row["episode/return_interval_mean"] = float(np.mean(self._interval_returns))
         if self._lags:

@@ -61,6 +61,12 @@ def format_row(row: dict[str, Any]) -> str:
         parts.append(f"replay {row['replay/size']:,}")
     if "episode/return_mean" in row:
         parts.append(f"return {row['episode/return_mean']:.1f}")
+    if "episode/x_pos_mean" in row:
+        parts.append(f"x_pos {row['episode/x_pos_mean']:.0f}")
+    if "episode/snake_length_mean" in row:
+        parts.append(f"length {row['episode/snake_length_mean']:.1f}")
+    if row.get("rollout/env_restarts"):
+        parts.append(f"env restarts {row['rollout/env_restarts']}")
     if "eval/return_mean" in row:
         parts.append(f"eval {row['eval/return_mean']:.1f}")
     if "learner/loss" in row:

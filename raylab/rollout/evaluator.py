@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from raylab.envs.vector import SerialVectorEnv
+from raylab.envs.vector import VectorEnv
 from raylab.rollout.worker import Policy
 from raylab.types import EvalResult, Weights
 
@@ -16,7 +16,7 @@ class Evaluator:
     the first N episodes to finish would bias the mean towards failures).
     """
 
-    def __init__(self, env: SerialVectorEnv, policy: Policy):
+    def __init__(self, env: VectorEnv, policy: Policy):
         self.env = env
         self.policy = policy
 
@@ -39,19 +39,13 @@ class Evaluator:
         quota[: episodes % num_envs] += 1
         returns: list[float] = []
         lengths: list[int] = []
-        episode_return = np.zeros(num_envs)
-        episode_length = np.zeros(num_envs, np.int64)
         obs = self.env.reset()
         while quota.any():
             step = self.env.step(self.policy.act(obs))
             obs = step.obs
-            episode_return += step.rewards
-            episode_length += 1
-            for i in np.flatnonzero(step.terminated | step.truncated):
+            for i, stats in step.episodes:  # raw game returns (before reward clipping/scaling)
                 if quota[i] > 0:
                     quota[i] -= 1
-                    returns.append(float(episode_return[i]))
-                    lengths.append(int(episode_length[i]))
-                episode_return[i] = 0.0
-                episode_length[i] = 0
+                    returns.append(float(stats["return"]))
+                    lengths.append(int(stats["length"]))
         return np.array(returns), np.array(lengths)

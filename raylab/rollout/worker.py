@@ -9,7 +9,7 @@ from typing import Protocol
 
 import numpy as np
 
-from raylab.envs.vector import SerialVectorEnv
+from raylab.envs.vector import VectorEnv
 from raylab.metrics.timing import StageTimer
 from raylab.types import Chunk, Episodes, RolloutStats, Weights
 
@@ -27,15 +27,13 @@ class Policy(Protocol):
 class RolloutWorker:
     """Owns a vector env and a policy; ``sample()`` takes ``rollout_length`` steps of every env."""
 
-    def __init__(self, env: SerialVectorEnv, policy: Policy, worker_id: int, rollout_length: int):
+    def __init__(self, env: VectorEnv, policy: Policy, worker_id: int, rollout_length: int):
         self.env = env
         self.policy = policy
         self.worker_id = worker_id
         self.rollout_length = rollout_length
         self.timer = StageTimer()
         self._obs = env.reset().copy()
-        self._episode_return = np.zeros(env.num_envs, np.float64)
-        self._episode_length = np.zeros(env.num_envs, np.int64)
         self._seq = 0
         self.env_steps = 0
 
@@ -55,12 +53,13 @@ class RolloutWorker:
         rewards = np.empty((steps, num_envs), np.float32)
         terminated = np.empty((steps, num_envs), bool)
         truncated = np.empty((steps, num_envs), bool)
+        restarted: np.ndarray | None = None
         final_obs: list[np.ndarray] = []
         final_index: list[tuple[int, int]] = []
-        done_returns: list[float] = []
-        done_lengths: list[int] = []
+        episodes: list[dict[str, float]] = []
         obs[0] = self._obs
         version = self.policy.version
+        restarts_before = self.env.restarts
         timer = self.timer
         for t in range(steps):
             with timer.stage("inference"):
@@ -74,14 +73,11 @@ class RolloutWorker:
             for env_index, last_obs in step.final_obs:
                 final_obs.append(last_obs)
                 final_index.append((t, env_index))
-            self._episode_return += step.rewards
-            self._episode_length += 1
-            done = step.terminated | step.truncated
-            if done.any():
-                done_returns.extend(self._episode_return[done].tolist())
-                done_lengths.extend(self._episode_length[done].tolist())
-                self._episode_return[done] = 0.0
-                self._episode_length[done] = 0
+            episodes.extend(stats for _, stats in step.episodes)
+            if step.restarted.any():
+                if restarted is None:
+                    restarted = np.zeros((steps, num_envs), bool)
+                restarted[t] = step.restarted
         self._obs = obs[steps].copy()
         self.env_steps += steps * num_envs
         shape = self._obs.shape[1:]
@@ -96,13 +92,29 @@ class RolloutWorker:
             policy_version=version,
             worker_id=self.worker_id,
             seq=self._seq,
+            restarted=restarted,
         )
         self._seq += 1
         stats = RolloutStats(
             worker_id=self.worker_id,
             num_steps=steps * num_envs,
             policy_version=version,
-            episodes=Episodes(np.array(done_returns, np.float64), np.array(done_lengths, np.int64)),
+            episodes=episodes_of(episodes),
             timings=timer.pop(),
+            env_restarts=self.env.restarts - restarts_before,
         )
         return chunk, stats
+
+
+def episodes_of(records: list[dict[str, float]]) -> Episodes:
+    """Episode records {"return", "length", extras...} -> an Episodes of arrays (extras every record has)."""
+    if not records:
+        return Episodes()
+    extras = set(records[0]) - {"return", "length"}
+    for record in records[1:]:
+        extras &= set(record)
+    return Episodes(
+        returns=np.array([r["return"] for r in records], np.float64),
+        lengths=np.array([r["length"] for r in records], np.int64),
+        extras={k: np.array([r[k] for r in records], np.float64) for k in sorted(extras)},
+    )
