@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from raylab.bench import learn
+from raylab.bench import envs, learn
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m raylab.bench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     learn.add_parser(commands)
+    envs.add_parser(commands)
     args, overrides = parser.parse_known_args(argv)
     return int(args.func(args, overrides) or 0)
 
