@@ -7,18 +7,25 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
-EXTRAS ?= dev
+EXTRAS ?= dev,mario,procgen
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install train train-local test test-all test-learning lint format bench-learning clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format bench-learning clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
 
-install: $(STAMP) ## create $(VENV) and install raylab with its dev extras (torch pinned, see top of Makefile)
+system-deps: ## Debian packages: Qt5 runtime for EnvPool's Procgen, g++ for nes-py (skipped when present)
+	@if dpkg -s libqt5gui5 >/dev/null 2>&1 && command -v g++ >/dev/null; then echo "system packages present"; \
+	elif command -v apt-get >/dev/null; then \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends libqt5gui5 g++; \
+	else echo "warning: install Qt5 (libqt5gui5) and g++ with your package manager: Procgen and Mario need them"; fi
+
+install: system-deps $(STAMP) ## system packages, then $(VENV) with raylab, its dev/mario/procgen extras (torch pinned)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
