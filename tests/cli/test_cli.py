@@ -79,3 +79,19 @@ def test_bad_gymnasium_options_are_one_line(tmp_path):
     proc = train("+env.options.foo=1", "topology=local", tmp_path=tmp_path)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "fix env.options" in proc.stderr
+
+
+def test_bench_envs_writes_json_and_png(tmp_path):
+    out = tmp_path / "envs.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "raylab.bench", "envs", "--families", "cartpole", "snake", "--seconds", "0.2",
+         "--rounds", "2", "--output", str(out)],
+        capture_output=True, text=True, env=ENV, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["machine"]["cores"] and set(report["families"]) == {"cartpole", "snake"}
+    for family in report["families"].values():
+        assert set(family["stages"]) == {"raw", "wrapped", "vector", "worker"}
+        assert all(len(s["rounds"]) == 2 and s["agent_steps_per_s"] > 0 for s in family["stages"].values())
+    assert out.with_suffix(".png").stat().st_size > 0

@@ -81,3 +81,16 @@ def test_learner_never_samples_transitions_still_waiting_for_their_n_steps(tmp_p
     )  # fmt: skip
     summary = run(cfg)
     assert summary.updates > 0 and summary.env_steps >= 2000
+
+
+def test_a_run_with_a_crashing_env_completes_and_counts_restarts(tmp_path):
+    cfg = make_config(
+        tmp_path, *FAKE, "topology=local", "+env.options.crash_every=50", "stop.env_steps=3000",
+        "replay.min_size=200", "learner.batch_size=32", "eval.final_episodes=2",
+    )  # fmt: skip
+    summary = run(cfg)
+    restarts = summary.benchmark["env_restarts"]
+    # 16 envs each crash on every 50th step call: about env_steps / 50 restarts, less one partial cycle per env
+    assert summary.env_steps >= 3000 and summary.env_steps // 50 - 16 <= restarts <= summary.env_steps // 50
+    rows = [json.loads(line) for line in (Path(summary.run_dir) / "metrics.jsonl").read_text().splitlines()]
+    assert rows[-1]["rollout/env_restarts"] == restarts

@@ -1,0 +1,39 @@
+"""Every experiment family starts, runs and writes its outputs on apex_dqn (short, on the shared Ray)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from raylab.train import run
+from tests.conftest import make_config
+
+pytestmark = [pytest.mark.distributed, pytest.mark.usefixtures("ray_session")]
+
+SHORT = (
+    "logger.console=false", "eval.every_seconds=null", "eval.episodes=1", "eval.final_episodes=2",
+    "stop.seconds=120", "topology.rollout_length=16", "learner.updates_per_call=4", "learner.publish_every=4",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("experiment", "overrides", "extras"),
+    [
+        ("mario_dqn", ("env.max_episode_steps=150", "replay.capacity=4000", "replay.min_size=300",
+                       "stop.env_steps=1500"), {"x_pos", "flag_get"}),
+        ("coinrun_dqn", ("env.max_episode_steps=100", "topology.envs_per_worker=4", "replay.capacity=4000",
+                         "replay.min_size=300", "stop.env_steps=2000"), set()),
+        ("snake_dqn", ("replay.min_size=300", "stop.env_steps=4000"), {"snake_length", "score"}),
+    ],
+)  # fmt: skip
+def test_experiment_runs_and_writes_outputs(experiment, overrides, extras, tmp_path):
+    cfg = make_config(tmp_path, f"+experiment={experiment}", *SHORT, *overrides)
+    summary = run(cfg)
+    out = Path(summary.run_dir)
+    bm = json.loads((out / "benchmark_metrics.json").read_text())
+    assert bm["total_timesteps"] >= cfg.stop.env_steps and bm["total_updates"] > 0
+    assert bm["eval"]["episodes"] == 2 and bm["config"]["env"]["family"] == cfg.env.family
+    assert set(bm["episode_extras"]) == extras
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert rows and rows[-1]["env_steps"] == summary.env_steps
+    assert (out / "checkpoints" / "final.pt").exists() and (out / "config.yaml").exists()

@@ -1,0 +1,122 @@
+"""The shared preprocessing wrappers, each on a tiny scripted env."""
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from raylab.config import EnvConfig
+from raylab.envs import make_env
+from raylab.envs.wrappers import (
+    EPISODE_KEY,
+    EpisodeStatistics,
+    FrameStack,
+    GrayResize,
+    MaxPoolFrameSkip,
+    NoopReset,
+    RewardTransform,
+)
+
+
+class Counter(gym.Env):
+    """Frame t is filled with t (uint8); reward t; terminates after ``length`` steps."""
+
+    def __init__(self, shape=(2, 2), length=100, dtype=np.uint8):
+        self.shape, self.length = shape, length
+        self.observation_space = gym.spaces.Box(0, 255, shape, dtype)
+        self.action_space = gym.spaces.Discrete(2)
+        self.t = 0
+        self.resets = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.resets = 0, self.resets + 1
+        return np.full(self.shape, 0, self.observation_space.dtype), {"t": 0}
+
+    def step(self, action: Any):
+        self.t += 1
+        frame = np.full(self.shape, self.t, self.observation_space.dtype)
+        return frame, float(self.t), self.t >= self.length, False, {"t": self.t, "x_pos": 10 * self.t}
+
+
+def test_frame_skip_sums_rewards_and_max_pools_the_last_two_frames():
+    env = MaxPoolFrameSkip(Counter(), skip=4)
+    env.reset()
+    obs, reward, *_ = env.step(0)
+    assert reward == 1 + 2 + 3 + 4 and (obs == 4).all()
+    obs, reward, *_ = env.step(0)
+    assert reward == 5 + 6 + 7 + 8 and (obs == 8).all()
+
+
+@pytest.mark.parametrize(("length", "expected_obs", "expected_reward"), [(1, 1, 1.0), (2, 2, 3.0), (6, 6, 11.0)])
+def test_frame_skip_never_returns_frames_of_the_previous_step(length, expected_obs, expected_reward):
+    env = MaxPoolFrameSkip(Counter(length=length), skip=4)
+    env.reset()
+    if length == 6:
+        env.step(0)  # frames 1-4
+    obs, reward, terminated, *_ = env.step(0)
+    assert terminated and (obs == expected_obs).all() and reward == expected_reward
+
+
+def test_frame_stack_is_channel_first_and_pads_with_the_first_frame():
+    env = FrameStack(Counter(shape=(3, 2, 2)), k=2)
+    obs, _ = env.reset()
+    assert obs.shape == (6, 2, 2) and obs.dtype == np.uint8 and (obs == 0).all()
+    obs, *_ = env.step(0)
+    assert (obs[:3] == 0).all() and (obs[3:] == 1).all()
+    obs, *_ = env.step(0)
+    assert (obs[:3] == 1).all() and (obs[3:] == 2).all()
+    assert FrameStack(Counter(shape=(5, 6)), k=4).observation_space.shape == (4, 5, 6)
+    assert FrameStack(Counter(shape=(5, 6, 3)), k=4).observation_space.shape == (12, 5, 6)
+    assert FrameStack(Counter(shape=(7,), dtype=np.float32), k=3).observation_space.shape == (21,)
+
+
+def test_gray_resize_shapes():
+    rgb = Counter(shape=(240, 256, 3))
+    env = GrayResize(rgb, grayscale=True, size=(84, 84))
+    env.reset()
+    obs, *_ = env.step(0)
+    assert obs.shape == (84, 84) and obs.dtype == np.uint8 and (obs == 1).all()
+    assert GrayResize(Counter(shape=(240, 256, 3)), grayscale=False, size=(42, 40)).observation_space.shape == (
+        42,
+        40,
+        3,
+    )
+
+
+def test_reward_transform_clips_then_scales():
+    env = RewardTransform(Counter(), clip=2.0, scale=0.5)
+    env.reset()
+    assert [env.step(0)[1] for _ in range(3)] == [0.5, 1.0, 1.0]
+
+
+def test_noop_reset_is_seeded():
+    counts = []
+    for seed in (1, 1, 2, 3, 4):
+        inner = Counter()
+        NoopReset(inner, noop_max=30).reset(seed=seed)
+        counts.append(inner.t)
+    assert counts[0] == counts[1] and len(set(counts)) > 1 and max(counts) <= 30
+
+
+def test_episode_statistics_reports_raw_returns_and_extras():
+    env = EpisodeStatistics(Counter(length=3), extras=("x_pos",))
+    env.reset()
+    *_, info = env.step(0)
+    assert EPISODE_KEY not in info
+    env.step(0)
+    *_, info = env.step(0)
+    assert info[EPISODE_KEY] == {"return": 6.0, "length": 3, "x_pos": 30.0}
+
+
+def test_make_env_reports_raw_returns_but_trains_on_clipped_rewards():
+    cfg = EnvConfig(family="fake", id="Fake-v0", reward_clip=0.5, options={"episode_length": 4})
+    env = make_env(cfg, seed=0)
+    env.reset(seed=0)
+    total, info = 0.0, {}
+    for _ in range(4):
+        _, reward, terminated, _, info = env.step(1)
+        total += reward
+        assert reward in (0.0, 0.5)
+    assert terminated and info[EPISODE_KEY]["return"] == 2 * total
