@@ -89,9 +89,12 @@ def _stages(experiment: str) -> tuple[dict[str, Callable[[], int]], dict[str, An
         return 8 * num_envs
 
     worker = build_rollout_worker(cfg, spaces, worker_id=0)  # its freshly initialized network acts
+    worker_seconds: dict[str, float] = {}
 
     def worker_step() -> int:
-        chunk, _ = worker.sample()
+        chunk, stats = worker.sample()
+        for stage, seconds in stats.timings.items():
+            worker_seconds[stage] = worker_seconds.get(stage, 0.0) + seconds
         return chunk.size
 
     stages = {
@@ -109,7 +112,7 @@ def _stages(experiment: str) -> tuple[dict[str, Callable[[], int]], dict[str, An
         "envs_per_worker": num_envs,
         "rollout_length": cfg.topology.rollout_length,
         "model": cfg.model.encoder,
-        "worker_timer": worker.timer,
+        "worker_seconds": worker_seconds,
     }
     return stages, info
 
@@ -128,8 +131,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         print(f"round {round_ + 1}/{args.rounds} done", flush=True)
     for name in args.families:
         _, info = built[name]
-        timer = info.pop("worker_timer")
-        shares = timer.pop()
+        shares = info.pop("worker_seconds")
         total = sum(shares.values()) or 1.0
         frames = info["frame_skip"]
         stage_results = {}
@@ -146,7 +148,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         results[name] = {
             **info,
             "stages": stage_results,
-            "worker_time_share": {k: round(v / total, 3) for k, v in shares.items()},
+            "worker_time_share": {k: round(v / total, 3) for k, v in sorted(shares.items())},
         }
         line = ", ".join(
             f"{s} {r['agent_steps_per_s']:,.0f} steps/s ({r['frames_per_s']:,.0f} frames/s)"
@@ -182,6 +184,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
         bars = ax.bar(np.arange(len(names)) + (i - 1.5) * width, values, width, label=stage)
         ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], fontsize=6, rotation=90, padding=2)
     ax.set_yscale("log")
+    top = max(r["stages"][s]["agent_steps_per_s"] for r in results.values() for s in STAGES)
+    ax.set_ylim(top=top * 8)
     ax.set_xticks(np.arange(len(names)), [f"{n}\n({results[n]['envs_per_worker']} envs/worker)" for n in names])
     ax.set_ylabel("agent steps / s (log)")
     ax.set_title("raylab bench envs: single process, one core")
