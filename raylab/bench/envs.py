@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from raylab.bench import plots
 from raylab.bench.machine import machine_info
 
 FAMILIES = {
@@ -171,13 +172,8 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     names = list(results)
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig, ax = plots.figure(8, 4)
     width = 0.2
     for i, stage in enumerate(STAGES):
         values = [results[n]["stages"][stage]["agent_steps_per_s"] for n in names]
@@ -190,6 +186,4 @@ def plot(results: dict[str, Any], path: Path) -> None:
     ax.set_ylabel("agent steps / s (log)")
     ax.set_title("raylab bench envs: single process, one core")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    plots.save(fig, path)

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from raylab.bench import plots
 from raylab.bench.machine import machine_info
 
 
@@ -143,12 +144,7 @@ def _line(r: dict[str, Any]) -> str:
 
 
 def plot(results: list[dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plots.figure(7, 4)
     names = sorted({r["variant"] for r in results})
     colors = {n: f"C{i}" for i, n in enumerate(names)}
     for r in results:
@@ -165,6 +161,4 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     ax.set_ylabel("greedy eval mean return")
     ax.set_title("raylab bench learn")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    plots.save(fig, path)
