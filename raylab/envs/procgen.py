@@ -144,15 +144,12 @@ class EnvPoolVectorEnv:
         return self._obs
 
     def step(self, actions: np.ndarray) -> VectorStep:
-        restarted = np.zeros(self.num_envs, bool)
         try:
             obs, rew, term, trunc, _ = _in_env_order(self.pool.step(np.asarray(actions)), self.num_envs)
         except Exception as err:  # the pool as a whole failed: rebuild it, every partial episode is dropped
             self._restart(err)
-            restarted[:] = True
-            zeros = np.zeros(self.num_envs)
-            return VectorStep(self._obs, zeros.astype(np.float32), zeros.astype(bool), restarted.copy(), [], [],
-                              restarted)  # fmt: skip
+            everyone = np.ones(self.num_envs, bool)
+            return VectorStep(self._obs, np.zeros(self.num_envs, np.float32), ~everyone, everyone, [], [], everyone)
         self._push(slice(None), obs)
         self._return += rew
         self._length += 1
@@ -172,7 +169,7 @@ class EnvPoolVectorEnv:
             self._return[ids] = 0.0
             self._length[ids] = 0
         rewards = transform_reward(rew.astype(np.float32), self.cfg.reward_clip, self.cfg.reward_scale)
-        return VectorStep(self._obs, rewards, term, trunc, final_obs, episodes, restarted)
+        return VectorStep(self._obs, rewards, term, trunc, final_obs, episodes, None)
 
     def _restart(self, err: Exception) -> None:
         self.restarts += self.num_envs

@@ -39,9 +39,9 @@ class VectorStep(NamedTuple):
     """(env index, last observation) of every episode truncated by this step."""
     episodes: list[tuple[int, dict[str, float]]]
     """(env index, {"return", "length", extras}) of every episode this step ended."""
-    restarted: np.ndarray
-    """Envs that crashed in this step and were rebuilt: their step has no real outcome (reward 0,
-    truncated set, no final_obs) and the partial episode is dropped, not reported."""
+    restarted: np.ndarray | None
+    """None when nothing crashed; else which envs crashed in this step and were rebuilt: their step has no
+    real outcome (reward 0, truncated set, no final_obs) and the partial episode is dropped, not reported."""
 
 
 class VectorEnv(Protocol):
@@ -78,9 +78,9 @@ class SerialVectorEnv:
         self._rewards = np.zeros(self.num_envs, np.float32)
         self._terminated = np.zeros(self.num_envs, bool)
         self._truncated = np.zeros(self.num_envs, bool)
-        self._restarted = np.zeros(self.num_envs, bool)
-        self._return = np.zeros(self.num_envs)  # fallback statistics for envs without EpisodeStatistics
-        self._length = np.zeros(self.num_envs, np.int64)
+        # fallback statistics for envs without EpisodeStatistics; Python lists: numpy scalar ops cost more here
+        self._return = [0.0] * self.num_envs
+        self._length = [0] * self.num_envs
         self._seeded = False
         self.restarts = 0
 
@@ -94,14 +94,16 @@ class SerialVectorEnv:
     def step(self, actions: np.ndarray) -> VectorStep:
         final_obs: list[tuple[int, np.ndarray]] = []
         episodes: list[tuple[int, dict[str, float]]] = []
-        self._restarted[:] = False
+        restarted: np.ndarray | None = None
         for i, env in enumerate(self.envs):
             try:
                 obs, reward, terminated, truncated, info = env.step(actions[i])
             except Exception as err:  # an emulator or user env crashed: rebuild it, drop the partial episode
                 self._obs[i] = self._restart(i, "step", err)
                 self._rewards[i], self._terminated[i], self._truncated[i] = 0.0, False, True
-                self._restarted[i] = True
+                if restarted is None:
+                    restarted = np.zeros(self.num_envs, bool)
+                restarted[i] = True
                 continue
             self._rewards[i] = reward
             self._terminated[i] = terminated
@@ -111,13 +113,11 @@ class SerialVectorEnv:
             if terminated or truncated:
                 if truncated and not terminated:
                     final_obs.append((i, np.array(obs, copy=True)))
-                stats = info.get(EPISODE_KEY) or {"return": self._return[i], "length": float(self._length[i])}
+                stats = info.get(EPISODE_KEY) or {"return": float(self._return[i]), "length": self._length[i]}
                 episodes.append((i, stats))
                 obs = self._reset(i, None)
             self._obs[i] = obs
-        return VectorStep(
-            self._obs, self._rewards, self._terminated, self._truncated, final_obs, episodes, self._restarted
-        )
+        return VectorStep(self._obs, self._rewards, self._terminated, self._truncated, final_obs, episodes, restarted)
 
     def _reset(self, i: int, seed: int | None) -> np.ndarray:
         self._return[i], self._length[i] = 0.0, 0

@@ -73,8 +73,9 @@ class RolloutWorker:
             for env_index, last_obs in step.final_obs:
                 final_obs.append(last_obs)
                 final_index.append((t, env_index))
-            episodes.extend(stats for _, stats in step.episodes)
-            if step.restarted.any():
+            if step.episodes:
+                episodes.extend(stats for _, stats in step.episodes)
+            if step.restarted is not None:
                 if restarted is None:
                     restarted = np.zeros((steps, num_envs), bool)
                 restarted[t] = step.restarted

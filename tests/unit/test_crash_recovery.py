@@ -22,7 +22,7 @@ def test_a_step_crash_rebuilds_the_env_and_flags_the_step():
     for t in range(30):
         step = venv.step(np.zeros(2, np.int64))
         episodes += step.episodes
-        if step.restarted.any():
+        if step.restarted is not None:
             crashes.append(t)
             assert step.restarted.tolist() == [True, False]
             assert step.truncated[0] and not step.terminated[0] and step.rewards[0] == 0.0
@@ -63,3 +63,9 @@ def test_adder_drops_transitions_whose_window_reaches_a_crash(tmp_path):
     assert adder.dropped_transitions == sum(min(3, c + 1) for c in crash_steps)
     assert len(transitions) == (40 - 3 + 1) - adder.dropped_transitions
     assert stats.env_restarts == len(crash_steps) >= 3
+
+
+def test_no_crash_means_no_restart_mask():
+    venv = SerialVectorEnv([crashing(crash_every=None)] * 2, seeds=[0, 1])
+    venv.reset()
+    assert all(venv.step(np.zeros(2, np.int64)).restarted is None for _ in range(20))
