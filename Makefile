@@ -20,10 +20,10 @@ help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
 
 system-deps: ## Debian packages: Qt5 runtime for EnvPool's Procgen, g++ for nes-py (skipped when present)
-	@if dpkg-query -W -f='$${Status}' libqt5gui5 2>/dev/null | grep -q "ok installed" && command -v g++ >/dev/null; \
-	then echo "system packages present"; \
+	@if $$(command -v ldconfig || echo /sbin/ldconfig) -p | grep -q libQt5Gui.so.5 && command -v g++ >/dev/null; then echo "system packages present"; \
 	elif command -v apt-get >/dev/null; then \
-		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends libqt5gui5 g++; \
+		$(SUDO) apt-get update -qq && { DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends libqt5gui5 g++ \
+		|| DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends libqt5gui5t64 g++; }; \
 	else echo "warning: install Qt5 (libqt5gui5) and g++ with your package manager: Procgen and Mario need them"; fi
 
 install: system-deps $(STAMP) ## system packages, then $(VENV) with raylab, its dev/mario/procgen extras (torch pinned)

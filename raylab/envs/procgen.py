@@ -28,11 +28,18 @@ from raylab.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-GAMES = (
-    "bigfish", "bossfight", "caveflyer", "chaser", "climber", "coinrun", "dodgeball", "fruitbot",
-    "heist", "jumper", "leaper", "maze", "miner", "ninja", "plunder", "starpilot",
-)  # fmt: skip
-MODES = ("easy", "hard", "exploration", "memory")
+MODES_BY_GAME: dict[str, tuple[str, ...]] = {
+    "bigfish": ("easy", "hard"), "bossfight": ("easy", "hard"),
+    "caveflyer": ("easy", "hard", "exploration", "memory"), "chaser": ("easy", "hard", "extreme"),
+    "climber": ("easy", "hard", "exploration"), "coinrun": ("easy", "hard", "exploration"),
+    "dodgeball": ("easy", "hard", "extreme", "memory"), "fruitbot": ("easy", "hard"),
+    "heist": ("easy", "hard", "exploration", "memory"), "jumper": ("easy", "hard", "exploration", "memory"),
+    "leaper": ("easy", "hard", "exploration", "extreme"), "maze": ("easy", "hard", "exploration", "memory"),
+    "miner": ("easy", "hard", "memory"), "ninja": ("easy", "hard", "exploration"), "plunder": ("easy", "hard"),
+    "starpilot": ("easy", "hard", "extreme"),
+}  # fmt: skip
+"""The Procgen games and distribution modes EnvPool 1.2.5 registers (envpool.list_all_envs())."""
+GAMES = tuple(MODES_BY_GAME)
 OPTIONS = ("distribution_mode", "num_levels", "start_level", "num_threads")
 NOOP_ACTION = 4
 INSTALL_HINT = "install the procgen extra: pip install 'raylab[procgen]' (in a checkout: pip install -e '.[procgen]')"
@@ -41,27 +48,42 @@ QT_HINT = "EnvPool's Procgen needs Debian's Qt5 runtime: sudo apt-get install -y
 
 def envpool_id(cfg: EnvConfig) -> str:
     """coinrun + distribution_mode=easy -> CoinrunEasy-v0; a full EnvPool id passes through."""
-    name = cfg.id.strip()
+    name = cfg.id.strip().lower()
     mode = str(cfg.options.get("distribution_mode", "easy")).lower()
-    for game in GAMES:
-        for m in MODES:
-            if name.lower() == f"{game}{m}-v0":
-                return f"{game.capitalize()}{m.capitalize()}-v0"
-    if name.lower() not in GAMES:
-        raise ConfigError(f"unknown Procgen game '{cfg.id}': choose one of {', '.join(GAMES)} (e.g. env.id=coinrun)")
-    if mode not in MODES:
-        raise ConfigError(f"unknown env.options.distribution_mode '{mode}': choose one of {', '.join(MODES)}")
-    return f"{name.lower().capitalize()}{mode.capitalize()}-v0"
+    for game, modes in MODES_BY_GAME.items():
+        for m in modes:
+            if name == f"{game}{m}-v0":
+                game_name, mode = game, m
+                break
+        else:
+            continue
+        break
+    else:
+        if name not in MODES_BY_GAME:
+            raise ConfigError(
+                f"unknown Procgen game '{cfg.id}': choose one of {', '.join(GAMES)} (e.g. env.id=coinrun)"
+            )
+        game_name = name
+    if mode not in MODES_BY_GAME[game_name]:
+        raise ConfigError(
+            f"{game_name} has no distribution_mode '{mode}': choose one of {', '.join(MODES_BY_GAME[game_name])} "
+            f"(env.options.distribution_mode)"
+        )
+    return f"{game_name.capitalize()}{mode.capitalize()}-v0"
 
 
 def check(cfg: EnvConfig) -> None:
     for key in cfg.options:
         if key not in OPTIONS:
             raise ConfigError(f"unknown env.options.{key} for env=procgen: valid are {', '.join(OPTIONS)}")
-    if cfg.frame_skip != 1 or cfg.grayscale or cfg.resize is not None:
+    for key in ("num_levels", "start_level", "num_threads"):
+        value = cfg.options.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"env.options.{key} must be an integer >= 0 for env=procgen (got {value!r})")
+    if cfg.frame_skip != 1 or cfg.grayscale or cfg.resize is not None or cfg.noop_max:
         raise ConfigError(
             "env=procgen frames are 64x64 RGB at one frame per step: set env.frame_skip=1, env.grayscale=false, "
-            "env.resize=null"
+            "env.resize=null, env.noop_max=0"
         )
     envpool_id(cfg)
 
@@ -82,9 +104,7 @@ def make_pool(cfg: EnvConfig, num_envs: int, seed: int) -> Any:
         "num_levels": int(cfg.options.get("num_levels", 0)),
         "start_level": int(cfg.options.get("start_level", 0)),
         "num_threads": int(cfg.options.get("num_threads", 1)),
-    }
-    if cfg.max_episode_steps is not None:
-        kwargs["max_episode_steps"] = cfg.max_episode_steps
+    }  # EnvPool 1.2.5 ignores max_episode_steps for Procgen: raylab applies env.max_episode_steps itself
     envpool = _envpool()
     try:
         return envpool.make(task, env_type="gymnasium", num_envs=num_envs, seed=int(seed) % 2**31, **kwargs)
@@ -96,13 +116,14 @@ def make_pool(cfg: EnvConfig, num_envs: int, seed: int) -> Any:
         raise ConfigError(f"EnvPool rejected {task}: {' '.join(str(err).split())[:160]}") from err
 
 
-def _in_env_order(out: tuple, count: int) -> tuple:
-    """EnvPool returns results tagged with info['env_id']; put them in env order."""
-    order = np.argsort(out[-1]["env_id"][:count])
+def _in_env_order(out: tuple) -> tuple:
+    """EnvPool returns results tagged with info['env_id']; put the arrays in env order."""
+    order = np.argsort(out[-1]["env_id"])
     if np.array_equal(order, np.arange(len(order))):
         return out
     obs, rew, term, trunc, info = out
-    return obs[order], rew[order], term[order], trunc[order], {k: v[order] for k, v in info.items()}
+    info = {k: v[order] if isinstance(v, np.ndarray) else v for k, v in info.items()}
+    return obs[order], rew[order], term[order], trunc[order], info
 
 
 class EnvPoolVectorEnv:
@@ -126,6 +147,7 @@ class EnvPoolVectorEnv:
         self._return = np.zeros(self.num_envs)
         self._length = np.zeros(self.num_envs, np.int64)
         self._noop = np.full(self.num_envs, NOOP_ACTION)
+        self._limit = cfg.max_episode_steps
 
     def _push(self, ids: np.ndarray | slice, frames: np.ndarray, fill: bool = False) -> None:
         c = self._channels
@@ -145,39 +167,59 @@ class EnvPoolVectorEnv:
 
     def step(self, actions: np.ndarray) -> VectorStep:
         try:
-            obs, rew, term, trunc, _ = _in_env_order(self.pool.step(np.asarray(actions)), self.num_envs)
+            raw = self.pool.step(np.asarray(actions))
         except Exception as err:  # the pool as a whole failed: rebuild it, every partial episode is dropped
             self._restart(err)
             everyone = np.ones(self.num_envs, bool)
             return VectorStep(self._obs, np.zeros(self.num_envs, np.float32), ~everyone, everyone, [], [], everyone)
+        obs, rew, term, trunc, _ = _in_env_order(raw)
         self._push(slice(None), obs)
         self._return += rew
         self._length += 1
+        ended_in_pool = term | trunc  # EnvPool resets these on their next step
+        if self._limit is not None:  # env.max_episode_steps, applied here (EnvPool ignores it for Procgen)
+            trunc = trunc | ((self._length >= self._limit) & ~term)
         done = term | trunc
         final_obs: list[tuple[int, np.ndarray]] = []
         episodes: list[tuple[int, dict[str, float]]] = []
         if done.any():
-            ids = np.flatnonzero(done)
-            for i in ids:
+            for i in np.flatnonzero(done):
                 if trunc[i] and not term[i]:
                     final_obs.append((int(i), self._obs[i].copy()))
                 episodes.append((int(i), {"return": float(self._return[i]), "length": float(self._length[i])}))
-            # EnvPool resets an env on the step *after* its episode ended: take that reset step now.
-            reset_obs, *_, reset_info = self.pool.step(self._noop[: len(ids)], env_id=ids)
-            order = np.argsort(reset_info["env_id"])
-            self._push(ids, reset_obs[order], fill=True)
-            self._return[ids] = 0.0
-            self._length[ids] = 0
+            self._start_episodes(np.flatnonzero(done & ended_in_pool), np.flatnonzero(done & ~ended_in_pool))
         rewards = transform_reward(rew.astype(np.float32), self.cfg.reward_clip, self.cfg.reward_scale)
         return VectorStep(self._obs, rewards, term, trunc, final_obs, episodes, None)
 
+    def _start_episodes(self, after_pool_end: np.ndarray, after_time_limit: np.ndarray) -> None:
+        """New episodes for finished envs: EnvPool's own reset step for episodes it ended (reward 0, action
+        ignored), an explicit reset for episodes only raylab's time limit ended."""
+        for ids, fresh in ((after_pool_end, False), (after_time_limit, True)):
+            if not len(ids):
+                continue
+            if fresh:
+                reset_obs, info = self.pool.reset(env_id=ids)
+            else:
+                reset_obs, *_, info = self.pool.step(self._noop[: len(ids)], env_id=ids)
+            order = np.argsort(info["env_id"])
+            self._push(ids, reset_obs[order], fill=True)
+            self._return[ids] = 0.0
+            self._length[ids] = 0
+
     def _restart(self, err: Exception) -> None:
-        self.restarts += self.num_envs
-        log.warning("%s pool crashed in step (%s: %s); rebuilt it", self.name, type(err).__name__, err)
-        with contextlib.suppress(Exception):
-            self.pool.close()
-        self.pool = make_pool(self.cfg, self.num_envs, self.seed + 1_000_003 * self.restarts)
-        self.reset()
+        for attempt in range(1, 4):
+            self.restarts += self.num_envs
+            log.warning("%s pool crashed (%s: %s); rebuilding it", self.name, type(err).__name__, err)
+            with contextlib.suppress(Exception):
+                self.pool.close()
+            try:
+                self.pool = make_pool(self.cfg, self.num_envs, self.seed + 1_000_003 * self.restarts)
+                self.reset()
+                return
+            except Exception as again:
+                if attempt == 3:
+                    raise RuntimeError(f"{self.name} pool failed {attempt} times in a row: {again}") from again
+                err = again
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -196,7 +238,6 @@ class ProcgenEnv(gym.Env[np.ndarray, np.int64]):
         self.pool = make_pool(cfg, 1, self._seed)
         self.observation_space = gym.spaces.Box(0, 255, tuple(self.pool.observation_space.shape), np.uint8)
         self.action_space = self.pool.action_space
-        self._needs_pool_reset = True
         self._episode_over = False
         self._frame = np.zeros(self.observation_space.shape, np.uint8)
 
@@ -204,19 +245,14 @@ class ProcgenEnv(gym.Env[np.ndarray, np.int64]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
-        if seed is not None and seed != self._seed:
+        if seed is not None:  # gymnasium's contract: the same seed replays the same episode
             self.pool.close()
             self._seed = int(seed)
             self.pool = make_pool(self.cfg, 1, self._seed)
-            self._needs_pool_reset = True
-        if self._needs_pool_reset:
             obs, info = self.pool.reset()
-            self._needs_pool_reset = False
         elif self._episode_over:
             obs, _, _, _, info = self.pool.step(np.array([NOOP_ACTION]))  # EnvPool's reset step
-        else:  # reset in the middle of an episode: start a fresh one
-            self.pool.close()
-            self.pool = make_pool(self.cfg, 1, self._seed)
+        else:  # first reset, or a reset in the middle of an episode (e.g. raylab's time limit): next level
             obs, info = self.pool.reset()
         self._episode_over = False
         self._frame = obs[0].copy()

@@ -87,6 +87,7 @@ class GymnasiumFamily(EnvFamily):
     """Any env registered with gymnasium, by id."""
 
     name = "gymnasium"
+    native_time_limit = True  # env.max_episode_steps replaces the id's registered TimeLimit, not nests inside it
     KNOWN_MAX_RETURN_PER_STEP: ClassVar[dict[str, float]] = {
         "CartPole": 1.0, "Acrobot": 0.0, "MountainCar": 0.0, "Pendulum": 0.0,
     }  # fmt: skip
@@ -99,18 +100,21 @@ class GymnasiumFamily(EnvFamily):
         raise ConfigError(f"unknown env id '{cfg.id}' for env=gymnasium: {hint} (set env.id=<registered id>)")
 
     def make_raw(self, cfg: EnvConfig) -> gym.Env:
+        kwargs = dict(cfg.options)
+        if cfg.max_episode_steps is not None:  # in agent steps; gymnasium's TimeLimit counts frames
+            kwargs["max_episode_steps"] = cfg.max_episode_steps * cfg.frame_skip
         try:
-            return gym.make(cfg.id, disable_env_checker=True, **cfg.options)
+            return gym.make(cfg.id, disable_env_checker=True, **kwargs)
         except TypeError as err:
             raise ConfigError(f"{cfg.id} rejected env.options {dict(cfg.options)} ({err}): fix env.options") from err
 
     def max_return(self, cfg: EnvConfig) -> float | None:
         spec = gym.spec(cfg.id)
-        per_step = self.KNOWN_MAX_RETURN_PER_STEP.get(spec.name)
-        limit = cfg.max_episode_steps or spec.max_episode_steps
-        if per_step is None or limit is None:
+        per_frame = self.KNOWN_MAX_RETURN_PER_STEP.get(spec.name)
+        frames = cfg.max_episode_steps * cfg.frame_skip if cfg.max_episode_steps else spec.max_episode_steps
+        if per_frame is None or frames is None:
             return None
-        return per_step * limit
+        return per_frame * frames
 
 
 class FakeFamily(EnvFamily):
@@ -176,7 +180,6 @@ class ProcgenFamily(EnvFamily):
 
     name = "procgen"
     noop_action = procgen.NOOP_ACTION
-    native_time_limit = True
     options = procgen.OPTIONS
 
     def check(self, cfg: EnvConfig) -> None:
@@ -227,7 +230,13 @@ def wrap(env: gym.Env, cfg: EnvConfig, fam: EnvFamily) -> gym.Env:
         env = gym.wrappers.TimeLimit(env, cfg.max_episode_steps)
     env = EpisodeStatistics(env, fam.episode_extras)
     if cfg.grayscale or cfg.resize is not None:
-        env = GrayResize(env, cfg.grayscale, cfg.resize)
+        try:
+            env = GrayResize(env, cfg.grayscale, cfg.resize)
+        except ValueError:
+            raise ConfigError(
+                f"env.grayscale/env.resize need (H, W[, C]) uint8 image observations but {cfg.id} gives "
+                f"{env.observation_space}: set env.grayscale=false and env.resize=null"
+            ) from None
     if cfg.frame_stack > 1:
         env = FrameStack(env, cfg.frame_stack)
     if cfg.reward_clip is not None or cfg.reward_scale != 1.0:

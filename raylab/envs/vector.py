@@ -25,6 +25,10 @@ from raylab.envs.wrappers import EPISODE_KEY
 log = logging.getLogger(__name__)
 
 MAX_CONSECUTIVE_FAILURES = 3
+"""Rebuilds of one env that may fail in a row before the run stops."""
+MAX_CRASHING_STEPS = 10
+"""Steps in a row one env may crash in (each rebuild succeeding) before the run stops: a deterministic crash
+would otherwise drop all of that env's data forever while the run looks alive."""
 RESTART_SEED_STRIDE = 1_000_003
 
 
@@ -49,7 +53,7 @@ class VectorEnv(Protocol):
     single_observation_space: gym.Space
     single_action_space: gym.Space
     restarts: int
-    """Envs rebuilt after a crash, since construction."""
+    """Env rebuilds after crashes, since construction (a rebuild whose reset fails and is retried counts again)."""
 
     def reset(self) -> np.ndarray: ...
 
@@ -81,6 +85,7 @@ class SerialVectorEnv:
         # fallback statistics for envs without EpisodeStatistics; Python lists: numpy scalar ops cost more here
         self._return = [0.0] * self.num_envs
         self._length = [0] * self.num_envs
+        self._crash_streak = [0] * self.num_envs
         self._seeded = False
         self.restarts = 0
 
@@ -99,12 +104,19 @@ class SerialVectorEnv:
             try:
                 obs, reward, terminated, truncated, info = env.step(actions[i])
             except Exception as err:  # an emulator or user env crashed: rebuild it, drop the partial episode
+                self._crash_streak[i] += 1
+                if self._crash_streak[i] > MAX_CRASHING_STEPS:
+                    raise RuntimeError(
+                        f"{self.name} {i} crashed in {MAX_CRASHING_STEPS} steps in a row, each time after a "
+                        f"successful rebuild: {type(err).__name__}: {err}"
+                    ) from err
                 self._obs[i] = self._restart(i, "step", err)
                 self._rewards[i], self._terminated[i], self._truncated[i] = 0.0, False, True
                 if restarted is None:
                     restarted = np.zeros(self.num_envs, bool)
                 restarted[i] = True
                 continue
+            self._crash_streak[i] = 0
             self._rewards[i] = reward
             self._terminated[i] = terminated
             self._truncated[i] = truncated

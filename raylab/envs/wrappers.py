@@ -22,19 +22,21 @@ EPISODE_KEY = "episode"
 
 
 class NoopReset(gym.Wrapper, gym.utils.RecordConstructorArgs):
-    """After each reset, take ``U(0, noop_max)`` no-op actions (seeded by ``reset(seed=...)``)."""
+    """After each reset, take ``U(0, noop_max)`` no-op actions, drawn from the wrapper's own generator
+    (seeded by ``reset(seed=...)``; the wrapped env's generator is left alone)."""
 
     def __init__(self, env: gym.Env, noop_max: int, noop_action: Any = 0):
         gym.utils.RecordConstructorArgs.__init__(self, noop_max=noop_max, noop_action=noop_action)
         super().__init__(env)
         self.noop_max = int(noop_max)
         self.noop_action = noop_action
+        self._noops = np.random.default_rng()
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         obs, info = self.env.reset(seed=seed, options=options)
         if seed is not None:
-            self.np_random, _ = gym.utils.seeding.np_random(seed)
-        for _ in range(int(self.np_random.integers(0, self.noop_max + 1))):
+            self._noops = np.random.default_rng(seed)
+        for _ in range(int(self._noops.integers(0, self.noop_max + 1))):
             obs, _, terminated, truncated, info = self.env.step(self.noop_action)
             if terminated or truncated:
                 obs, info = self.env.reset()
@@ -46,12 +48,15 @@ class MaxPoolFrameSkip(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     The max removes NES/Atari sprite flicker. When the episode ends inside the skip, the frames of this
     step are used (the last one alone if only one was seen), never frames of the previous step.
+    Observations that are not uint8 images (state vectors) are not pooled: the last one is returned.
     """
 
     def __init__(self, env: gym.Env, skip: int):
         gym.utils.RecordConstructorArgs.__init__(self, skip=skip)
         super().__init__(env)
         self.skip = int(skip)
+        space = env.observation_space
+        self._pool = space.dtype == np.uint8 and space.shape is not None and len(space.shape) >= 2
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         total = 0.0
@@ -65,7 +70,7 @@ class MaxPoolFrameSkip(gym.Wrapper, gym.utils.RecordConstructorArgs):
             if terminated or truncated:
                 break
         assert obs is not None
-        if previous is not None:
+        if previous is not None and self._pool:
             obs = np.maximum(previous, obs)
         return obs, total, terminated, truncated, info
 

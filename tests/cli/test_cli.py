@@ -43,6 +43,7 @@ def test_smoke_run_in_serial_mode(tmp_path):
         (["env=mario", "env.id=SuperMarioBros-9-1-v0"], "valid ids are SuperMarioBros-v0..v3"),
         (["env=procgen", "env.id=coinrn"], "unknown Procgen game 'coinrn': choose one of bigfish"),
         (["env=snake", "+env.options.size=12"], "unknown env.options.size for env=snake: valid options are dim"),
+        (["env=snake", "env.resize=[84,84]"], "set env.grayscale=false and env.resize=null"),
         (["replay.capacity=100000000000"], "lower replay.capacity"),
         (["learner.lrr=0.1"], "unknown config key 'learner.lrr': did you mean 'learner.lr'?"),
     ],

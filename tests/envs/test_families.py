@@ -92,21 +92,40 @@ def test_vector_env_episode_records_carry_family_extras():
     assert records and {"return", "length", "snake_length", "score"} <= set(records[0])
 
 
-def test_procgen_vector_env_matches_the_single_env_and_resets_on_the_same_step():
-    cfg = EnvConfig(family="procgen", id="coinrun", max_episode_steps=30)
+@pytest.mark.parametrize("limit", [25, None])
+def test_procgen_vector_env_matches_the_single_env_and_resets_on_the_same_step(limit):
+    """Episodes end by raylab's time limit (25) or by CoinRun itself (random play dies or times out at 1000):
+    the EnvPool adapter must agree with the single env frame for frame, reset on the same step, and hand
+    back the real last frame of truncated episodes."""
+    cfg = EnvConfig(family="procgen", id="coinrun", max_episode_steps=limit)
     venv = make_vector_env(cfg, num_envs=1, seed=7)
     single = make_env(cfg, seed=7)
     np.testing.assert_array_equal(venv.reset()[0], single.reset(seed=7)[0])
-    for t in range(75):
-        step = venv.step(np.array([1]))
-        obs, _, terminated, truncated, _ = single.step(1)
+    actions = np.random.default_rng(3).integers(0, 15, 2100)  # CoinRun episodes last at most 1000 steps
+    ended = truncations = 0
+    for t, a in enumerate(actions):
+        step = venv.step(np.array([a]))
+        obs, _, terminated, truncated, _ = single.step(int(a))
+        assert (bool(step.terminated[0]), bool(step.truncated[0])) == (terminated, truncated), f"step {t}"
         if terminated or truncated:
-            assert step.truncated[0] or step.terminated[0]
-            if step.truncated[0] and not step.terminated[0]:
+            ended += 1
+            if truncated and not terminated:
+                truncations += 1
                 np.testing.assert_array_equal(step.final_obs[0][1], obs)
-            assert step.episodes and step.episodes[0][1]["length"] <= 30
+            assert len(step.episodes) == 1 and (limit is None or step.episodes[0][1]["length"] <= limit)
             obs, _ = single.reset()
         np.testing.assert_array_equal(step.obs[0], obs, err_msg=f"step {t}")
+    assert ended >= (80 if limit else 2) and (truncations >= 80 if limit else True)
+
+
+def test_gymnasium_time_limit_replaces_the_registered_one():
+    env = make_env(EnvConfig(max_episode_steps=1000), seed=0)
+    limits = []
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, gym.wrappers.TimeLimit):
+            limits.append(env._max_episode_steps)
+        env = env.env
+    assert limits == [1000]
 
 
 @pytest.mark.parametrize(
@@ -116,6 +135,15 @@ def test_procgen_vector_env_matches_the_single_env_and_resets_on_the_same_step()
         (EnvConfig(family="procgen", id="coinrun", options={"distribution_mode": "medium"}), "easy, hard"),
         (EnvConfig(family="procgen", id="coinrun", frame_skip=4), "env.frame_skip=1"),
         (EnvConfig(family="procgen", id="coinrun", options={"levels": 3}), "valid options are distribution_mode"),
+        (
+            EnvConfig(family="procgen", id="coinrun", options={"distribution_mode": "memory"}),
+            "coinrun has no distribution_mode 'memory': choose one of easy, hard, exploration",
+        ),
+        (
+            EnvConfig(family="procgen", id="StarpilotExtreme-v0", options={"num_levels": "many"}),
+            "env.options.num_levels must be an integer >= 0",
+        ),
+        (EnvConfig(family="procgen", id="coinrun", noop_max=30), "env.noop_max=0"),
         (EnvConfig(family="mario", id="SuperMarioBros-9-9-v0"), "valid ids are SuperMarioBros-v0..v3"),
         (EnvConfig(family="mario", id="SuperMarioBros-1-1-v0", options={"actions": "all"}), "right_only, simple"),
         (EnvConfig(family="snake", id="Snake-v1"), "the only one is Snake-v0"),

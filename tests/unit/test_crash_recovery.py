@@ -69,3 +69,11 @@ def test_no_crash_means_no_restart_mask():
     venv = SerialVectorEnv([crashing(crash_every=None)] * 2, seeds=[0, 1])
     venv.reset()
     assert all(venv.step(np.zeros(2, np.int64)).restarted is None for _ in range(20))
+
+
+def test_an_env_that_crashes_every_step_stops_the_run():
+    venv = SerialVectorEnv([crashing(crash_every=1)], seeds=[0])
+    venv.reset()
+    with pytest.raises(RuntimeError, match="crashed in 10 steps in a row"):
+        for _ in range(12):
+            venv.step(np.zeros(1, np.int64))

@@ -59,6 +59,22 @@ def test_frame_skip_never_returns_frames_of_the_previous_step(length, expected_o
     assert terminated and (obs == expected_obs).all() and reward == expected_reward
 
 
+def test_frame_skip_does_not_pool_state_vectors():
+    env = MaxPoolFrameSkip(Counter(shape=(3,), dtype=np.float32), skip=2)
+    env.reset()
+    obs, *_ = env.step(0)
+    assert (obs == 2).all()
+    assert (MaxPoolFrameSkip(Counter(shape=(3,), dtype=np.float32), skip=2).step(0)[0] == 2).all()
+
+
+def test_noop_reset_leaves_the_wrapped_envs_generator_alone():
+    from raylab.envs.snake import SnakeEnv
+
+    inner = SnakeEnv()
+    NoopReset(inner, noop_max=5).reset(seed=5)
+    assert inner.np_random_seed == 5
+
+
 def test_frame_stack_is_channel_first_and_pads_with_the_first_frame():
     env = FrameStack(Counter(shape=(3, 2, 2)), k=2)
     obs, _ = env.reset()
