@@ -52,27 +52,29 @@ class ConsoleLogger:
             self.bar.close()
 
 
+SUMMARY_FIELDS = (
+    ("replay/size", "replay", "{:,}"),
+    ("episode/return_mean", "return", "{:.1f}"),
+    ("episode/x_pos_mean", "x_pos", "{:.0f}"),
+    ("episode/snake_length_mean", "length", "{:.1f}"),
+    ("rollout/env_restarts", "env restarts", "{}"),  # hidden while 0
+    ("eval/return_mean", "eval", "{:.1f}"),
+    ("learner/loss", "loss", "{:.4f}"),
+    ("lag/mean", "lag", "{:.0f}"),
+)
+"""(metrics key, label, format) of the console summary line, shown when the row has the key."""
+
+
 def format_row(row: dict[str, Any]) -> str:
     parts = [
         f"[{row['time_s']:7.1f}s] steps {row['env_steps']:,} ({row['throughput/env_steps_per_s']:,.0f}/s)",
         f"updates {row['updates']:,} ({row['throughput/updates_per_s']:,.0f}/s)",
     ]
-    if "replay/size" in row:
-        parts.append(f"replay {row['replay/size']:,}")
-    if "episode/return_mean" in row:
-        parts.append(f"return {row['episode/return_mean']:.1f}")
-    if "episode/x_pos_mean" in row:
-        parts.append(f"x_pos {row['episode/x_pos_mean']:.0f}")
-    if "episode/snake_length_mean" in row:
-        parts.append(f"length {row['episode/snake_length_mean']:.1f}")
-    if row.get("rollout/env_restarts"):
-        parts.append(f"env restarts {row['rollout/env_restarts']}")
-    if "eval/return_mean" in row:
-        parts.append(f"eval {row['eval/return_mean']:.1f}")
-    if "learner/loss" in row:
-        parts.append(f"loss {row['learner/loss']:.4f}")
-    if "lag/mean" in row:
-        parts.append(f"lag {row['lag/mean']:.0f}")
+    parts += [
+        f"{label} {fmt.format(row[key])}"
+        for key, label, fmt in SUMMARY_FIELDS
+        if key in row and (row[key] or key != "rollout/env_restarts")
+    ]
     return " | ".join(parts)
 
 
