@@ -110,10 +110,6 @@ def _nes_modules() -> tuple[Any, Any, Any]:
     return FixedSuperMarioBrosEnv, codes, sets
 
 
-def check_installed() -> None:
-    _nes_modules()
-
-
 class MarioEnv(gym.Env[np.ndarray, np.int64]):
     """One NES emulator; one agent step is one frame (frame skip comes from raylab's wrappers)."""
 
