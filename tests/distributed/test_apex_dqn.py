@@ -18,7 +18,7 @@ def apex_run(tmp_path_factory):
     cfg = make_config(
         run_dir, *FAKE, "topology=apex_dqn", "topology.num_workers=2", "topology.envs_per_worker=4",
         "topology.rollout_length=16", "env.options.num_actions=4", "model.hidden_sizes=[32]",
-        "stop.env_steps=8000", "stop.seconds=120", "replay.min_size=256", "replay.samples_per_insert=4",
+        "stop.env_steps=30000", "stop.seconds=120", "stop.mean_return=19", "replay.min_size=256", "replay.samples_per_insert=4",
         "learner.batch_size=32", "learner.updates_per_call=8", "learner.publish_every=8",
         "algo.epsilon.anneal_env_steps=1000", "algo.gamma=0.5", "eval.every_seconds=1", "eval.episodes=4",
         "eval.final_episodes=8",
@@ -53,7 +53,11 @@ def test_the_rate_limiter_holds_the_samples_per_insert_ratio(apex_run):
 
 def test_apex_learns_the_fake_task(apex_run):
     _, summary = apex_run
-    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 15  # random: 5
+    # The run stops once a confirmed greedy evaluation reaches 19 of 20 (random play: 5); the final one,
+    # on fresh episodes, must still be well above chance. Stopping on the return instead of at a fixed
+    # step count keeps the test independent of how the 2-core host schedules learner against workers.
+    assert summary.stop_reason.startswith("eval return"), summary.stop_reason
+    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 15
 
 
 def test_clients_move_data_through_the_object_store(tmp_path):
