@@ -8,22 +8,36 @@ from __future__ import annotations
 
 import numpy as np
 
+from raylab.algos.a3c import A3CWorker, ActorCriticPolicy
 from raylab.algos.dqn import DQN, EpsilonGreedyPolicy, EpsilonSchedule, apex_epsilons
-from raylab.config import RunConfig
+from raylab.config import A3CConfig, DQNConfig, RunConfig
 from raylab.envs.registry import EVAL_WORKER_INDEX, EnvSpaces, make_vector_env
 from raylab.learner.learner import Learner
-from raylab.models.factory import build_q_network
+from raylab.models.factory import build_actor_critic, build_q_network
+from raylab.params.flat import ParamLayout, flatten_params
+from raylab.params.link import ServerLink
+from raylab.params.server import ParameterServer
 from raylab.replay.buffer import ReplayBuffer
 from raylab.replay.rate_limiter import SamplesPerInsertLimiter
 from raylab.rollout.evaluator import Evaluator
-from raylab.rollout.worker import RolloutWorker
+from raylab.rollout.worker import Policy, RolloutWorker
 
 MAX_EVAL_ENVS = 16
 
 
+def _dqn(cfg: RunConfig) -> DQNConfig:
+    assert isinstance(cfg.algo, DQNConfig), f"algo={cfg.algo.name} reached a DQN builder"
+    return cfg.algo
+
+
+def _a3c(cfg: RunConfig) -> A3CConfig:
+    assert isinstance(cfg.algo, A3CConfig), f"algo={cfg.algo.name} reached an A3C builder"
+    return cfg.algo
+
+
 def build_rollout_worker(cfg: RunConfig, spaces: EnvSpaces, worker_id: int) -> RolloutWorker:
     """Worker ``worker_id`` with its envs seeded apart and its slice of the Ape-X epsilon ladder."""
-    topo, eps = cfg.topology, cfg.algo.epsilon
+    topo, eps = cfg.topology, _dqn(cfg).epsilon
     num_envs = topo.envs_per_worker
     ladder = apex_epsilons(topo.num_workers * num_envs, eps.base, eps.alpha)
     schedule = EpsilonSchedule(
@@ -41,10 +55,15 @@ def build_rollout_worker(cfg: RunConfig, spaces: EnvSpaces, worker_id: int) -> R
 
 
 def build_evaluator(cfg: RunConfig, spaces: EnvSpaces) -> Evaluator:
+    """Greedy evaluation: argmax Q (with algo.epsilon.eval) for DQN, the most likely action for A3C."""
     num_envs = min(max(cfg.eval.episodes, 1), MAX_EVAL_ENVS)
     assert spaces.num_actions is not None
-    schedule = EpsilonSchedule(final=np.full(num_envs, cfg.algo.epsilon.eval))
-    policy = EpsilonGreedyPolicy(build_q_network(cfg.model, spaces), schedule, spaces.num_actions, seed=cfg.seed)
+    policy: Policy
+    if isinstance(cfg.algo, DQNConfig):
+        schedule = EpsilonSchedule(final=np.full(num_envs, cfg.algo.epsilon.eval))
+        policy = EpsilonGreedyPolicy(build_q_network(cfg.model, spaces), schedule, spaces.num_actions, seed=cfg.seed)
+    else:
+        policy = ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=cfg.seed, greedy=True)
     env = make_vector_env(cfg.env, num_envs, cfg.seed, worker_index=EVAL_WORKER_INDEX)
     return Evaluator(env, policy)
 
@@ -54,8 +73,8 @@ def build_replay(cfg: RunConfig, spaces: EnvSpaces) -> ReplayBuffer:
         capacity=cfg.replay.capacity,
         obs_shape=spaces.obs_shape,
         obs_dtype=spaces.obs_dtype,
-        n_step=cfg.algo.n_step,
-        gamma=cfg.algo.gamma,
+        n_step=_dqn(cfg).n_step,
+        gamma=_dqn(cfg).gamma,
         seed=cfg.seed + 1,
     )
 
@@ -65,7 +84,7 @@ def build_learner(cfg: RunConfig, spaces: EnvSpaces) -> Learner:
 
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.learner.num_threads)
-    objective = DQN(build_q_network(cfg.model, spaces), cfg.algo)
+    objective = DQN(build_q_network(cfg.model, spaces), _dqn(cfg))
     return Learner(
         objective,
         lr=cfg.learner.lr,
@@ -93,5 +112,49 @@ def build_rate_limiter(cfg: RunConfig) -> SamplesPerInsertLimiter:
         )
     # The limiter counts env steps inserted; the replay completes a step's n-step transition only once the
     # next n - 1 steps arrived, so up to (n - 1) steps per env are still in flight at any time.
-    pending = (cfg.algo.n_step - 1) * cfg.topology.envs_per_worker * cfg.topology.num_workers
+    pending = (_dqn(cfg).n_step - 1) * cfg.topology.envs_per_worker * cfg.topology.num_workers
     return SamplesPerInsertLimiter(spi, cfg.replay.min_size + pending, error_buffer)
+
+
+def build_parameter_servers(cfg: RunConfig, spaces: EnvSpaces) -> tuple[ParamLayout, list[int], list[np.ndarray]]:
+    """The initial model (seeded), its flat layout, the shard bounds and each shard's initial slice."""
+    import torch
+
+    torch.manual_seed(cfg.seed)
+    model = build_actor_critic(cfg.model, spaces)
+    layout = ParamLayout.of(model)
+    bounds = layout.shard_bounds(cfg.params.num_shards)
+    flat = flatten_params(model)
+    return layout, bounds, [flat[bounds[k] : bounds[k + 1]] for k in range(len(bounds) - 1)]
+
+
+def build_parameter_server(cfg: RunConfig, params: np.ndarray, shard: int) -> ParameterServer:
+    algo = _a3c(cfg)
+    return ParameterServer(params, lr=algo.lr, alpha=algo.rmsprop_alpha, eps=algo.rmsprop_eps, shard=shard)
+
+
+RESTART_SEED_STRIDE = 1_000_003
+
+
+def build_a3c_worker(
+    cfg: RunConfig, spaces: EnvSpaces, worker_id: int, link: ServerLink, incarnation: int = 0
+) -> A3CWorker:
+    """Worker ``worker_id`` with its envs seeded apart; weights come from the server on the first run.
+    ``incarnation`` counts restarts of this worker: a restarted worker gets fresh seeds, not a replay."""
+    algo = _a3c(cfg)
+    seed = cfg.seed + RESTART_SEED_STRIDE * incarnation
+    env = make_vector_env(cfg.env, cfg.topology.envs_per_worker, seed, worker_index=worker_id)
+    return A3CWorker(
+        env,
+        build_actor_critic(cfg.model, spaces),
+        link,
+        worker_id=worker_id,
+        rollout_length=cfg.topology.rollout_length,
+        gamma=algo.gamma,
+        value_coef=algo.value_coef,
+        entropy_coef=algo.entropy_coef,
+        max_grad_norm=algo.max_grad_norm,
+        cut_at_episode_end=algo.cut_at_episode_end,
+        pushes_in_flight=cfg.params.pushes_in_flight,
+        seed=seed * 7919 + worker_id,
+    )

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from raylab.errors import ConfigError
 
-TOPOLOGY_ALGOS: dict[str, tuple[str, ...]] = {"local": ("dqn",), "apex_dqn": ("dqn",)}
+TOPOLOGY_ALGOS: dict[str, tuple[str, ...]] = {"local": ("dqn", "a3c"), "apex_dqn": ("dqn",), "a3c": ("a3c",)}
 """Which algorithms each topology runs."""
 
 
@@ -108,8 +108,39 @@ class DQNConfig:
         _check(0.0 < self.target_tau <= 1.0, f"algo.target_tau must be in (0, 1] (got {self.target_tau})")
 
 
-AlgoConfig = DQNConfig
-"""Union of the algorithm schemas, told apart by ``name`` (PPO and A3C join here)."""
+@dataclass(frozen=True)
+class A3CConfig:
+    name: Literal["a3c"] = "a3c"
+    """Algorithm name (selects this schema)."""
+    gamma: float = 0.99
+    """Discount factor."""
+    value_coef: float = 0.5
+    """Weight of the value loss (0.5 * squared error) in the total loss."""
+    entropy_coef: float = 0.01
+    """Weight of the entropy bonus (subtracted from the loss)."""
+    lr: float = 7e-4
+    """Learning rate of the shared RMSProp on the parameter server."""
+    rmsprop_alpha: float = 0.99
+    """Decay of the shared RMSProp's mean squared gradient."""
+    rmsprop_eps: float = 1e-5
+    """RMSProp epsilon: theta -= lr * g / (sqrt(mean_sq) + eps)."""
+    max_grad_norm: float | None = 40.0
+    """Each worker clips its gradient to this global norm before pushing it (None = no clipping)."""
+    cut_at_episode_end: bool = True
+    """End a rollout segment when an episode ends, as seed 000's A3C does (False: always rollout_length steps)."""
+
+    def __post_init__(self) -> None:
+        _check(0.0 <= self.gamma <= 1.0, f"algo.gamma must be in [0, 1] (got {self.gamma})")
+        _check(self.value_coef >= 0, f"algo.value_coef must be >= 0 (got {self.value_coef})")
+        _check(self.entropy_coef >= 0, f"algo.entropy_coef must be >= 0 (got {self.entropy_coef})")
+        _check(self.lr > 0, f"algo.lr must be > 0 (got {self.lr})")
+        _check(0.0 < self.rmsprop_alpha < 1.0, f"algo.rmsprop_alpha must be in (0, 1) (got {self.rmsprop_alpha})")
+        _check(self.rmsprop_eps > 0, f"algo.rmsprop_eps must be > 0 (got {self.rmsprop_eps})")
+        _positive_or_none(self.max_grad_norm, "algo.max_grad_norm")
+
+
+AlgoConfig = DQNConfig | A3CConfig
+"""Union of the algorithm schemas, told apart by ``name`` (PPO joins here)."""
 
 
 @dataclass(frozen=True)
@@ -128,7 +159,7 @@ class ModelConfig:
 @dataclass(frozen=True)
 class TopologyConfig:
     name: str = "apex_dqn"
-    """Dataflow: local (serial, no Ray) | apex_dqn."""
+    """Dataflow: local (serial, no Ray) | apex_dqn | a3c."""
     num_workers: int = 2
     """Rollout workers (Ray actors, or serial workers in the local topology)."""
     envs_per_worker: int = 8
@@ -153,6 +184,26 @@ class TopologyConfig:
         )
         _check(self.rollout_length >= 1, f"topology.rollout_length must be >= 1 (got {self.rollout_length})")
         _check(self.worker_cpus >= 0, "topology.worker_cpus must be >= 0")
+
+
+@dataclass(frozen=True)
+class ParamsConfig:
+    """The parameter server of the a3c topology (raylab/params)."""
+
+    num_shards: int = 1
+    """Server actors; each owns a contiguous slice of the flat parameter vector and its RMSProp statistics.
+    RMSProp is elementwise, so sharding changes where updates run, never what they compute."""
+    pushes_in_flight: int = 1
+    """Gradients a worker may have sent but not yet seen applied before it blocks (0 = synchronous: wait
+    for every push, as seed 000's mutex did). Bounds staleness: a gradient is at most this many of the
+    worker's own pushes behind, plus whatever other workers pushed meanwhile."""
+    shard_cpus: float = 0.5
+    """Logical Ray CPUs reserved per server shard."""
+
+    def __post_init__(self) -> None:
+        _check(self.num_shards >= 1, f"params.num_shards must be >= 1 (got {self.num_shards})")
+        _check(self.pushes_in_flight >= 0, f"params.pushes_in_flight must be >= 0 (got {self.pushes_in_flight})")
+        _check(self.shard_cpus >= 0, "params.shard_cpus must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -310,6 +361,7 @@ class RunConfig:
     topology: TopologyConfig = field(default_factory=TopologyConfig)
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
+    params: ParamsConfig = field(default_factory=ParamsConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     stop: StopConfig = field(default_factory=StopConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
@@ -340,13 +392,14 @@ def _check_cross_fields(run: RunConfig) -> None:
     from raylab.envs.registry import check_env_config, max_return
 
     algos = TOPOLOGY_ALGOS[run.topology.name]
+    runners = [t for t, a in TOPOLOGY_ALGOS.items() if run.algo.name in a and t != "local"]
     _check(
         run.algo.name in algos,
         f"topology={run.topology.name} runs {'/'.join(algos)}, not algo={run.algo.name}: "
-        f"pick a matching topology or algo",
+        f"add algo={algos[0]}, or topology={'/'.join(runners) or 'local'} for algo={run.algo.name}",
     )
     _check(
-        run.replay.min_size >= run.learner.batch_size,
+        run.algo.name != "dqn" or run.replay.min_size >= run.learner.batch_size,
         f"replay.min_size={run.replay.min_size} is below learner.batch_size={run.learner.batch_size}: "
         f"raise replay.min_size",
     )

@@ -29,9 +29,9 @@ NULL_DEFAULT_GROUPS = ("experiment", "debug")
 def run(cfg: RunConfig) -> RunSummary:
     """Run one training job from a resolved config (the Python API behind the CLI)."""
     spaces = env_spaces(cfg.env)
-    if cfg.algo.name == "dqn" and spaces.num_actions is None:
+    if spaces.num_actions is None:  # every algorithm so far has a categorical policy or Q head
         raise ConfigError(
-            f"algo=dqn needs discrete actions but {cfg.env.id} has {spaces.action_space}: "
+            f"algo={cfg.algo.name} needs discrete actions but {cfg.env.id} has {spaces.action_space}: "
             f"choose an env with a Discrete action space"
         )
     from raylab.topology import make_topology

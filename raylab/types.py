@@ -107,6 +107,9 @@ class RolloutStats:
     """Seconds per stage (env, inference) spent producing this chunk."""
     env_restarts: int = 0
     """Envs rebuilt after a crash while producing this chunk."""
+    lags: list[int] | None = None
+    """Policy lags measured where the update happened (A3C: server version minus the gradient's version,
+    per push); None lets the driver measure learner version minus ``policy_version``."""
 
 
 @dataclass

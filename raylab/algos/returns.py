@@ -1,4 +1,5 @@
-"""Returns in one place: n-step targets (DQN/Ape-X); GAE and V-trace join here.
+"""Returns in one place: n-step targets (DQN/Ape-X), bootstrapped segment returns (A3C); GAE and V-trace
+join here.
 
 All functions work on time-major ``[T, E]`` arrays.
 """
@@ -66,3 +67,25 @@ def n_step_targets(
         alive &= ~(term | trunc)
     discounts = np.where(ended_terminal, 0.0, np.power(gamma, steps)).astype(np.float32)
     return NStepTargets(returns, discounts, steps, ended_truncated & ~invalid, ~invalid)
+
+
+def bootstrapped_returns(
+    rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, bootstrap: np.ndarray, gamma: float
+) -> np.ndarray:
+    """A3C's n-step returns over a ``[T, E]`` segment, computed backwards from its end.
+
+    ``R[t] = r[t] + gamma * next`` where ``next`` is 0 when step t terminated its episode, ``bootstrap[t]``
+    (the value of that episode's last observation) when step t truncated it or t is the segment's last
+    step, and ``R[t + 1]`` otherwise. So every step's return is the discounted sum of its episode's rewards
+    up to the segment's end (at most T steps), closed by a value estimate unless the episode terminated.
+    ``bootstrap`` is read only at truncated steps and at the last step.
+    """
+    steps = rewards.shape[0]
+    returns = np.empty(rewards.shape, np.float32)
+    following = bootstrap[steps - 1].astype(np.float32)
+    for t in range(steps - 1, -1, -1):
+        if t < steps - 1:
+            following = np.where(truncated[t], bootstrap[t], returns[t + 1])
+        following = np.where(terminated[t], 0.0, following)
+        returns[t] = rewards[t] + gamma * following
+    return returns

@@ -125,9 +125,11 @@ class RunMonitor:
         final_eval: EvalResult | None,
         replay_stats: ReplayStats | None = None,
         extra_peak_memory_bytes: int = 0,
+        extra: dict[str, Any] | None = None,
     ) -> RunSummary:
         """Final report row, checkpoint and benchmark_metrics.json; closes the loggers.
 
+        ``extra`` adds topology-specific sections (a3c: per-worker wait, server apply times, restarts).
         ``policy`` is the run's result: the weights that met stop.mean_return when that stopped the run,
         the learner's last weights otherwise. ``learner_state`` is the full training state, for resuming.
         """
@@ -199,6 +201,7 @@ class RunMonitor:
             "episodes": p.episodes,
             "episode_extras": {k: float(np.mean(v)) for k, v in p.extras.items() if v},
             "env_restarts": p.env_restarts,
+            **(extra or {}),
             "config": self.cfg.to_dict(),
         }
         self.outputs.write_benchmark(benchmark)

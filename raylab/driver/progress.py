@@ -70,7 +70,10 @@ class Progress:
         worker["chunks"] += 1
         worker["env_steps"] += stats.num_steps
         worker["policy_version_last"] = stats.policy_version
-        self._lags.append(learner_version - stats.policy_version)
+        if stats.lags is None:
+            self._lags.append(learner_version - stats.policy_version)
+        else:
+            self._lags.extend(stats.lags)
         self.env_restarts += stats.env_restarts
         for key, values in stats.episodes.extras.items():
             self.extras.setdefault(key, deque(maxlen=100)).extend(values.tolist())

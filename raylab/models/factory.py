@@ -26,12 +26,50 @@ class QNetwork(nn.Module):
         return self.head(self.encoder(obs))
 
 
-def build_q_network(cfg: ModelConfig, spaces: EnvSpaces) -> QNetwork:
+class ActorCritic(nn.Module):
+    """encoder -> (policy logits, state value). Shared by A3C and PPO; uint8 frames are scaled here too.
+
+    The policy head starts near uniform (weights scaled by 0.01, as in openai/baselines), so early rollouts
+    explore and the entropy bonus does not fight a peaked random initialisation.
+    """
+
+    def __init__(self, encoder: MLPEncoder | NatureCNN, num_actions: int):
+        super().__init__()
+        self.encoder = encoder
+        self.policy = nn.Linear(encoder.out_dim, num_actions)
+        self.value = nn.Linear(encoder.out_dim, 1)
+        with torch.no_grad():
+            self.policy.weight.mul_(0.01)
+            self.policy.bias.zero_()
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if obs.dtype == torch.uint8:
+            obs = obs.float().div_(255.0)
+        features = self.encoder(obs)
+        return self.policy(features), self.value(features).squeeze(-1)
+
+
+def _num_actions(spaces: EnvSpaces) -> int:
     if spaces.num_actions is None:
         raise ConfigError(
-            f"DQN needs a discrete action space but the env has {spaces.action_space}: "
+            f"this model needs a discrete action space but the env has {spaces.action_space}: "
             f"choose an env with discrete actions"
         )
+    return spaces.num_actions
+
+
+def build_q_network(cfg: ModelConfig, spaces: EnvSpaces) -> QNetwork:
+    num_actions = _num_actions(spaces)
+    encoder = build_encoder(cfg, spaces)
+    head = (DuelingQHead if cfg.dueling else QHead)(encoder.out_dim, num_actions)
+    return QNetwork(encoder, head)
+
+
+def build_actor_critic(cfg: ModelConfig, spaces: EnvSpaces) -> ActorCritic:
+    return ActorCritic(build_encoder(cfg, spaces), _num_actions(spaces))
+
+
+def build_encoder(cfg: ModelConfig, spaces: EnvSpaces) -> MLPEncoder | NatureCNN:
     encoder: MLPEncoder | NatureCNN
     if cfg.encoder == "nature_cnn":
         if len(spaces.obs_shape) != 3:
@@ -47,5 +85,4 @@ def build_q_network(cfg: ModelConfig, spaces: EnvSpaces) -> QNetwork:
         encoder = NatureCNN(spaces.obs_shape, cfg.hidden_sizes)
     else:
         encoder = MLPEncoder(spaces.obs_shape, cfg.hidden_sizes)
-    head = (DuelingQHead if cfg.dueling else QHead)(encoder.out_dim, spaces.num_actions)
-    return QNetwork(encoder, head)
+    return encoder

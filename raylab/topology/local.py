@@ -1,4 +1,8 @@
-"""Serial topology: apex_dqn's components in one process, no Ray. The debugging tool and the fast test path.
+"""Serial topology: every component in one process, no Ray. The debugging tool, the fast test path and the
+"sequential" side of the benchmarks. ``LocalTopology`` runs DQN (apex_dqn's components), ``LocalA3CTopology``
+runs A3C (the a3c topology's workers in turn, against in-process parameter-server shards).
+
+DQN:
 
 repeat until a stop condition:
     for each RolloutWorker w (same seeds and epsilons as the Ray topology):
@@ -9,13 +13,21 @@ repeat until a stop condition:
         on publish: every worker loads the new weights (no copy when not newer)
     periodic greedy evaluation; report
 the final checkpoint and evaluation use the evaluated weights that met stop.mean_return, if one did
+
+A3C:
+repeat until a stop condition:
+    for each A3CWorker w: w.run(max_segments=1)     # segment, gradient, push (applied at once), new weights
+    periodic greedy evaluation; report
 """
 
 from __future__ import annotations
 
 from raylab.builders import (
+    build_a3c_worker,
     build_evaluator,
     build_learner,
+    build_parameter_server,
+    build_parameter_servers,
     build_rate_limiter,
     build_replay,
     build_rollout_worker,
@@ -23,6 +35,8 @@ from raylab.builders import (
 from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
 from raylab.envs.registry import EnvSpaces
+from raylab.params.link import LocalServerLink
+from raylab.types import LearnerStats, RolloutStats, Weights
 
 
 class LocalTopology:
@@ -88,3 +102,58 @@ class LocalTopology:
         if cfg.eval.final_episodes and stop != "interrupted":
             final_eval = self.evaluator.evaluate(policy, cfg.eval.final_episodes)
         return monitor.finish(stop, learner.state_dict(), policy, final_eval, replay.stats())
+
+
+class LocalA3CTopology:
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+        self.cfg = cfg
+        self.layout, bounds, initial = build_parameter_servers(cfg, spaces)
+        self.servers = [build_parameter_server(cfg, params, k) for k, params in enumerate(initial)]
+        self.link = LocalServerLink(self.servers, bounds)
+        self.workers = [build_a3c_worker(cfg, spaces, i, self.link) for i in range(cfg.topology.num_workers)]
+        self.evaluator = build_evaluator(cfg, spaces)
+        self.monitor = RunMonitor(cfg, spaces)
+
+    def weights(self) -> Weights:
+        update = self.link.pull()
+        return Weights(update.version, self.layout.to_dict(update.params.copy()))
+
+    def run(self) -> RunSummary:
+        cfg, monitor = self.cfg, self.monitor
+        monitor.start()
+        stop: str | None = None
+        evaluated = self.weights()
+        try:
+            while stop is None:
+                for worker in self.workers:
+                    report = worker.run(max_segments=1)
+                    stats = RolloutStats(
+                        report.worker_id, report.env_steps, report.policy_version_last, report.episodes,
+                        report.timings, report.env_restarts, report.lags,
+                    )  # fmt: skip
+                    monitor.on_rollout(stats, report.policy_version_last)
+                    monitor.on_learner(
+                        LearnerStats(
+                            report.segments, report.env_steps, report.policy_version_last, report.metrics,
+                            report.timings.get("learn", 0.0),
+                        )
+                    )  # fmt: skip
+                if monitor.eval_due():
+                    monitor.eval_started()
+                    evaluated = self.weights()
+                    monitor.on_eval(
+                        self.evaluator.evaluate(
+                            evaluated, cfg.eval.episodes, cfg.stop.mean_return, cfg.eval.confirm_episodes
+                        )
+                    )
+                monitor.tick()
+                stop = monitor.stop_reason()
+        except KeyboardInterrupt:
+            stop = "interrupted"
+        monitor.stopped()
+        policy = evaluated if monitor.target_reached() else self.weights()
+        final_eval = None
+        if cfg.eval.final_episodes and stop != "interrupted":
+            final_eval = self.evaluator.evaluate(policy, cfg.eval.final_episodes)
+        state = {"shards": [s.state_dict() for s in self.servers]}
+        return monitor.finish(stop, state, policy, final_eval)

@@ -27,9 +27,12 @@ def test_experiment_files_only_override(name):
     text = path.read_text()
     assert text.startswith("# @package _global_"), f"{path} must start with '# @package _global_'"
     data = yaml.safe_load(text)
+    groups = []
     for entry in data.pop("defaults", []):
         assert isinstance(entry, dict) and next(iter(entry)).startswith("override /"), entry
-    base = OmegaConf.to_container(compose([]), resolve=False)
+        ((key, option),) = entry.items()
+        groups.append(f"{key.removeprefix('override /')}={option}")
+    base = OmegaConf.to_container(compose(groups), resolve=False)  # the groups the experiment picks
 
     def check(node, ref, prefix):
         for key, value in node.items():
@@ -46,7 +49,17 @@ def test_experiment_files_only_override(name):
 )
 def test_every_group_option_composes(group, option, tmp_path):
     prefix = "+" if group == "debug" else ""
-    resolve(compose([f"{prefix}{group}={option}"]), run_dir=str(tmp_path))
+    partner = {("algo", "a3c"): ["topology=a3c"], ("topology", "a3c"): ["algo=a3c"]}.get((group, option), [])
+    resolve(compose([f"{prefix}{group}={option}", *partner]), run_dir=str(tmp_path))
+
+
+def test_a_mismatched_topology_and_algo_names_the_fix(tmp_path):
+    from raylab.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"topology=a3c runs a3c, not algo=dqn: add algo=a3c"):
+        resolve(compose(["topology=a3c"]), run_dir=str(tmp_path))
+    with pytest.raises(ConfigError, match=r"not algo=a3c: add algo=dqn, or topology=a3c for algo=a3c"):
+        resolve(compose(["algo=a3c"]), run_dir=str(tmp_path))
 
 
 def test_plain_and_plus_experiment_spellings_agree():

@@ -39,3 +39,21 @@ def test_apex_dqn_solves_cartpole_other_seeds(tmp_path, seed):
 def test_serial_topology_solves_cartpole(tmp_path, seed):
     summary = cartpole(tmp_path, "topology=local", f"seed={seed}")
     assert summary.eval_return_mean is not None and summary.eval_return_mean >= 475
+
+
+@pytest.mark.distributed
+def test_a3c_solves_cartpole(tmp_path):
+    """cartpole_a3c (2 workers pushing to the parameter server) reaches a confirmed greedy 475 (about 20 s
+    here); the independent 50-episode final evaluation must agree within noise."""
+    summary = run(make_config(tmp_path, "+experiment=cartpole_a3c", "logger.console=false", "seed=0"))
+    assert summary.stop_reason.startswith("eval return")
+    assert summary.benchmark["evals"][-1]["return_mean"] >= 475
+    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 450
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a3c_solves_cartpole_other_seeds(tmp_path, seed):
+    summary = run(make_config(tmp_path, "+experiment=cartpole_a3c", "logger.console=false", f"seed={seed}"))
+    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 475

@@ -1,0 +1,49 @@
+"""The n-step advantage actor-critic loss (Mnih et al. 2016), shared by every topology that uses it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch.nn import functional as F
+
+
+@dataclass
+class ActorCriticLoss:
+    loss: torch.Tensor
+    """policy_loss + value_coef * value_loss - entropy_coef * entropy: what to differentiate."""
+    policy_loss: torch.Tensor
+    value_loss: torch.Tensor
+    entropy: torch.Tensor
+
+
+def actor_critic_loss(
+    logits: torch.Tensor,
+    values: torch.Tensor,
+    actions: torch.Tensor,
+    returns: torch.Tensor,
+    value_coef: float,
+    entropy_coef: float,
+    mask: torch.Tensor | None = None,
+) -> ActorCriticLoss:
+    """Policy gradient with advantage ``returns - V(s)`` (no gradient through the advantage), half squared
+    value error, and the policy's entropy; all averaged over the (unmasked) steps.
+
+    Shapes: ``logits [N, A]``, ``values/actions/returns/mask [N]``. ``mask`` drops steps without a real
+    outcome (an env crashed there).
+    """
+    log_probs = F.log_softmax(logits, dim=-1)
+    chosen = log_probs.gather(1, actions.long().unsqueeze(1)).squeeze(1)
+    advantages = (returns - values).detach()
+    entropies = -(log_probs.exp() * log_probs).sum(dim=-1)
+    value_errors = 0.5 * (returns - values).pow(2)
+    policy_terms = -chosen * advantages
+    if mask is None:
+        policy_loss, value_loss, entropy = policy_terms.mean(), value_errors.mean(), entropies.mean()
+    else:
+        weight = mask.float() / mask.float().sum().clamp(min=1.0)
+        policy_loss = (policy_terms * weight).sum()
+        value_loss = (value_errors * weight).sum()
+        entropy = (entropies * weight).sum()
+    loss = policy_loss + value_coef * value_loss - entropy_coef * entropy
+    return ActorCriticLoss(loss, policy_loss, value_loss, entropy)

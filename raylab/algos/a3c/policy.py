@@ -1,0 +1,36 @@
+"""A categorical policy over an actor-critic network: samples to act and explore, argmax to evaluate."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from raylab.algos.dqn.policy import load_params
+from raylab.models.factory import ActorCritic
+from raylab.types import Weights
+
+
+class ActorCriticPolicy:
+    """CPU inference without autograd. ``greedy`` picks the most likely action (evaluation)."""
+
+    def __init__(self, model: ActorCritic, seed: int, greedy: bool = False):
+        self.model = model.eval().requires_grad_(False)
+        self.greedy = greedy
+        self.generator = torch.Generator().manual_seed(int(seed))
+        self.version = -1
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            logits, _ = self.model(torch.from_numpy(obs))
+            if self.greedy:
+                return logits.argmax(dim=1).numpy()
+            probs = torch.softmax(logits, dim=1)
+            return torch.multinomial(probs, 1, generator=self.generator).squeeze(1).numpy()
+
+    def set_weights(self, weights: Weights) -> bool:
+        """Load ``weights`` if newer than what the policy holds; returns whether it did."""
+        if weights.version <= self.version:
+            return False
+        load_params(self.model, weights.params)
+        self.version = weights.version
+        return True

@@ -1,0 +1,257 @@
+"""A3CWorker: roll out a segment, compute the actor-critic gradient locally, push it, go on (plain Python).
+
+One iteration (one "episode" in seed 000's benchmark):
+
+    act with the local weights for rollout_length steps (or until an episode ends, cut_at_episode_end)
+    returns = bootstrapped_returns(...)            # raylab.algos.returns, shared with the other algorithms
+    loss.backward(); clip by global norm; flatten  # on this worker's CPU, one torch thread
+    link.push(gradient, version)                   # returns at once
+    collect replies: block only while more than pushes_in_flight are outstanding; load the newest weights
+
+The worker never waits for another worker; it waits for the server only when the server is behind. Every
+second it spends blocked is counted (``wait``), next to the time spent sending (``push``), stepping envs,
+acting and backpropagating, so the scaling benchmark can show where the time goes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from raylab.algos.a3c.loss import actor_critic_loss
+from raylab.algos.returns import bootstrapped_returns
+from raylab.envs.vector import VectorEnv
+from raylab.metrics.timing import StageTimer
+from raylab.models.factory import ActorCritic
+from raylab.params.flat import flatten_grads, load_flat
+from raylab.params.link import ServerLink, ServerUpdate
+from raylab.rollout.worker import episodes_of
+from raylab.types import Episodes
+
+
+@dataclass
+class WorkerReport:
+    """What one ``run`` call did."""
+
+    worker_id: int
+    segments: int
+    """Gradients pushed."""
+    env_steps: int
+    episodes: Episodes
+    policy_version_first: int
+    policy_version_last: int
+    lags: list[int] = field(default_factory=list)
+    """Policy lag of every push whose reply arrived in this call (server version before it minus the
+    version its gradient was computed on)."""
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds per stage: env, inference, learn (forward + backward + clip), push (send), wait (blocked on
+    the server), sync (loading weights), server_apply and server_queue (as the shards measured them)."""
+    metrics: dict[str, float] = field(default_factory=dict)
+    """Mean policy_loss, value_loss, entropy and grad_norm over the call's segments."""
+    seconds: float = 0.0
+    env_restarts: int = 0
+
+
+class A3CWorker:
+    def __init__(
+        self,
+        env: VectorEnv,
+        model: ActorCritic,
+        link: ServerLink,
+        *,
+        worker_id: int,
+        rollout_length: int,
+        gamma: float,
+        value_coef: float,
+        entropy_coef: float,
+        max_grad_norm: float | None,
+        cut_at_episode_end: bool,
+        pushes_in_flight: int,
+        seed: int,
+    ):
+        self.env = env
+        self.model = model
+        self.link = link
+        self.worker_id = worker_id
+        self.rollout_length = rollout_length
+        self.gamma = gamma
+        self.value_coef = value_coef
+        self.entropy_coef = entropy_coef
+        self.max_grad_norm = max_grad_norm
+        self.cut_at_episode_end = cut_at_episode_end
+        self.pushes_in_flight = pushes_in_flight
+        self.generator = torch.Generator().manual_seed(int(seed))
+        self.version = -1
+        self.timer = StageTimer()
+        self._obs = env.reset().copy()
+        self._lags: list[int] = []
+
+    # -- weights -------------------------------------------------------------------------------------------
+    def sync(self) -> int:
+        """Load the server's current weights (blocking); returns their version."""
+        self._load(self.link.pull())
+        return self.version
+
+    def _load(self, update: ServerUpdate) -> None:
+        self._lags.append(update.lag)
+        self.timer.add("server_apply", update.apply_s)
+        self.timer.add("server_queue", update.queue_s)
+        if update.version > self.version:
+            with self.timer.stage("sync"):
+                load_flat(self.model, update.params)
+            self.version = update.version
+
+    def _collect(self) -> None:
+        with self.timer.stage("wait"):
+            while self.link.in_flight() > self.pushes_in_flight:
+                update = self.link.wait_oldest()
+                self._load(update)
+        for update in self.link.poll():
+            self._load(update)
+
+    def flush(self) -> WorkerReport:
+        """Wait for every outstanding push (the end of a run); reports what that took."""
+        start = time.perf_counter()
+        with self.timer.stage("wait"):
+            while self.link.in_flight():
+                self._load(self.link.wait_oldest())
+        return self._report(0, 0, [], self.version, [], time.perf_counter() - start, 0)
+
+    # -- the loop ------------------------------------------------------------------------------------------
+    def run(self, max_segments: int | None = None, seconds: float | None = None) -> WorkerReport:
+        """Segments until ``max_segments`` are pushed or ``seconds`` have passed (at least one segment)."""
+        if self.version < 0:
+            self.sync()
+        start = time.perf_counter()
+        first_version = self.version
+        segments = env_steps = 0
+        episodes: list[dict[str, float]] = []
+        metric_rows: list[dict[str, float]] = []
+        restarts_before = self.env.restarts
+        self._lags = []
+        while True:
+            steps, row = self._segment(episodes)
+            env_steps += steps
+            segments += 1
+            metric_rows.append(row)
+            if max_segments is not None and segments >= max_segments:
+                break
+            if seconds is not None and time.perf_counter() - start >= seconds:
+                break
+        restarts = self.env.restarts - restarts_before
+        return self._report(
+            segments, env_steps, episodes, first_version, metric_rows, time.perf_counter() - start, restarts
+        )
+
+    def _report(
+        self,
+        segments: int,
+        env_steps: int,
+        episodes: list[dict[str, float]],
+        first_version: int,
+        metric_rows: list[dict[str, float]],
+        seconds: float,
+        restarts: int,
+    ) -> WorkerReport:
+        metrics = {k: float(np.mean([r[k] for r in metric_rows])) for k in metric_rows[0]} if metric_rows else {}
+        lags, self._lags = self._lags, []
+        return WorkerReport(
+            worker_id=self.worker_id,
+            segments=segments,
+            env_steps=env_steps,
+            episodes=episodes_of(episodes),
+            policy_version_first=first_version,
+            policy_version_last=self.version,
+            lags=lags,
+            timings=self.timer.pop(),
+            metrics=metrics,
+            seconds=seconds,
+            env_restarts=restarts,
+        )
+
+    def _segment(self, episodes: list[dict[str, float]]) -> tuple[int, dict[str, float]]:
+        """One segment: act, compute the gradient, push it, collect replies. Returns agent steps taken."""
+        timer, env = self.timer, self.env
+        num_envs = env.num_envs
+        obs_list: list[np.ndarray] = []
+        actions_list: list[np.ndarray] = []
+        rewards_list: list[np.ndarray] = []
+        terminated_list: list[np.ndarray] = []
+        truncated_list: list[np.ndarray] = []
+        valid_list: list[np.ndarray] = []
+        final: list[tuple[int, int, np.ndarray]] = []
+        obs = self._obs
+        for t in range(self.rollout_length):
+            with timer.stage("inference"), torch.inference_mode():
+                logits, _ = self.model(torch.from_numpy(obs))
+                actions = torch.multinomial(torch.softmax(logits, 1), 1, generator=self.generator).squeeze(1).numpy()
+            with timer.stage("env"):
+                step = env.step(actions)
+            obs_list.append(obs)
+            actions_list.append(actions)
+            rewards_list.append(step.rewards.astype(np.float32))
+            terminated_list.append(step.terminated.copy())
+            truncated_list.append(step.truncated.copy())
+            valid_list.append(np.ones(num_envs, bool) if step.restarted is None else ~step.restarted)
+            for env_index, last_obs in step.final_obs:
+                final.append((t, env_index, last_obs))
+            if step.episodes:
+                episodes.extend(stats for _, stats in step.episodes)
+            obs = step.obs.copy()
+            if self.cut_at_episode_end and (step.terminated | step.truncated).any():
+                break
+        self._obs = obs
+        steps = len(actions_list)
+
+        with timer.stage("learn"):
+            obs_batch = torch.from_numpy(np.stack(obs_list))  # [T, E, ...]
+            rewards = np.stack(rewards_list)
+            terminated, truncated = np.stack(terminated_list), np.stack(truncated_list)
+            valid = np.stack(valid_list)
+            bootstrap = np.zeros((steps, num_envs), np.float32)
+            with torch.no_grad():
+                tail = [obs] + [o[None] for _, _, o in final]
+                _, tail_values = self.model(torch.from_numpy(np.concatenate(tail)))
+            bootstrap[steps - 1] = tail_values[:num_envs].numpy()
+            for k, (t, e, _) in enumerate(final):
+                bootstrap[t, e] = float(tail_values[num_envs + k])
+            logits, values = self.model(obs_batch.reshape(steps * num_envs, *obs_batch.shape[2:]))
+            # A crashed step has no real outcome: it leaves the loss, and the step before it bootstraps from
+            # the value of the state the crash happened in.
+            if not valid.all():
+                state_values = values.detach().reshape(steps, num_envs).numpy()
+                for t, e in zip(*np.nonzero(~valid), strict=True):
+                    if t > 0:
+                        truncated[t - 1, e] = True
+                        bootstrap[t - 1, e] = state_values[t, e]
+            returns = bootstrapped_returns(rewards, terminated, truncated, bootstrap, self.gamma)
+            out = actor_critic_loss(
+                logits,
+                values,
+                torch.from_numpy(np.stack(actions_list).reshape(-1)),
+                torch.from_numpy(returns.reshape(-1)),
+                self.value_coef,
+                self.entropy_coef,
+                mask=None if valid.all() else torch.from_numpy(valid.reshape(-1)),
+            )
+            self.model.zero_grad(set_to_none=True)
+            out.loss.backward()
+            grad_norm = (
+                float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm))
+                if self.max_grad_norm is not None
+                else 0.0
+            )
+            grad = flatten_grads(self.model)
+        with timer.stage("push"):
+            self.link.push(grad, self.version)
+        self._collect()
+        row = {
+            "policy_loss": float(out.policy_loss.detach()),
+            "value_loss": float(out.value_loss.detach()),
+            "entropy": float(out.entropy.detach()),
+            "grad_norm": grad_norm,
+        }
+        return steps * num_envs, row

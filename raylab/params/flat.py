@@ -1,0 +1,80 @@
+"""One flat float32 vector per model: what the parameter server shards and what workers push and pull.
+
+A flat vector makes sharding a matter of slicing (shard k owns ``[bounds[k], bounds[k + 1])``), makes a push
+one contiguous array (zero-copy through Ray's object store), and lets the server run its optimizer as one
+elementwise op instead of one per tensor.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+
+@dataclass(frozen=True)
+class ParamLayout:
+    """Names, shapes and offsets of a module's parameters inside the flat vector (registration order)."""
+
+    names: tuple[str, ...]
+    shapes: tuple[tuple[int, ...], ...]
+
+    @classmethod
+    def of(cls, module: nn.Module) -> ParamLayout:
+        named = list(module.named_parameters())
+        return cls(tuple(n for n, _ in named), tuple(tuple(p.shape) for _, p in named))
+
+    @property
+    def sizes(self) -> list[int]:
+        return [int(np.prod(s)) for s in self.shapes]
+
+    @property
+    def size(self) -> int:
+        return sum(self.sizes)
+
+    def shard_bounds(self, num_shards: int) -> list[int]:
+        """Offsets splitting the vector into ``num_shards`` near-equal contiguous slices."""
+        if not 1 <= num_shards <= max(1, self.size):
+            raise ValueError(f"cannot split {self.size} parameters into {num_shards} shards")
+        return [round(k * self.size / num_shards) for k in range(num_shards + 1)]
+
+    def to_dict(self, flat: np.ndarray) -> dict[str, np.ndarray]:
+        """Views of ``flat`` per parameter name, as inference ``Weights.params`` expect."""
+        out, offset = {}, 0
+        for name, shape, size in zip(self.names, self.shapes, self.sizes, strict=True):
+            out[name] = flat[offset : offset + size].reshape(shape)
+            offset += size
+        return out
+
+
+def flatten_params(module: nn.Module) -> np.ndarray:
+    """The module's parameters as one new float32 vector."""
+    return torch.cat([p.detach().reshape(-1) for p in module.parameters()]).to(torch.float32).cpu().numpy()
+
+
+def flatten_grads(module: nn.Module) -> np.ndarray:
+    """The module's gradients as one new float32 vector (zeros where a parameter got no gradient)."""
+    parts = [
+        (p.grad.reshape(-1) if p.grad is not None else torch.zeros(p.numel(), dtype=p.dtype))
+        for p in module.parameters()
+    ]
+    return torch.cat(parts).to(torch.float32).cpu().numpy()
+
+
+def load_flat(module: nn.Module, flat: np.ndarray) -> None:
+    """Copy a flat vector into the module's parameters (``flat`` may be a read-only object-store view; the
+    module never aliases it)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        source = torch.from_numpy(np.asarray(flat, np.float32))
+    offset = 0
+    with torch.no_grad():
+        for p in module.parameters():
+            n = p.numel()
+            p.copy_(source[offset : offset + n].view_as(p))
+            offset += n
+    if offset != source.numel():
+        raise ValueError(f"flat vector has {source.numel()} values, the module {offset}")

@@ -1,0 +1,172 @@
+"""The a3c topology's Ray actors: parameter-server shards and self-driven A3C workers, with typed clients.
+
+``RayServerLink`` is the worker's side of the wire: a push is one ``ShardActor.push`` call per shard,
+sent without waiting; replies are collected in push order with ``ray.wait(timeout=0)`` (poll) or
+``ray.get`` (when the worker may not run further ahead).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import ray
+from ray import ObjectRef
+
+from raylab.algos.a3c import WorkerReport
+from raylab.builders import build_a3c_worker, build_parameter_server
+from raylab.config import RunConfig
+from raylab.envs.registry import EnvSpaces
+from raylab.params.link import ServerUpdate, shard_slices
+from raylab.params.server import PushReply, ServerStats
+from raylab.remote.hosts import _Host, _single_thread_torch
+
+
+class RayServerLink:
+    def __init__(self, shards: Sequence[Any], bounds: Sequence[int]):
+        self.shards = list(shards)
+        self.slices = shard_slices(bounds)
+        self._pending: deque[list[ObjectRef[PushReply]]] = deque()
+
+    def push(self, grad: np.ndarray, version: int) -> None:
+        sent_at = time.time()
+        self._pending.append(
+            [h.push.remote(grad[sl], version, sent_at) for h, sl in zip(self.shards, self.slices, strict=True)]
+        )
+
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+    def wait_oldest(self) -> ServerUpdate:
+        return ServerUpdate.join(ray.get(self._pending.popleft()))
+
+    def poll(self) -> list[ServerUpdate]:
+        out = []
+        while self._pending:
+            head = self._pending[0]
+            ready, _ = ray.wait(head, num_returns=len(head), timeout=0)
+            if len(ready) < len(head):
+                break
+            out.append(ServerUpdate.join(ray.get(self._pending.popleft())))
+        return out
+
+    def pull(self) -> ServerUpdate:
+        return ServerUpdate.join(ray.get([h.pull.remote(-1) for h in self.shards]))
+
+
+class ShardHost(_Host):
+    def __init__(self, cfg: RunConfig, params: np.ndarray, shard: int):
+        _single_thread_torch()
+        with self._deferring_user_errors():
+            self.server = build_parameter_server(cfg, params, shard)
+
+    def push(self, grad: np.ndarray, version: int, sent_at: float) -> PushReply:
+        return self.server.push(grad, version, sent_at)
+
+    def pull(self, known_version: int) -> PushReply | None:
+        return self.server.pull(known_version)
+
+    def load(self, params: np.ndarray, version: int = 0) -> None:
+        self.server.load(params, version)
+
+    def stats(self, reset: bool = False) -> ServerStats:
+        return self.server.stats(reset)
+
+    def state_dict(self) -> dict:
+        return self.server.state_dict()
+
+
+class A3CWorkerHost(_Host):
+    def __init__(
+        self, cfg: RunConfig, spaces: EnvSpaces, worker_id: int, shards: list[Any], bounds: list[int], incarnation: int
+    ):
+        _single_thread_torch()
+        with self._deferring_user_errors():
+            self.worker = build_a3c_worker(cfg, spaces, worker_id, RayServerLink(shards, bounds), incarnation)
+
+    def run(self, max_segments: int | None, seconds: float | None) -> WorkerReport:
+        return self.worker.run(max_segments, seconds)
+
+    def flush(self) -> WorkerReport:
+        return self.worker.flush()
+
+    def resync(self) -> int:
+        """Drop the local weights and load the server's (after the shards were reloaded)."""
+        self.worker.flush()
+        self.worker.version = -1
+        return self.worker.sync()
+
+
+ShardActor = ray.remote(ShardHost)
+A3CWorkerActor = ray.remote(A3CWorkerHost)
+
+
+class ShardClient:
+    @classmethod
+    def create(cls, cfg: RunConfig, params: np.ndarray, shard: int) -> ShardClient:
+        return cls(ShardActor.options(num_cpus=cfg.params.shard_cpus).remote(cfg, params, shard))
+
+    def __init__(self, handle: Any):
+        self.handle = handle
+
+    def ready(self) -> ObjectRef[bool]:
+        return self.handle.ready.remote()
+
+    def pull(self) -> ObjectRef[PushReply]:
+        return self.handle.pull.remote(-1)
+
+    def load(self, params: np.ndarray, version: int = 0) -> ObjectRef[None]:
+        return self.handle.load.remote(params, version)
+
+    def stats(self, reset: bool = False) -> ObjectRef[ServerStats]:
+        return self.handle.stats.remote(reset)
+
+    def state_dict(self) -> ObjectRef[dict]:
+        return self.handle.state_dict.remote()
+
+    def peak_memory_bytes(self) -> ObjectRef[int]:
+        return self.handle.peak_memory_bytes.remote()
+
+
+class A3CWorkerClient:
+    @classmethod
+    def create(
+        cls,
+        cfg: RunConfig,
+        spaces: EnvSpaces,
+        worker_id: int,
+        shards: Sequence[ShardClient],
+        bounds: list[int],
+        incarnation: int = 0,
+        name: str | None = None,
+    ) -> A3CWorkerClient:
+        options: dict[str, Any] = {"num_cpus": cfg.topology.worker_cpus}
+        if name:
+            options["name"] = name
+        handles = [s.handle for s in shards]
+        return cls(A3CWorkerActor.options(**options).remote(cfg, spaces, worker_id, handles, bounds, incarnation))
+
+    def __init__(self, handle: Any):
+        self.handle = handle
+
+    def ready(self) -> ObjectRef[bool]:
+        return self.handle.ready.remote()
+
+    def run(self, max_segments: int | None = None, seconds: float | None = None) -> ObjectRef[WorkerReport]:
+        """Push gradients until ``max_segments`` or ``seconds`` (at least one)."""
+        return self.handle.run.remote(max_segments, seconds)
+
+    def flush(self) -> ObjectRef[WorkerReport]:
+        return self.handle.flush.remote()
+
+    def resync(self) -> ObjectRef[int]:
+        return self.handle.resync.remote()
+
+    def peak_memory_bytes(self) -> ObjectRef[int]:
+        return self.handle.peak_memory_bytes.remote()
+
+    def kill(self) -> None:
+        ray.kill(self.handle)

@@ -1,0 +1,246 @@
+"""A3C on Ray: self-driven workers push gradients to parameter-server shards; nobody waits for anybody.
+
+    A3CWorkerActor x N  --push(grad slice, version)-->  ShardActor x S  (shared RMSProp, one writer each)
+          ^   (loop on the worker: segment, gradient, push;     |
+          |    block only with > pushes_in_flight unanswered)  |
+          +-------------- reply: the shard's new weights <-----+
+    driver: run(window) per worker -> reports -> RunMonitor;  eval: pull shards -> EvalActor
+
+Workers drive themselves (raylab.algos.a3c.A3CWorker): the driver only hands each one a time window
+(WINDOW_S) and collects its report (steps, episodes, losses, per-stage seconds including the time blocked on
+the server), so it never sits between a worker and the server. A worker that dies (its process killed, a
+node lost) is replaced by a fresh one with new seeds, up to MAX_WORKER_RESTARTS times each; an exception
+raised inside a worker (a bug, a bad config) stops the run. When a greedy evaluation meets stop.mean_return,
+those evaluated weights are the run's policy, as in the other topologies.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import ray
+from ray import ObjectRef
+
+from raylab.algos.a3c import WorkerReport
+from raylab.builders import build_parameter_servers
+from raylab.config import RunConfig
+from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.envs.registry import EnvSpaces
+from raylab.errors import RaylabError
+from raylab.params.flat import ParamLayout
+from raylab.params.link import ServerUpdate
+from raylab.params.server import ServerStats
+from raylab.remote.a3c import A3CWorkerClient, ShardClient
+from raylab.remote.clients import EvalClient
+from raylab.remote.runtime import init_ray, user_error, wait_ready
+from raylab.types import EvalResult, LearnerStats, RolloutStats, Weights
+
+WINDOW_S = 0.25
+"""Seconds a worker runs between reports to the driver."""
+MAX_WORKER_RESTARTS = 3
+"""Times one worker may die and be replaced before the run stops."""
+WAIT_TIMEOUT_S = 0.1
+
+
+@dataclass
+class _Window:
+    worker: int
+
+
+@dataclass
+class _Eval:
+    weights: ObjectRef[Weights]
+
+
+def rollout_stats(report: WorkerReport) -> RolloutStats:
+    return RolloutStats(
+        worker_id=report.worker_id,
+        num_steps=report.env_steps,
+        policy_version=report.policy_version_last,
+        episodes=report.episodes,
+        timings=report.timings,
+        env_restarts=report.env_restarts,
+        lags=report.lags,
+    )
+
+
+def learner_stats(report: WorkerReport) -> LearnerStats:
+    return LearnerStats(
+        updates=report.segments,
+        samples=report.env_steps,
+        version=report.policy_version_last,
+        metrics=report.metrics,
+        seconds=report.timings.get("learn", 0.0),
+    )
+
+
+class WaitAccount:
+    """Per-worker seconds by stage over the whole run: the scaling view of a training run."""
+
+    def __init__(self) -> None:
+        self.by_worker: defaultdict[int, defaultdict[str, float]] = defaultdict(lambda: defaultdict(float))
+
+    def add(self, report: WorkerReport) -> None:
+        row = self.by_worker[report.worker_id]
+        row["seconds"] += report.seconds
+        row["segments"] += report.segments
+        for stage, secs in report.timings.items():
+            row[f"{stage}_s"] += secs
+
+    def summary(self) -> dict[str, Any]:
+        workers = {str(k): dict(v) for k, v in sorted(self.by_worker.items())}
+        total = sum(v["seconds"] for v in self.by_worker.values())
+        wait = sum(v.get("wait_s", 0.0) for v in self.by_worker.values())
+        return {"workers": workers, "wait_share": wait / total if total else 0.0}
+
+
+class A3CTopology:
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+        self.cfg = cfg
+        self.spaces = spaces
+        self.layout, self.bounds, self.initial = build_parameter_servers(cfg, spaces)
+
+    def required_cpus(self) -> float:
+        cfg = self.cfg
+        return cfg.topology.num_workers * cfg.topology.worker_cpus + cfg.params.num_shards * cfg.params.shard_cpus
+
+    def run(self) -> RunSummary:
+        started = init_ray(self.cfg.ray, self.required_cpus())
+        try:
+            return self._run()
+        except ray.exceptions.RayError as err:
+            raise user_error(err) or err from None
+        finally:
+            if started:
+                ray.shutdown()
+
+    def _weights(self, shards: list[ShardClient]) -> Weights:
+        update = ServerUpdate.join(ray.get([s.pull() for s in shards]))
+        return Weights(update.version, self.layout.to_dict(update.params))
+
+    def _run(self) -> RunSummary:
+        cfg, spaces = self.cfg, self.spaces
+        monitor = RunMonitor(cfg, spaces)
+        token = uuid.uuid4().hex[:8]
+        shards = [ShardClient.create(cfg, params, k) for k, params in enumerate(self.initial)]
+        evaluator = EvalClient.create(cfg, spaces)
+        incarnations = [0] * cfg.topology.num_workers
+
+        def create_worker(i: int) -> A3CWorkerClient:
+            name = f"raylab-a3c-{token}-worker-{i}-{incarnations[i]}"
+            return A3CWorkerClient.create(cfg, spaces, i, shards, self.bounds, incarnations[i], name=name)
+
+        workers = [create_worker(i) for i in range(cfg.topology.num_workers)]
+        wait_ready([s.ready() for s in shards] + [evaluator.ready()] + [w.ready() for w in workers], "raylab actors")
+
+        account = WaitAccount()
+        pending: dict[ObjectRef, _Window | _Eval] = {}
+        eval_in_flight = False
+        evaluated_ref: ObjectRef[Weights] | None = None
+        restarts = 0
+
+        def on_report(report: WorkerReport) -> None:
+            account.add(report)
+            monitor.on_rollout(rollout_stats(report), report.policy_version_last)
+            if report.segments:
+                monitor.on_learner(learner_stats(report))
+
+        monitor.start()
+        for i, worker in enumerate(workers):
+            pending[worker.run(seconds=WINDOW_S)] = _Window(i)
+        stop: str | None = None
+        try:
+            while stop is None:
+                if not eval_in_flight and monitor.eval_due():
+                    monitor.eval_started()
+                    weights_ref = ray.put(self._weights(shards))
+                    eval_ref = evaluator.evaluate(
+                        weights_ref, cfg.eval.episodes, cfg.stop.mean_return, cfg.eval.confirm_episodes
+                    )
+                    pending[eval_ref] = _Eval(weights_ref)
+                    eval_in_flight = True
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_TIMEOUT_S)
+                for ref in ready:
+                    job = pending.pop(ref)
+                    if isinstance(job, _Window):
+                        i = job.worker
+                        try:
+                            on_report(ray.get(ref))
+                        except ray.exceptions.ActorDiedError as err:
+                            incarnations[i] += 1
+                            restarts += 1
+                            if incarnations[i] > MAX_WORKER_RESTARTS:
+                                raise RaylabError(
+                                    f"a3c worker {i} died {incarnations[i]} times (last: {_first_line(err)}): "
+                                    f"check the workers' logs under /tmp/ray/session_latest/logs"
+                                ) from None
+                            print(f"raylab: a3c worker {i} died ({_first_line(err)}); restarting it", flush=True)
+                            workers[i] = create_worker(i)
+                            wait_ready([workers[i].ready()], f"a3c worker {i}")
+                        pending[workers[i].run(seconds=WINDOW_S)] = _Window(i)
+                    else:
+                        result: EvalResult = ray.get(ref)
+                        eval_in_flight = False
+                        monitor.on_eval(result)
+                        evaluated_ref = job.weights
+                monitor.tick()
+                stop = monitor.stop_reason()
+        except KeyboardInterrupt:
+            stop = "interrupted"
+        monitor.stopped()
+
+        # Let every worker finish its window and every push land, so counts and the checkpoint agree.
+        windows = {ref: job.worker for ref, job in pending.items() if isinstance(job, _Window)}
+        for ref, i in windows.items():
+            try:
+                on_report(ray.get(ref))
+                on_report(ray.get(workers[i].flush()))
+            except ray.exceptions.ActorDiedError:
+                pass  # its pushes are lost; the others' are counted
+        policy = ray.get(evaluated_ref) if monitor.target_reached() and evaluated_ref else self._weights(shards)
+        final_eval = None
+        if cfg.eval.final_episodes and stop != "interrupted":
+            final_eval = ray.get(evaluator.evaluate(ray.put(policy), cfg.eval.final_episodes))
+        states = ray.get([s.state_dict() for s in shards])
+        server: list[ServerStats] = ray.get([s.stats() for s in shards])
+        learner_state = {"layout": _layout_dict(self.layout), "bounds": self.bounds, "shards": states}
+        peak_refs = [s.peak_memory_bytes() for s in shards] + [w.peak_memory_bytes() for w in workers]
+        peak = sum(_alive_results([*peak_refs, evaluator.peak_memory_bytes()]))
+        extra = {"a3c": {**account.summary(), "server": _server_summary(server), "worker_restarts": restarts}}
+        return monitor.finish(stop, learner_state, policy, final_eval, extra_peak_memory_bytes=peak, extra=extra)
+
+
+def _server_summary(stats: list[ServerStats]) -> dict[str, Any]:
+    lags = np.concatenate([np.asarray(s.lags, np.int64) for s in stats]) if stats else np.zeros(0, np.int64)
+    return {
+        "shards": len(stats),
+        "pushes": stats[0].pushes if stats else 0,
+        "version": min(s.version for s in stats) if stats else 0,
+        "apply_s": [s.apply_s for s in stats],
+        "queue_s": [s.queue_s for s in stats],
+        "lag_mean": float(lags.mean()) if lags.size else 0.0,
+        "lag_max": int(lags.max()) if lags.size else 0,
+    }
+
+
+def _layout_dict(layout: ParamLayout) -> dict[str, Any]:
+    return {"names": list(layout.names), "shapes": [list(s) for s in layout.shapes]}
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0][:160]
+
+
+def _alive_results(refs: list[ObjectRef[int]]) -> list[int]:
+    """Results of the refs whose actor is still alive (a worker lost while stopping has no answer)."""
+    out = []
+    for ref in refs:
+        try:
+            out.append(ray.get(ref))
+        except ray.exceptions.ActorDiedError:
+            pass
+    return out

@@ -1,0 +1,80 @@
+"""a3c on a local Ray with the fake env: learning, per-worker wait accounting, sharding, worker restarts."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import ray
+
+from raylab.train import run
+from tests.conftest import FAKE, make_config
+
+pytestmark = [pytest.mark.distributed, pytest.mark.usefixtures("ray_session")]
+
+A3C_FAKE = (
+    *FAKE, "algo=a3c", "topology=a3c", "topology.num_workers=2", "topology.envs_per_worker=4",
+    "topology.rollout_length=5", "topology.worker_cpus=1", "env.options.num_actions=4", "model.hidden_sizes=[32]",
+    "algo.lr=0.003", "algo.gamma=0.5", "algo.cut_at_episode_end=false", "params.num_shards=2",
+    "eval.every_seconds=1", "eval.episodes=8", "eval.final_episodes=16", "logger.report_every_seconds=0.5",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def a3c_run(tmp_path_factory):
+    cfg = make_config(
+        tmp_path_factory.mktemp("a3c"), *A3C_FAKE, "stop.env_steps=400000", "stop.seconds=90", "stop.mean_return=18"
+    )
+    return cfg, run(cfg)
+
+
+def test_a3c_learns_the_fake_task(a3c_run):
+    _, summary = a3c_run
+    assert summary.stop_reason.startswith("eval return"), summary.stop_reason  # random play: 5 of 20
+    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 15
+
+
+def test_every_push_is_applied_once_on_every_shard(a3c_run):
+    _, summary = a3c_run
+    server = summary.benchmark["a3c"]["server"]
+    assert server["shards"] == 2 and server["pushes"] == summary.updates == server["version"]
+    assert len(server["apply_s"]) == 2 and all(s > 0 for s in server["apply_s"])
+
+
+def test_each_worker_reports_where_its_time_went(a3c_run):
+    _, summary = a3c_run
+    a3c = summary.benchmark["a3c"]
+    assert set(a3c["workers"]) == {"0", "1"}
+    for row in a3c["workers"].values():
+        assert row["segments"] > 0 and row["seconds"] > 0
+        for stage in ("env_s", "inference_s", "learn_s", "push_s", "wait_s"):
+            assert 0 <= row[stage] <= row["seconds"] * 1.05, (stage, row)
+    assert 0 <= a3c["wait_share"] < 1 and a3c["worker_restarts"] == 0
+    for worker in summary.benchmark["workers"].values():
+        assert worker["policy_version_last"] > worker["policy_version_first"] >= 0
+
+
+def test_a_killed_worker_is_replaced_and_the_run_completes(tmp_path):
+    cfg = make_config(tmp_path, *A3C_FAKE, "stop.env_steps=30000", "stop.seconds=60", "eval.every_seconds=null")
+    result = {}
+    thread = threading.Thread(target=lambda: result.update(summary=run(cfg)))
+    thread.start()
+    killed = None
+    metrics = Path(cfg.run_dir) / "metrics.jsonl"
+    deadline = time.monotonic() + 60
+    while killed is None and time.monotonic() < deadline and thread.is_alive():
+        rows = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
+        if rows and rows[-1]["env_steps"] > 0:  # mid-run: the workers have been pushing for a while
+            (name,) = [n for n in ray.util.list_named_actors() if n.startswith("raylab-a3c-") and n.endswith("-1-0")]
+            ray.kill(ray.get_actor(name))
+            killed = name
+        time.sleep(0.1)
+    thread.join(timeout=120)
+    assert killed is not None, "worker 1 never appeared"
+    summary = result["summary"]
+    assert summary.benchmark["a3c"]["worker_restarts"] == 1
+    assert summary.stop_reason.startswith("env steps")
+    assert summary.benchmark["workers"]["1"]["env_steps"] > 0

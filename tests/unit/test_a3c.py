@@ -1,0 +1,203 @@
+"""A3C without Ray: returns, loss, the sharded parameter server against torch's RMSprop, and the worker."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from raylab.algos.a3c import A3CWorker, actor_critic_loss
+from raylab.algos.returns import bootstrapped_returns
+from raylab.envs.fake import FakeEnv
+from raylab.envs.vector import SerialVectorEnv
+from raylab.models.encoders import MLPEncoder
+from raylab.models.factory import ActorCritic
+from raylab.params import LocalServerLink, ParameterServer, ParamLayout, ServerUpdate, flatten_params, load_flat
+
+
+def col(*values, dtype=np.float32):
+    return np.array(values, dtype=dtype)[:, None]
+
+
+# -- returns ---------------------------------------------------------------------------------------------
+def test_returns_bootstrap_from_the_last_value_when_nothing_ends():
+    out = bootstrapped_returns(col(1, 2, 3), col(0, 0, 0, dtype=bool), col(0, 0, 0, dtype=bool), col(9, 9, 10), 0.5)
+    # R2 = 3 + .5 * 10 = 8; R1 = 2 + .5 * 8 = 6; R0 = 1 + .5 * 6 = 4 (bootstrap read only at the last step)
+    np.testing.assert_allclose(out[:, 0], [4, 6, 8])
+
+
+def test_a_terminal_stops_the_sum_and_a_truncation_bootstraps_from_its_final_value():
+    rewards = col(1, 1, 1, 1)
+    terminated = col(0, 1, 0, 0, dtype=bool)
+    truncated = col(0, 0, 1, 0, dtype=bool)
+    bootstrap = col(0, 0, 4, 2)  # step 2's episode was truncated with V(last obs) = 4; V(obs_T) = 2
+    out = bootstrapped_returns(rewards, terminated, truncated, bootstrap, 0.5)
+    # R3 = 1 + .5*2 = 2; R2 = 1 + .5*4 = 3 (truncated: its own bootstrap, not R3); R1 = 1 (terminal); R0 = 1.5
+    np.testing.assert_allclose(out[:, 0], [1.5, 1, 3, 2])
+
+
+def test_returns_of_several_envs_are_independent():
+    rewards = np.array([[1, 0], [1, 1]], np.float32)
+    terminated = np.array([[0, 1], [0, 0]], bool)
+    truncated = np.zeros((2, 2), bool)
+    out = bootstrapped_returns(rewards, terminated, truncated, np.array([[0, 0], [10, 20]], np.float32), 1.0)
+    np.testing.assert_allclose(out, [[12, 0], [11, 21]])
+
+
+# -- loss ------------------------------------------------------------------------------------------------
+def test_actor_critic_loss_matches_hand_computed_terms():
+    logits = torch.tensor([[0.0, 0.0], [np.log(3.0), 0.0]], requires_grad=True)  # probs [.5,.5], [.75,.25]
+    values = torch.tensor([1.0, 2.0], requires_grad=True)
+    actions = torch.tensor([1, 0])
+    returns = torch.tensor([3.0, 1.0])
+    out = actor_critic_loss(logits, values, actions, returns, value_coef=0.5, entropy_coef=0.1)
+    # advantages 2 and -1; policy loss = mean(-log .5 * 2, -log .75 * -1)
+    expected_policy = (-np.log(0.5) * 2 + np.log(0.75) * 1) / 2
+    expected_value = (0.5 * 4 + 0.5 * 1) / 2
+    h = lambda p: -(p * np.log(p) + (1 - p) * np.log(1 - p))  # noqa: E731
+    expected_entropy = (h(0.5) + h(0.75)) / 2
+    assert out.policy_loss.item() == pytest.approx(expected_policy, rel=1e-5)
+    assert out.value_loss.item() == pytest.approx(expected_value, rel=1e-5)
+    assert out.entropy.item() == pytest.approx(expected_entropy, rel=1e-5)
+    assert out.loss.item() == pytest.approx(expected_policy + 0.5 * expected_value - 0.1 * expected_entropy, rel=1e-5)
+    out.loss.backward()
+    # no gradient flows from the policy term into the value through the advantage
+    np.testing.assert_allclose(values.grad.numpy(), 0.5 * -(returns - values.detach()).numpy() / 2, rtol=1e-5)
+
+
+def test_masked_steps_leave_the_loss():
+    logits, values = torch.zeros(3, 2), torch.zeros(3)
+    actions, returns = torch.tensor([0, 0, 0]), torch.tensor([1.0, 1.0, 100.0])
+    masked = actor_critic_loss(logits, values, actions, returns, 0.5, 0.0, mask=torch.tensor([1, 1, 0]))
+    plain = actor_critic_loss(logits[:2], values[:2], actions[:2], returns[:2], 0.5, 0.0)
+    assert masked.loss.item() == pytest.approx(plain.loss.item())
+
+
+# -- parameter server ------------------------------------------------------------------------------------
+def small_model(seed: int = 0) -> ActorCritic:
+    torch.manual_seed(seed)
+    return ActorCritic(MLPEncoder((4,), (8, 8)), 3)
+
+
+@pytest.mark.parametrize("num_shards", [1, 3])
+def test_pushed_gradients_equal_a_single_process_rmsprop(num_shards):
+    reference = small_model()
+    layout = ParamLayout.of(reference)
+    bounds = layout.shard_bounds(num_shards)
+    flat = flatten_params(reference)
+    servers = [
+        ParameterServer(flat[bounds[k] : bounds[k + 1]], lr=0.01, alpha=0.9, eps=1e-5, shard=k)
+        for k in range(num_shards)
+    ]
+    link = LocalServerLink(servers, bounds)
+    optimizer = torch.optim.RMSprop(reference.parameters(), lr=0.01, alpha=0.9, eps=1e-5)
+    rng = np.random.default_rng(0)
+    versions = []
+    for step in range(20):
+        grads = [torch.from_numpy(rng.normal(size=p.shape).astype(np.float32)) for p in reference.parameters()]
+        for p, g in zip(reference.parameters(), grads, strict=True):
+            p.grad = g.clone()
+        optimizer.step()
+        link.push(torch.cat([g.reshape(-1) for g in grads]).numpy(), version=step)
+        update = link.wait_oldest()
+        versions.append(update.version)
+        np.testing.assert_allclose(update.params, flatten_params(reference), rtol=1e-6, atol=1e-7)
+    assert versions == list(range(1, 21))  # one version per push, monotonic
+
+
+def test_the_server_records_lag_apply_time_and_refuses_a_wrong_sized_gradient():
+    server = ParameterServer(np.zeros(5, np.float32), lr=0.1, alpha=0.99, eps=1e-5)
+    server.push(np.ones(5, np.float32), version=0)
+    server.push(np.ones(5, np.float32), version=0)  # computed on version 0, applied after one other push
+    reply = server.push(np.ones(5, np.float32), version=1)
+    stats = server.stats()
+    assert stats.lags == [0, 1, 1] and reply.lag == 1 and stats.pushes == 3 and stats.apply_s > 0
+    assert server.pull(known_version=3) is None and server.pull(known_version=2) is not None
+    with pytest.raises(ValueError, match="holds 5 parameters"):
+        server.push(np.ones(4, np.float32), version=3)
+
+
+def test_layout_round_trips_and_splits_evenly():
+    model = small_model(1)
+    layout = ParamLayout.of(model)
+    bounds = layout.shard_bounds(4)
+    assert bounds[0] == 0 and bounds[-1] == layout.size and max(np.diff(bounds)) - min(np.diff(bounds)) <= 1
+    flat = flatten_params(model)
+    other = small_model(2)
+    load_flat(other, flat)
+    np.testing.assert_array_equal(flatten_params(other), flat)
+    named = layout.to_dict(flat)
+    for name, p in model.named_parameters():
+        np.testing.assert_array_equal(named[name], p.detach().numpy())
+
+
+# -- worker ----------------------------------------------------------------------------------------------
+def fake_worker(link, pushes_in_flight=1, seed=0, crash_every=None, num_envs=2):
+    env = SerialVectorEnv(
+        [lambda: FakeEnv(num_actions=3, episode_length=10, crash_every=crash_every) for _ in range(num_envs)],
+        seeds=[seed * 100 + i for i in range(num_envs)],
+    )
+    return A3CWorker(
+        env, small_model(seed), link, worker_id=0, rollout_length=5, gamma=0.5, value_coef=0.5, entropy_coef=0.01,
+        max_grad_norm=40.0, cut_at_episode_end=False, pushes_in_flight=pushes_in_flight, seed=seed,
+    )  # fmt: skip
+
+
+def local_link(model_seed=0, lr=0.01):
+    flat = flatten_params(small_model(model_seed))
+    return LocalServerLink([ParameterServer(flat, lr=lr, alpha=0.99, eps=1e-5)], [0, flat.size])
+
+
+class SlowLink:
+    """Records how many pushes are outstanding; replies only when asked (a server that is always behind)."""
+
+    def __init__(self, inner: LocalServerLink):
+        self.inner = inner
+        self.max_outstanding = 0
+        self.blocking_waits = 0
+
+    def push(self, grad, version):
+        self.inner.push(grad, version)
+        self.max_outstanding = max(self.max_outstanding, self.inner.in_flight())
+
+    def in_flight(self):
+        return self.inner.in_flight()
+
+    def wait_oldest(self) -> ServerUpdate:
+        self.blocking_waits += 1
+        return self.inner.wait_oldest()
+
+    def poll(self):
+        return []
+
+    def pull(self):
+        return self.inner.pull()
+
+
+@pytest.mark.parametrize("pushes_in_flight", [0, 1, 3])
+def test_a_worker_runs_at_most_pushes_in_flight_ahead_of_the_server(pushes_in_flight):
+    link = SlowLink(local_link())
+    worker = fake_worker(link, pushes_in_flight)
+    report = worker.run(max_segments=10)
+    assert report.segments == 10 and report.env_steps == 10 * 5 * 2
+    assert link.max_outstanding == pushes_in_flight + 1
+    assert link.blocking_waits == 10 - pushes_in_flight
+    assert report.timings["wait"] >= 0 and report.policy_version_last == 10 - pushes_in_flight
+    flushed = worker.flush()
+    assert link.in_flight() == 0 and flushed.policy_version_last == 10
+
+
+def test_a3c_worker_learns_the_fake_task_without_ray():
+    link = local_link(lr=3e-3)
+    worker = fake_worker(link, num_envs=4)
+    worker.run(max_segments=600)
+    report = worker.run(max_segments=100)
+    # reading the label earns 10 per episode, chance 10/3
+    assert report.episodes.returns.mean() >= 8.0, report.episodes.returns.mean()
+
+
+def test_crashed_steps_are_masked_and_the_worker_goes_on():
+    worker = fake_worker(local_link(), crash_every=7)
+    report = worker.run(max_segments=20)
+    assert report.env_restarts > 0 and report.segments == 20
+    assert all(np.isfinite(v) for v in report.metrics.values())
