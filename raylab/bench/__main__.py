@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from raylab.bench import envs, learn
+from raylab.bench import envs, learn, scaling
+from raylab.errors import EXIT_USAGE, RaylabError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -13,8 +14,13 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     learn.add_parser(commands)
     envs.add_parser(commands)
+    scaling.add_parser(commands)
     args, overrides = parser.parse_known_args(argv)
-    return int(args.func(args, overrides) or 0)
+    try:
+        return int(args.func(args, overrides) or 0)
+    except RaylabError as err:
+        print(f"raylab bench: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """How an A3C worker talks to the parameter-server shards, without knowing whether they are Ray actors.
 
-``ServerLink`` is the contract: ``push`` sends a gradient and returns at once; replies are collected in
-push order, blocking (``wait_oldest``) or not (``poll``). ``LocalServerLink`` calls in-process shards
+``ServerLink`` is the contract: ``push`` sends a gradient and returns at once; ``poll`` collects the replies
+that are complete, in push order, without blocking; ``wait_oldest`` blocks until the oldest outstanding push
+is applied (without fetching it), so a worker can tell time spent blocked from time spent receiving. ``LocalServerLink`` calls in-process shards
 (unit tests, the serial path); ``raylab.remote.params.RayServerLink`` sends to shard actors.
 """
 
@@ -50,8 +51,8 @@ class ServerLink(Protocol):
         """Pushes sent whose replies have not been collected."""
         ...
 
-    def wait_oldest(self) -> ServerUpdate:
-        """Block until the oldest outstanding push is applied on every shard; its joined reply."""
+    def wait_oldest(self) -> None:
+        """Block until the oldest outstanding push is applied on every shard (``poll`` then returns it)."""
         ...
 
     def poll(self) -> list[ServerUpdate]:
@@ -82,8 +83,8 @@ class LocalServerLink:
     def in_flight(self) -> int:
         return len(self._replies)
 
-    def wait_oldest(self) -> ServerUpdate:
-        return self._replies.popleft()
+    def wait_oldest(self) -> None:
+        pass  # applied at push time
 
     def poll(self) -> list[ServerUpdate]:
         out = list(self._replies)

@@ -59,20 +59,26 @@ class ParameterServer:
     """Holds one slice of the flat weights and applies pushed gradients with an RMSProp whose statistics
     every worker shares (Mnih et al. 2016's shared RMSProp: one mean square per parameter, not per worker).
 
-    The update is torch's RMSprop: ``mean_sq = alpha * mean_sq + (1 - alpha) * g**2``,
+    The update is torch's RMSprop (``_rmsprop_step``): ``mean_sq = alpha * mean_sq + (1 - alpha) * g**2``,
     ``theta -= lr * g / (sqrt(mean_sq) + eps)``.
     """
 
     def __init__(self, params: np.ndarray, *, lr: float, alpha: float, eps: float, shard: int = 0):
         self.shard = shard
-        self.flat = torch.nn.Parameter(torch.tensor(np.asarray(params, np.float32)))
+        self.flat = torch.tensor(np.asarray(params, np.float32))
+        self.mean_sq = torch.zeros_like(self.flat)
         self.lr, self.alpha, self.eps = lr, alpha, eps
-        self.optimizer = self._rmsprop()
         self.version = 0
         self._stats = ServerStats(shard, 0)
 
-    def _rmsprop(self) -> torch.optim.RMSprop:
-        return torch.optim.RMSprop([self.flat], lr=self.lr, alpha=self.alpha, eps=self.eps, foreach=False)
+    def _rmsprop_step(self, grad: torch.Tensor) -> None:
+        """torch.optim.RMSprop's update (no momentum, not centered), op for op, on one flat tensor.
+
+        Written out because the optimizer's per-step Python overhead (param groups, state lookup, hooks) cost
+        more than the arithmetic on models of A3C's size: benchmarks/param_server_apply.json.
+        """
+        self.mean_sq.mul_(self.alpha).addcmul_(grad, grad, value=1 - self.alpha)
+        self.flat.addcdiv_(grad, self.mean_sq.sqrt().add_(self.eps), value=-self.lr)
 
     def push(self, grad: np.ndarray, version: int, sent_at: float | None = None) -> PushReply:
         """Apply one gradient computed on weights of ``version``; returns the new weights."""
@@ -86,12 +92,10 @@ class ParameterServer:
             raise ValueError(
                 f"shard {self.shard} holds {self.flat.numel()} parameters, got a gradient of {grad_t.numel()}"
             )
-        self.flat.grad = grad_t.clone() if not grad_t.is_contiguous() else grad_t
-        self.optimizer.step()
-        self.flat.grad = None
+        self._rmsprop_step(grad_t)
         lag = self.version - version
         self.version += 1
-        params = self.flat.detach().numpy().copy()
+        params = self.flat.numpy().copy()
         apply_s = time.perf_counter() - t0
         stats = self._stats
         stats.pushes += 1
@@ -104,13 +108,12 @@ class ParameterServer:
         """The current weights, or None when the caller already holds ``known_version`` or newer."""
         if known_version >= self.version:
             return None
-        return PushReply(self.shard, self.version, self.flat.detach().numpy().copy(), 0, 0.0, 0.0)
+        return PushReply(self.shard, self.version, self.flat.numpy().copy(), 0, 0.0, 0.0)
 
     def load(self, params: np.ndarray, version: int = 0) -> None:
         """Replace the weights and start a fresh RMSProp (benchmarks restart from a checkpoint this way)."""
-        with torch.no_grad():
-            self.flat.copy_(torch.from_numpy(np.asarray(params, np.float32)))
-        self.optimizer = self._rmsprop()
+        self.flat = torch.tensor(np.asarray(params, np.float32))
+        self.mean_sq = torch.zeros_like(self.flat)
         self.version = version
         self._stats = ServerStats(self.shard, version)
 
@@ -125,6 +128,7 @@ class ParameterServer:
         return {
             "shard": self.shard,
             "version": self.version,
-            "params": self.flat.detach().clone(),
-            "optimizer": self.optimizer.state_dict(),
+            "params": self.flat.clone(),
+            "mean_sq": self.mean_sq.clone(),
+            "hyper": {"lr": self.lr, "alpha": self.alpha, "eps": self.eps},
         }

@@ -1,8 +1,8 @@
 """The a3c topology's Ray actors: parameter-server shards and self-driven A3C workers, with typed clients.
 
 ``RayServerLink`` is the worker's side of the wire: a push is one ``ShardActor.push`` call per shard,
-sent without waiting; replies are collected in push order with ``ray.wait(timeout=0)`` (poll) or
-``ray.get`` (when the worker may not run further ahead).
+sent without waiting; complete replies are collected in push order (``ray.wait(timeout=0)``, then
+``ray.get``), and ``wait_oldest`` blocks in ``ray.wait`` when the worker may not run further ahead.
 """
 
 from __future__ import annotations
@@ -40,8 +40,10 @@ class RayServerLink:
     def in_flight(self) -> int:
         return len(self._pending)
 
-    def wait_oldest(self) -> ServerUpdate:
-        return ServerUpdate.join(ray.get(self._pending.popleft()))
+    def wait_oldest(self) -> None:
+        if self._pending:
+            head = self._pending[0]
+            ray.wait(head, num_returns=len(head))
 
     def poll(self) -> list[ServerUpdate]:
         out = []
@@ -92,6 +94,9 @@ class A3CWorkerHost(_Host):
 
     def flush(self) -> WorkerReport:
         return self.worker.flush()
+
+    def configure(self, pushes_in_flight: int) -> None:
+        self.worker.pushes_in_flight = pushes_in_flight
 
     def resync(self) -> int:
         """Drop the local weights and load the server's (after the shards were reloaded)."""
@@ -170,3 +175,70 @@ class A3CWorkerClient:
 
     def kill(self) -> None:
         ray.kill(self.handle)
+
+
+class ScalingHarness:
+    """Warm shard and worker actors for ``python -m raylab.bench scaling``: each ``measure`` restarts the
+    server from given weights (fresh RMSProp, version 0) and times ``num_workers`` workers pushing a fixed
+    total number of segments, seed 000's protocol. Actor start-up is outside the timing."""
+
+    def __init__(
+        self, cfg: RunConfig, spaces: EnvSpaces, max_workers: int, initial: list[np.ndarray], bounds: list[int]
+    ):
+        from raylab.remote.runtime import init_ray, wait_ready
+
+        required = max_workers * cfg.topology.worker_cpus + len(initial) * cfg.params.shard_cpus
+        self.started = init_ray(cfg.ray, required)
+        self.bounds = bounds
+        self.shards = [ShardClient.create(cfg, params, k) for k, params in enumerate(initial)]
+        self.workers = [A3CWorkerClient.create(cfg, spaces, i, self.shards, bounds) for i in range(max_workers)]
+        wait_ready([s.ready() for s in self.shards] + [w.ready() for w in self.workers], "benchmark actors")
+
+    def measure(self, flat: np.ndarray, num_workers: int, total_segments: int, pushes_in_flight: int) -> dict:
+        b = self.bounds
+        ray.get([s.load(flat[b[k] : b[k + 1]]) for k, s in enumerate(self.shards)])
+        workers = self.workers[:num_workers]
+        ray.get([w.handle.configure.remote(pushes_in_flight) for w in workers])
+        ray.get([w.resync() for w in workers])
+        ray.get([s.stats(reset=True) for s in self.shards])
+        quotas = [
+            total_segments // num_workers + (1 if i < total_segments % num_workers else 0) for i in range(num_workers)
+        ]
+        start = time.perf_counter()
+        reports: list[WorkerReport] = ray.get([w.run(max_segments=q) for w, q in zip(workers, quotas, strict=True)])
+        flushed: list[WorkerReport] = ray.get([w.flush() for w in workers])
+        total_s = time.perf_counter() - start
+        server: list[ServerStats] = ray.get([s.stats(reset=True) for s in self.shards])
+        per_worker = []
+        for run_report, flush_report in zip(reports, flushed, strict=True):
+            stages: dict[str, float] = {}
+            for report in (run_report, flush_report):
+                for stage, secs in report.timings.items():
+                    stages[stage] = stages.get(stage, 0.0) + secs
+            per_worker.append(stages)
+        lags = [lag for s in server for lag in s.lags]
+        return {
+            "workers": num_workers,
+            "pushes_in_flight": pushes_in_flight,
+            "total_s": total_s,
+            "wait_s": float(np.mean([w.get("wait", 0.0) for w in per_worker])),
+            "push_s": float(np.mean([w.get("push", 0.0) for w in per_worker])),
+            "receive_s": float(np.mean([w.get("receive", 0.0) for w in per_worker])),
+            "sync_s": float(np.mean([w.get("sync", 0.0) for w in per_worker])),
+            "learn_s": float(np.mean([w.get("learn", 0.0) for w in per_worker])),
+            "env_s": float(np.mean([w.get("env", 0.0) for w in per_worker])),
+            "inference_s": float(np.mean([w.get("inference", 0.0) for w in per_worker])),
+            "apply_s": max(s.apply_s for s in server),
+            "apply_ms_per_push": 1e3 * max(s.apply_s for s in server) / max(1, server[0].pushes),
+            "server_queue_s": max(s.queue_s for s in server),
+            "segments": sum(r.segments for r in reports),
+            "pushes_applied": server[0].pushes,
+            "env_steps": sum(r.env_steps for r in reports),
+            "episodes": int(sum(len(r.episodes) for r in reports)),
+            "lag_mean": float(np.mean(lags)) if lags else 0.0,
+            "lag_max": int(max(lags)) if lags else 0,
+        }
+
+    def close(self) -> None:
+        if self.started:
+            ray.shutdown()

@@ -12,7 +12,7 @@ from raylab.envs.fake import FakeEnv
 from raylab.envs.vector import SerialVectorEnv
 from raylab.models.encoders import MLPEncoder
 from raylab.models.factory import ActorCritic
-from raylab.params import LocalServerLink, ParameterServer, ParamLayout, ServerUpdate, flatten_params, load_flat
+from raylab.params import LocalServerLink, ParameterServer, ParamLayout, flatten_params, load_flat
 
 
 def col(*values, dtype=np.float32):
@@ -99,7 +99,7 @@ def test_pushed_gradients_equal_a_single_process_rmsprop(num_shards):
             p.grad = g.clone()
         optimizer.step()
         link.push(torch.cat([g.reshape(-1) for g in grads]).numpy(), version=step)
-        update = link.wait_oldest()
+        (update,) = link.poll()
         versions.append(update.version)
         np.testing.assert_allclose(update.params, flatten_params(reference), rtol=1e-6, atol=1e-7)
     assert versions == list(range(1, 21))  # one version per push, monotonic
@@ -149,10 +149,11 @@ def local_link(model_seed=0, lr=0.01):
 
 
 class SlowLink:
-    """Records how many pushes are outstanding; replies only when asked (a server that is always behind)."""
+    """A server that is always behind: a push's reply is ready only once the worker blocked on it."""
 
     def __init__(self, inner: LocalServerLink):
         self.inner = inner
+        self.ready = 0
         self.max_outstanding = 0
         self.blocking_waits = 0
 
@@ -163,12 +164,14 @@ class SlowLink:
     def in_flight(self):
         return self.inner.in_flight()
 
-    def wait_oldest(self) -> ServerUpdate:
+    def wait_oldest(self):
         self.blocking_waits += 1
-        return self.inner.wait_oldest()
+        self.ready += 1
 
     def poll(self):
-        return []
+        out = [self.inner._replies.popleft() for _ in range(self.ready)]
+        self.ready = 0
+        return out
 
     def pull(self):
         return self.inner.pull()

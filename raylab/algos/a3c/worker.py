@@ -48,7 +48,8 @@ class WorkerReport:
     version its gradient was computed on)."""
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds per stage: env, inference, learn (forward + backward + clip), push (send), wait (blocked on
-    the server), sync (loading weights), server_apply and server_queue (as the shards measured them)."""
+    the server), receive (fetching replies), sync (loading weights), server_apply and server_queue (as the
+    shards measured them)."""
     metrics: dict[str, float] = field(default_factory=dict)
     """Mean policy_loss, value_loss, entropy and grad_norm over the call's segments."""
     seconds: float = 0.0
@@ -104,20 +105,22 @@ class A3CWorker:
                 load_flat(self.model, update.params)
             self.version = update.version
 
-    def _collect(self) -> None:
-        with self.timer.stage("wait"):
-            while self.link.in_flight() > self.pushes_in_flight:
-                update = self.link.wait_oldest()
+    def _collect(self, allowed: int) -> None:
+        """Load every reply that has arrived; block until at most ``allowed`` pushes are outstanding."""
+        while True:
+            with self.timer.stage("receive"):
+                updates = self.link.poll()
+            for update in updates:
                 self._load(update)
-        for update in self.link.poll():
-            self._load(update)
+            if self.link.in_flight() <= allowed:
+                return
+            with self.timer.stage("wait"):
+                self.link.wait_oldest()
 
     def flush(self) -> WorkerReport:
         """Wait for every outstanding push (the end of a run); reports what that took."""
         start = time.perf_counter()
-        with self.timer.stage("wait"):
-            while self.link.in_flight():
-                self._load(self.link.wait_oldest())
+        self._collect(0)
         return self._report(0, 0, [], self.version, [], time.perf_counter() - start, 0)
 
     # -- the loop ------------------------------------------------------------------------------------------
@@ -247,7 +250,7 @@ class A3CWorker:
             grad = flatten_grads(self.model)
         with timer.stage("push"):
             self.link.push(grad, self.version)
-        self._collect()
+        self._collect(self.pushes_in_flight)
         row = {
             "policy_loss": float(out.policy_loss.detach()),
             "value_loss": float(out.value_loss.detach()),
