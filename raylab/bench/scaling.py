@@ -21,6 +21,7 @@ The final model is ``--checkpoint`` (a run's final.pt) or, by default, trained h
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -132,7 +133,8 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     output.write_text(json.dumps(report, indent=2) + "\n")
     plot(report, output.with_suffix(".png"))
     print_table(summary, cores)
-    for mode, found in report["plateau"].items():
+    plateaus: dict[str, str] = report["plateau"]
+    for mode, found in plateaus.items():
         print(f"plateau ({mode}): {found}")
     print(f"wrote {output} and {output.with_suffix('.png')}")
     return 0
@@ -205,7 +207,7 @@ def plateau(summary: dict[str, Any], mode: str) -> str:
         table = summary[mode]
         ns = sorted(int(n) for n in table if f"{model}_total_s" in table[n])
         found = ns[-1] if ns else None
-        for a, b in zip(ns, ns[1:], strict=False):
+        for a, b in itertools.pairwise(ns):
             if table[str(a)][f"{model}_total_s"] / table[str(b)][f"{model}_total_s"] < 1.10:
                 found = a
                 break

@@ -2,8 +2,9 @@
 
 ``ServerLink`` is the contract: ``push`` sends a gradient and returns at once; ``poll`` collects the replies
 that are complete, in push order, without blocking; ``wait_oldest`` blocks until the oldest outstanding push
-is applied (without fetching it), so a worker can tell time spent blocked from time spent receiving. ``LocalServerLink`` calls in-process shards
-(unit tests, the serial path); ``raylab.remote.params.RayServerLink`` sends to shard actors.
+is applied (without fetching it), so a worker can tell time spent blocked from time spent receiving.
+``LocalServerLink`` calls in-process shards (unit tests, the serial path); ``raylab.remote.a3c.RayServerLink``
+sends to shard actors.
 """
 
 from __future__ import annotations

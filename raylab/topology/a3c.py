@@ -16,6 +16,7 @@ those evaluated weights are the run's policy, as in the other topologies.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
@@ -239,8 +240,6 @@ def _alive_results(refs: list[ObjectRef[int]]) -> list[int]:
     """Results of the refs whose actor is still alive (a worker lost while stopping has no answer)."""
     out = []
     for ref in refs:
-        try:
+        with contextlib.suppress(ray.exceptions.ActorDiedError):
             out.append(ray.get(ref))
-        except ray.exceptions.ActorDiedError:
-            pass
     return out
