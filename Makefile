@@ -14,7 +14,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format bench-learning clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format bench-learning bench-a3c bench-scaling clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -62,6 +62,13 @@ format: install ## apply ruff's fixes and formatting
 bench-learning: install ## time-to-475 on CartPole, 3 seeds, apex_dqn vs serial -> benchmarks/cartpole_dqn_learning.json
 	$(PY) -m raylab.bench learn --seeds 0 1 2 --output benchmarks/cartpole_dqn_learning.json \
 		--variant apex_dqn= --variant local=topology=local +experiment=cartpole_dqn $(ARGS)
+
+bench-a3c: install ## time-to-475 on CartPole with A3C, 3 seeds, a3c vs serial -> benchmarks/cartpole_a3c_learning.json
+	$(PY) -m raylab.bench learn --seeds 0 1 2 --output benchmarks/cartpole_a3c_learning.json \
+		--variant a3c= --variant local=topology=local +experiment=cartpole_a3c $(ARGS)
+
+bench-scaling: install ## seed 000's A3C worker scaling on Snake (1..16 workers) -> benchmarks/a3c_scaling.json
+	$(PY) -m raylab.bench scaling +experiment=snake_a3c --output benchmarks/a3c_scaling.json $(ARGS)
 
 clean: ## remove run outputs and caches (keeps $(VENV))
 	rm -rf outputs multirun .pytest_cache .mypy_cache .ruff_cache

@@ -199,8 +199,12 @@ class ParamsConfig:
     worker's own pushes behind, plus whatever other workers pushed meanwhile."""
     shard_cpus: float = 0.5
     """Logical Ray CPUs reserved per server shard."""
+    worker_nice: int = 10
+    """Niceness added to A3C worker processes (0-19): with more workers than cores, a positive value keeps
+    them from starving the server shards every worker depends on (benchmarks/a3c_worker_nice.json)."""
 
     def __post_init__(self) -> None:
+        _check(0 <= self.worker_nice <= 19, f"params.worker_nice must be in 0..19 (got {self.worker_nice})")
         _check(self.num_shards >= 1, f"params.num_shards must be >= 1 (got {self.num_shards})")
         _check(self.pushes_in_flight >= 0, f"params.pushes_in_flight must be >= 0 (got {self.pushes_in_flight})")
         _check(self.shard_cpus >= 0, "params.shard_cpus must be >= 0")

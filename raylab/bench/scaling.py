@@ -75,7 +75,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
 
     output = Path(args.output)
     check_overrides(overrides)
-    cfg = resolve(compose(overrides), run_dir=str(output.parent / "runs" / output.stem))
+    cfg = resolve(compose(overrides), run_dir=str(Path("outputs") / "bench" / output.stem))
     if cfg.topology.name != "a3c":
         raise ConfigError(
             "the scaling benchmark times the a3c topology: add +experiment=snake_a3c (or topology=a3c algo=a3c)"
@@ -109,7 +109,8 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
 
     summary = summarize(rows, args.workers, args.in_flight)
     cores = available_cores()
-    report = {
+    plateaus = {mode: plateau(summary, mode) for mode in summary}
+    report: dict[str, Any] = {
         "benchmark": "a3c_scaling",
         "protocol": {
             "segments_per_row": args.segments,
@@ -125,7 +126,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         "cores_available": cores,
         "machine": machine_info(),
         "summary": summary,
-        "plateau": {mode: plateau(summary, mode) for mode in summary},
+        "plateau": plateaus,
         "seed_000": SEED_000,
         "rows": rows,
     }
@@ -133,7 +134,6 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     output.write_text(json.dumps(report, indent=2) + "\n")
     plot(report, output.with_suffix(".png"))
     print_table(summary, cores)
-    plateaus: dict[str, str] = report["plateau"]
     for mode, found in plateaus.items():
         print(f"plateau ({mode}): {found}")
     print(f"wrote {output} and {output.with_suffix('.png')}")

@@ -7,6 +7,7 @@ sent without waiting; complete replies are collected in push order (``ray.wait(t
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -86,6 +87,8 @@ class A3CWorkerHost(_Host):
         self, cfg: RunConfig, spaces: EnvSpaces, worker_id: int, shards: list[Any], bounds: list[int], incarnation: int
     ):
         _single_thread_torch()
+        if cfg.params.worker_nice:
+            os.nice(cfg.params.worker_nice)
         with self._deferring_user_errors():
             self.worker = build_a3c_worker(cfg, spaces, worker_id, RayServerLink(shards, bounds), incarnation)
 
