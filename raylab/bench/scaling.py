@@ -55,6 +55,7 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--checkpoint", default=None, help="final.pt of a trained run (default: train one first)")
     p.add_argument("--train-seconds", type=float, default=60.0)
     p.add_argument("--output", default="benchmarks/a3c_scaling.json", help="JSON to write; the PNG goes next to it")
+    p.add_argument("--runs-dir", default=None, help="where the training run goes (default: outputs/bench/<name>)")
     p.set_defaults(func=run)
 
 
@@ -74,8 +75,16 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     from raylab.train import check_overrides, compose
 
     output = Path(args.output)
+    if min(args.workers) < 1 or min(args.in_flight) < 0 or args.repeats < 1:
+        raise ConfigError(
+            "--workers must be >= 1, --in-flight >= 0 and --repeats >= 1 (e.g. --workers 1 2 4 --in-flight 1 0)"
+        )
+    if args.segments < max(args.workers):
+        raise ConfigError(
+            f"--segments={args.segments} is fewer than --workers={max(args.workers)}: every worker needs one"
+        )
     check_overrides(overrides)
-    cfg = resolve(compose(overrides), run_dir=str(Path("outputs") / "bench" / output.stem))
+    cfg = resolve(compose(overrides), run_dir=str(args.runs_dir or Path("outputs") / "bench" / output.stem))
     if cfg.topology.name != "a3c":
         raise ConfigError(
             "the scaling benchmark times the a3c topology: add +experiment=snake_a3c (or topology=a3c algo=a3c)"

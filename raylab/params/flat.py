@@ -14,6 +14,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from raylab.types import Weights
+
 
 @dataclass(frozen=True)
 class ParamLayout:
@@ -38,8 +40,21 @@ class ParamLayout:
     def shard_bounds(self, num_shards: int) -> list[int]:
         """Offsets splitting the vector into ``num_shards`` near-equal contiguous slices."""
         if not 1 <= num_shards <= max(1, self.size):
-            raise ValueError(f"cannot split {self.size} parameters into {num_shards} shards")
+            from raylab.errors import ConfigError
+
+            raise ConfigError(
+                f"params.num_shards={num_shards} cannot split a model of {self.size} parameters: "
+                f"set params.num_shards between 1 and {self.size}"
+            )
         return [round(k * self.size / num_shards) for k in range(num_shards + 1)]
+
+    def weights(self, version: int, flat: np.ndarray) -> Weights:
+        """Inference ``Weights`` (named arrays) of a flat vector."""
+        return Weights(version, self.to_dict(flat))
+
+    def as_dict(self) -> dict[str, list]:
+        """The layout as plain lists, for checkpoints."""
+        return {"names": list(self.names), "shapes": [list(s) for s in self.shapes]}
 
     def to_dict(self, flat: np.ndarray) -> dict[str, np.ndarray]:
         """Views of ``flat`` per parameter name, as inference ``Weights.params`` expect."""
@@ -64,12 +79,23 @@ def flatten_grads(module: nn.Module) -> np.ndarray:
     return torch.cat(parts).to(torch.float32).cpu().numpy()
 
 
+def readonly_tensor(array: np.ndarray) -> torch.Tensor:
+    """A tensor view of ``array`` that raylab only reads (Ray's object store hands out read-only arrays;
+    torch warns about those even when nothing writes to them)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(array)
+
+
+def load_params(module: nn.Module, params: dict[str, np.ndarray]) -> None:
+    """Copy named numpy params (``Weights.params``, possibly read-only views) into ``module``."""
+    module.load_state_dict({k: readonly_tensor(v) for k, v in params.items()})
+
+
 def load_flat(module: nn.Module, flat: np.ndarray) -> None:
     """Copy a flat vector into the module's parameters (``flat`` may be a read-only object-store view; the
     module never aliases it)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        source = torch.from_numpy(np.asarray(flat, np.float32))
+    source = readonly_tensor(np.asarray(flat, np.float32))
     offset = 0
     with torch.no_grad():
         for p in module.parameters():

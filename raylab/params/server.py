@@ -21,11 +21,12 @@ single-process RMSProp and change A3C's learning dynamics as workers are added.
 from __future__ import annotations
 
 import time
-import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
+
+from raylab.params.flat import readonly_tensor
 
 
 @dataclass
@@ -47,12 +48,19 @@ class PushReply:
 
 @dataclass
 class ServerStats:
+    """Running totals since the last reset: constant size however long the run."""
+
     shard: int
     version: int
     pushes: int = 0
     apply_s: float = 0.0
     queue_s: float = 0.0
-    lags: list[int] = field(default_factory=list)
+    lag_sum: int = 0
+    lag_max: int = 0
+
+    @property
+    def lag_mean(self) -> float:
+        return self.lag_sum / self.pushes if self.pushes else 0.0
 
 
 class ParameterServer:
@@ -85,9 +93,7 @@ class ParameterServer:
         start = time.time()
         queue_s = max(0.0, start - sent_at) if sent_at is not None else 0.0
         t0 = time.perf_counter()
-        with warnings.catch_warnings():  # Ray hands over read-only arrays; RMSprop only reads the gradient
-            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-            grad_t = torch.from_numpy(np.asarray(grad, np.float32))
+        grad_t = readonly_tensor(np.asarray(grad, np.float32))  # only read
         if grad_t.shape != self.flat.shape:
             raise ValueError(
                 f"shard {self.shard} holds {self.flat.numel()} parameters, got a gradient of {grad_t.numel()}"
@@ -101,7 +107,8 @@ class ParameterServer:
         stats.pushes += 1
         stats.apply_s += apply_s
         stats.queue_s += queue_s
-        stats.lags.append(lag)
+        stats.lag_sum += lag
+        stats.lag_max = max(stats.lag_max, lag)
         return PushReply(self.shard, self.version, params, lag, queue_s, apply_s)
 
     def pull(self, known_version: int = -1) -> PushReply | None:

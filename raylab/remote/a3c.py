@@ -44,7 +44,7 @@ class RayServerLink:
     def wait_oldest(self) -> None:
         if self._pending:
             head = self._pending[0]
-            ray.wait(head, num_returns=len(head))
+            ray.wait(head, num_returns=len(head), fetch_local=False)  # fetching is poll's ("receive")
 
     def poll(self) -> list[ServerUpdate]:
         out = []
@@ -99,13 +99,13 @@ class A3CWorkerHost(_Host):
         return self.worker.flush()
 
     def configure(self, pushes_in_flight: int) -> None:
+        if pushes_in_flight < 0:
+            raise ValueError(f"pushes_in_flight must be >= 0, got {pushes_in_flight}")
         self.worker.pushes_in_flight = pushes_in_flight
 
-    def resync(self) -> int:
-        """Drop the local weights and load the server's (after the shards were reloaded)."""
-        self.worker.flush()
-        self.worker.version = -1
-        return self.worker.sync()
+    def restart(self) -> int:
+        """Start over from the server's current weights (after the shards were reloaded)."""
+        return self.worker.restart()
 
 
 ShardActor = ray.remote(ShardHost)
@@ -170,8 +170,8 @@ class A3CWorkerClient:
     def flush(self) -> ObjectRef[WorkerReport]:
         return self.handle.flush.remote()
 
-    def resync(self) -> ObjectRef[int]:
-        return self.handle.resync.remote()
+    def restart(self) -> ObjectRef[int]:
+        return self.handle.restart.remote()
 
     def peak_memory_bytes(self) -> ObjectRef[int]:
         return self.handle.peak_memory_bytes.remote()
@@ -198,18 +198,30 @@ class ScalingHarness:
         wait_ready([s.ready() for s in self.shards] + [w.ready() for w in self.workers], "benchmark actors")
 
     def measure(self, flat: np.ndarray, num_workers: int, total_segments: int, pushes_in_flight: int) -> dict:
+        from raylab.remote.runtime import user_error
+
+        if not 1 <= num_workers <= len(self.workers) or total_segments < num_workers or pushes_in_flight < 0:
+            raise ValueError(f"bad row: {num_workers} workers, {total_segments} segments, {pushes_in_flight} in flight")
+        try:
+            return self._measure(flat, num_workers, total_segments, pushes_in_flight)
+        except ray.exceptions.RayError as err:
+            raise user_error(err) or err from None
+
+    def _measure(self, flat: np.ndarray, num_workers: int, total_segments: int, pushes_in_flight: int) -> dict:
         b = self.bounds
         ray.get([s.load(flat[b[k] : b[k + 1]]) for k, s in enumerate(self.shards)])
         workers = self.workers[:num_workers]
         ray.get([w.handle.configure.remote(pushes_in_flight) for w in workers])
-        ray.get([w.resync() for w in workers])
+        ray.get([w.restart() for w in workers])
         ray.get([s.stats(reset=True) for s in self.shards])
         quotas = [
             total_segments // num_workers + (1 if i < total_segments % num_workers else 0) for i in range(num_workers)
         ]
         start = time.perf_counter()
-        reports: list[WorkerReport] = ray.get([w.run(max_segments=q) for w, q in zip(workers, quotas, strict=True)])
-        flushed: list[WorkerReport] = ray.get([w.flush() for w in workers])
+        run_refs = [w.run(max_segments=q) for w, q in zip(workers, quotas, strict=True)]
+        flush_refs = [w.flush() for w in workers]  # queued right behind each run: the clock stops at the last push
+        reports: list[WorkerReport] = ray.get(run_refs)
+        flushed: list[WorkerReport] = ray.get(flush_refs)
         total_s = time.perf_counter() - start
         server: list[ServerStats] = ray.get([s.stats(reset=True) for s in self.shards])
         per_worker = []
@@ -219,7 +231,7 @@ class ScalingHarness:
                 for stage, secs in report.timings.items():
                     stages[stage] = stages.get(stage, 0.0) + secs
             per_worker.append(stages)
-        lags = [lag for s in server for lag in s.lags]
+        lag_pushes = sum(s.pushes for s in server)
         return {
             "workers": num_workers,
             "pushes_in_flight": pushes_in_flight,
@@ -238,8 +250,8 @@ class ScalingHarness:
             "pushes_applied": server[0].pushes,
             "env_steps": sum(r.env_steps for r in reports),
             "episodes": int(sum(len(r.episodes) for r in reports)),
-            "lag_mean": float(np.mean(lags)) if lags else 0.0,
-            "lag_max": int(max(lags)) if lags else 0,
+            "lag_mean": sum(s.lag_sum for s in server) / lag_pushes if lag_pushes else 0.0,
+            "lag_max": max(s.lag_max for s in server),
         }
 
     def close(self) -> None:

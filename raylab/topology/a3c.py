@@ -22,7 +22,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import ray
 from ray import ObjectRef
 
@@ -32,19 +31,20 @@ from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
 from raylab.envs.registry import EnvSpaces
 from raylab.errors import RaylabError
-from raylab.params.flat import ParamLayout
 from raylab.params.link import ServerUpdate
 from raylab.params.server import ServerStats
 from raylab.remote.a3c import A3CWorkerClient, ShardClient
 from raylab.remote.clients import EvalClient
 from raylab.remote.runtime import init_ray, user_error, wait_ready
-from raylab.types import EvalResult, LearnerStats, RolloutStats, Weights
+from raylab.types import EvalResult, Weights
 
 WINDOW_S = 0.25
 """Seconds a worker runs between reports to the driver."""
 MAX_WORKER_RESTARTS = 3
 """Times one worker may die and be replaced before the run stops."""
 WAIT_TIMEOUT_S = 0.1
+DRAIN_TIMEOUT_S = 30.0
+"""Seconds stopping workers get to finish their window and land their pushes."""
 
 
 @dataclass
@@ -55,28 +55,6 @@ class _Window:
 @dataclass
 class _Eval:
     weights: ObjectRef[Weights]
-
-
-def rollout_stats(report: WorkerReport) -> RolloutStats:
-    return RolloutStats(
-        worker_id=report.worker_id,
-        num_steps=report.env_steps,
-        policy_version=report.policy_version_last,
-        episodes=report.episodes,
-        timings=report.timings,
-        env_restarts=report.env_restarts,
-        lags=report.lags,
-    )
-
-
-def learner_stats(report: WorkerReport) -> LearnerStats:
-    return LearnerStats(
-        updates=report.segments,
-        samples=report.env_steps,
-        version=report.policy_version_last,
-        metrics=report.metrics,
-        seconds=report.timings.get("learn", 0.0),
-    )
 
 
 class WaitAccount:
@@ -121,7 +99,7 @@ class A3CTopology:
 
     def _weights(self, shards: list[ShardClient]) -> Weights:
         update = ServerUpdate.join(ray.get([s.pull() for s in shards]))
-        return Weights(update.version, self.layout.to_dict(update.params))
+        return self.layout.weights(update.version, update.params)
 
     def _run(self) -> RunSummary:
         cfg, spaces = self.cfg, self.spaces
@@ -146,9 +124,9 @@ class A3CTopology:
 
         def on_report(report: WorkerReport) -> None:
             account.add(report)
-            monitor.on_rollout(rollout_stats(report), report.policy_version_last)
+            monitor.on_rollout(report.rollout_stats(), report.policy_version_last)
             if report.segments:
-                monitor.on_learner(learner_stats(report))
+                monitor.on_learner(report.learner_stats())
 
         monitor.start()
         for i, worker in enumerate(workers):
@@ -172,6 +150,12 @@ class A3CTopology:
                         try:
                             on_report(ray.get(ref))
                         except ray.exceptions.ActorDiedError as err:
+                            if isinstance(err, ray.exceptions.RayTaskError):
+                                # the worker is alive: an actor it called (a server shard) died
+                                raise RaylabError(
+                                    f"a3c worker {i} lost a parameter-server shard ({_first_line(err)}): the "
+                                    f"server state is gone; resume from the last checkpoint"
+                                ) from None
                             incarnations[i] += 1
                             restarts += 1
                             if incarnations[i] > MAX_WORKER_RESTARTS:
@@ -194,21 +178,25 @@ class A3CTopology:
             stop = "interrupted"
         monitor.stopped()
 
-        # Let every worker finish its window and every push land, so counts and the checkpoint agree.
+        # Let every worker finish its window and every push land, so counts and the checkpoint agree; a worker
+        # that does not answer within DRAIN_TIMEOUT_S (a hung env) is killed and its pushes are lost.
         windows = {ref: job.worker for ref, job in pending.items() if isinstance(job, _Window)}
-        for ref, i in windows.items():
-            try:
+        flushes = {workers[i].flush(): i for i in windows.values()}  # queued behind each worker's window
+        owner = {**windows, **flushes}
+        ready, stragglers = ray.wait(list(owner), num_returns=len(owner), timeout=DRAIN_TIMEOUT_S)
+        for ref in ready:
+            with contextlib.suppress(ray.exceptions.ActorDiedError):
                 on_report(ray.get(ref))
-                on_report(ray.get(workers[i].flush()))
-            except ray.exceptions.ActorDiedError:
-                pass  # its pushes are lost; the others' are counted
+        for i in sorted({owner[ref] for ref in stragglers}):
+            print(f"raylab: a3c worker {i} did not stop within {DRAIN_TIMEOUT_S:g} s; killed", flush=True)
+            workers[i].kill()
         policy = ray.get(evaluated_ref) if monitor.target_reached() and evaluated_ref else self._weights(shards)
         final_eval = None
         if cfg.eval.final_episodes and stop != "interrupted":
             final_eval = ray.get(evaluator.evaluate(ray.put(policy), cfg.eval.final_episodes))
         states = ray.get([s.state_dict() for s in shards])
         server: list[ServerStats] = ray.get([s.stats() for s in shards])
-        learner_state = {"layout": _layout_dict(self.layout), "bounds": self.bounds, "shards": states}
+        learner_state = {"layout": self.layout.as_dict(), "bounds": self.bounds, "shards": states}
         peak_refs = [s.peak_memory_bytes() for s in shards] + [w.peak_memory_bytes() for w in workers]
         peak = sum(_alive_results([*peak_refs, evaluator.peak_memory_bytes()]))
         extra = {"a3c": {**account.summary(), "server": _server_summary(server), "worker_restarts": restarts}}
@@ -216,20 +204,17 @@ class A3CTopology:
 
 
 def _server_summary(stats: list[ServerStats]) -> dict[str, Any]:
-    lags = np.concatenate([np.asarray(s.lags, np.int64) for s in stats]) if stats else np.zeros(0, np.int64)
+    """Per-shard totals (every shard applies every push, so their counts agree unless pushes were lost)."""
+    pushes = sum(s.pushes for s in stats)
     return {
         "shards": len(stats),
-        "pushes": stats[0].pushes if stats else 0,
-        "version": min(s.version for s in stats) if stats else 0,
+        "pushes": [s.pushes for s in stats],
+        "version": min(s.version for s in stats),
         "apply_s": [s.apply_s for s in stats],
         "queue_s": [s.queue_s for s in stats],
-        "lag_mean": float(lags.mean()) if lags.size else 0.0,
-        "lag_max": int(lags.max()) if lags.size else 0,
+        "lag_mean": sum(s.lag_sum for s in stats) / pushes if pushes else 0.0,
+        "lag_max": max(s.lag_max for s in stats),
     }
-
-
-def _layout_dict(layout: ParamLayout) -> dict[str, Any]:
-    return {"names": list(layout.names), "shapes": [list(s) for s in layout.shapes]}
 
 
 def _first_line(err: BaseException) -> str:

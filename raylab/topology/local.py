@@ -36,7 +36,7 @@ from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
 from raylab.envs.registry import EnvSpaces
 from raylab.params.link import LocalServerLink
-from raylab.types import LearnerStats, RolloutStats, Weights
+from raylab.types import Weights
 
 
 class LocalTopology:
@@ -107,16 +107,16 @@ class LocalTopology:
 class LocalA3CTopology:
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
         self.cfg = cfg
-        self.layout, bounds, initial = build_parameter_servers(cfg, spaces)
+        self.layout, self.bounds, initial = build_parameter_servers(cfg, spaces)
         self.servers = [build_parameter_server(cfg, params, k) for k, params in enumerate(initial)]
-        self.link = LocalServerLink(self.servers, bounds)
+        self.link = LocalServerLink(self.servers, self.bounds)
         self.workers = [build_a3c_worker(cfg, spaces, i, self.link) for i in range(cfg.topology.num_workers)]
         self.evaluator = build_evaluator(cfg, spaces)
         self.monitor = RunMonitor(cfg, spaces)
 
     def weights(self) -> Weights:
         update = self.link.pull()
-        return Weights(update.version, self.layout.to_dict(update.params.copy()))
+        return self.layout.weights(update.version, update.params.copy())
 
     def run(self) -> RunSummary:
         cfg, monitor = self.cfg, self.monitor
@@ -127,17 +127,8 @@ class LocalA3CTopology:
             while stop is None:
                 for worker in self.workers:
                     report = worker.run(max_segments=1)
-                    stats = RolloutStats(
-                        report.worker_id, report.env_steps, report.policy_version_last, report.episodes,
-                        report.timings, report.env_restarts, report.lags,
-                    )  # fmt: skip
-                    monitor.on_rollout(stats, report.policy_version_last)
-                    monitor.on_learner(
-                        LearnerStats(
-                            report.segments, report.env_steps, report.policy_version_last, report.metrics,
-                            report.timings.get("learn", 0.0),
-                        )
-                    )  # fmt: skip
+                    monitor.on_rollout(report.rollout_stats(), report.policy_version_last)
+                    monitor.on_learner(report.learner_stats())
                 if monitor.eval_due():
                     monitor.eval_started()
                     evaluated = self.weights()
@@ -155,5 +146,9 @@ class LocalA3CTopology:
         final_eval = None
         if cfg.eval.final_episodes and stop != "interrupted":
             final_eval = self.evaluator.evaluate(policy, cfg.eval.final_episodes)
-        state = {"shards": [s.state_dict() for s in self.servers]}
+        state = {
+            "layout": self.layout.as_dict(),
+            "bounds": self.bounds,
+            "shards": [s.state_dict() for s in self.servers],
+        }
         return monitor.finish(stop, state, policy, final_eval)

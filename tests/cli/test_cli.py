@@ -30,9 +30,12 @@ def test_smoke_run_in_serial_mode(tmp_path):
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["+experiment=nope"], "unknown experiment 'nope': choose one of cartpole_dqn"),
-        (["experiment=nope"], "unknown experiment 'nope': choose one of cartpole_dqn"),
-        (["topology=ring"], "unknown topology 'ring': choose one of apex_dqn, local"),
+        (["+experiment=nope"], "unknown experiment 'nope': choose one of cartpole_a3c, cartpole_dqn"),
+        (["experiment=nope"], "unknown experiment 'nope': choose one of cartpole_a3c, cartpole_dqn"),
+        (["topology=ring"], "unknown topology 'ring': choose one of a3c, apex_dqn, local"),
+        (["topology=a3c"], "topology=a3c runs a3c, not algo=dqn: add algo=a3c"),
+        (["+experiment=cartpole_a3c", "params.num_shards=10000000"], "set params.num_shards between 1 and"),
+        (["+experiment=cartpole_a3c", "params.worker_nice=40"], "params.worker_nice must be in 0..19"),
         (["env.id=CartPol-v1"], "did you mean CartPole-v1"),
         (["topology.num_workers=0"], "set topology.num_workers=1 or more"),
         (["topology.num_workers=-3"], "set topology.num_workers=1 or more"),
@@ -56,12 +59,13 @@ def test_bad_input_is_one_line_that_names_the_fix(args, expected, tmp_path):
     assert lines[0].startswith("raylab: error: ") and expected in lines[0]
 
 
-@pytest.mark.parametrize("topology", ["local", "apex_dqn"])
+@pytest.mark.parametrize("topology", ["local", "apex_dqn", "a3c"])
 def test_ctrl_c_stops_cleanly_with_outputs(topology, tmp_path):
     """SIGINT to the whole process group, as a terminal's Ctrl-C sends it: exit 130, every output written."""
     run_dir = tmp_path / "run"
+    algo = ["algo=a3c"] if topology == "a3c" else []
     cmd = [
-        sys.executable, "-m", "raylab.train", "env=fake", f"topology={topology}", "stop.seconds=300",
+        sys.executable, "-m", "raylab.train", "env=fake", f"topology={topology}", *algo, "stop.seconds=300",
         "stop.env_steps=null", "logger.report_every_seconds=0.5", f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
     proc = subprocess.Popen(cmd, start_new_session=True, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -99,3 +103,47 @@ def test_bench_envs_writes_json_and_png(tmp_path):
         assert set(family["stages"]) == {"raw", "wrapped", "vector", "worker"}
         assert all(len(s["rounds"]) == 2 and s["agent_steps_per_s"] > 0 for s in family["stages"].values())
     assert out.with_suffix(".png").stat().st_size > 0
+
+
+def bench(*args, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "raylab.bench", *args], capture_output=True, text=True, env=ENV, timeout=timeout
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--workers", "0"], "--workers must be >= 1"),
+        (["--segments", "4", "--workers", "8"], "--segments=4 is fewer than --workers=8"),
+        (["--in-flight", "-1"], "--in-flight >= 0"),
+    ],
+)
+def test_bench_scaling_bad_arguments_are_one_line(args, expected):
+    proc = bench("scaling", "+experiment=snake_a3c", *args)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("raylab bench: error: ") and expected in proc.stderr
+
+
+def test_bench_scaling_needs_the_a3c_topology():
+    proc = bench("scaling", "+experiment=cartpole_dqn")
+    assert proc.returncode == 2 and "add +experiment=snake_a3c" in proc.stderr
+
+
+def test_bench_scaling_writes_rows_json_and_png(tmp_path):
+    """Seed 000's protocol, tiny: both push modes, both models, every row's fields."""
+    out = tmp_path / "scaling.json"
+    proc = bench(
+        "scaling", "+experiment=snake_a3c", "--workers", "1", "2", "--segments", "40", "--repeats", "1",
+        "--train-seconds", "2", "--output", str(out), "model.hidden_sizes=[16]", "--runs-dir", str(tmp_path / "runs"),
+        timeout=400,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["cores_available"] >= 1 and len(report["rows"]) == 2 * 2 * 2
+    for row in report["rows"]:
+        assert row["segments"] == row["pushes_applied"] == 40
+        assert 0 <= row["wait_s"] <= row["total_s"] and row["env_steps"] >= 40
+    for mode in ("pushes_in_flight=1", "pushes_in_flight=0"):
+        assert report["summary"][mode]["1"]["initial_speedup"] == 1.0
+    assert "plateau (pushes_in_flight=1)" in proc.stdout and out.with_suffix(".png").stat().st_size > 0

@@ -18,7 +18,7 @@ def apex_run(tmp_path_factory):
     cfg = make_config(
         run_dir, *FAKE, "topology=apex_dqn", "topology.num_workers=2", "topology.envs_per_worker=4",
         "topology.rollout_length=16", "env.options.num_actions=4", "model.hidden_sizes=[32]",
-        "stop.env_steps=30000", "stop.seconds=120", "stop.mean_return=19", "replay.min_size=256",
+        "stop.env_steps=60000", "stop.seconds=240", "stop.mean_return=19", "replay.min_size=256",
         "replay.samples_per_insert=4",
         "learner.batch_size=32", "learner.updates_per_call=8", "learner.publish_every=8",
         "algo.epsilon.anneal_env_steps=1000", "algo.gamma=0.5", "eval.every_seconds=1", "eval.episodes=4",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from raylab.algos.dqn.policy import load_params
 from raylab.models.factory import ActorCritic
+from raylab.params.flat import load_params
 from raylab.types import Weights
 
 

@@ -29,7 +29,7 @@ from raylab.models.factory import ActorCritic
 from raylab.params.flat import flatten_grads, load_flat
 from raylab.params.link import ServerLink, ServerUpdate
 from raylab.rollout.worker import episodes_of
-from raylab.types import Episodes
+from raylab.types import Episodes, LearnerStats, RolloutStats
 
 
 @dataclass
@@ -54,6 +54,28 @@ class WorkerReport:
     """Mean policy_loss, value_loss, entropy and grad_norm over the call's segments."""
     seconds: float = 0.0
     env_restarts: int = 0
+
+    def rollout_stats(self) -> RolloutStats:
+        """What the driver's progress counters take from a rollout."""
+        return RolloutStats(
+            worker_id=self.worker_id,
+            num_steps=self.env_steps,
+            policy_version=self.policy_version_last,
+            episodes=self.episodes,
+            timings=self.timings,
+            env_restarts=self.env_restarts,
+            lags=self.lags,
+        )
+
+    def learner_stats(self) -> LearnerStats:
+        """What the driver's progress counters take from a learner: one update per pushed segment."""
+        return LearnerStats(
+            updates=self.segments,
+            samples=self.env_steps,
+            version=self.policy_version_last,
+            metrics=self.metrics,
+            seconds=self.timings.get("learn", 0.0),
+        )
 
 
 class A3CWorker:
@@ -93,25 +115,38 @@ class A3CWorker:
     # -- weights -------------------------------------------------------------------------------------------
     def sync(self) -> int:
         """Load the server's current weights (blocking); returns their version."""
-        self._load(self.link.pull())
+        self._load([self.link.pull()])
         return self.version
 
-    def _load(self, update: ServerUpdate) -> None:
-        self._lags.append(update.lag)
-        self.timer.add("server_apply", update.apply_s)
-        self.timer.add("server_queue", update.queue_s)
-        if update.version > self.version:
+    def restart(self) -> int:
+        """Start over from the server's current weights: outstanding pushes drained, envs reset, timers and
+        lags cleared (benchmarks restart the server from a checkpoint between rows this way)."""
+        self._collect(0)
+        self.version = -1
+        self._obs = self.env.reset().copy()
+        self.sync()
+        self.timer.pop()
+        self._lags = []
+        return self.version
+
+    def _load(self, updates: list[ServerUpdate]) -> None:
+        """Account for every reply; load only the newest weights among them."""
+        for update in updates:
+            self._lags.append(update.lag)
+            self.timer.add("server_apply", update.apply_s)
+            self.timer.add("server_queue", update.queue_s)
+        newest = max(updates, key=lambda u: u.version, default=None)
+        if newest is not None and newest.version > self.version:
             with self.timer.stage("sync"):
-                load_flat(self.model, update.params)
-            self.version = update.version
+                load_flat(self.model, newest.params)
+            self.version = newest.version
 
     def _collect(self, allowed: int) -> None:
-        """Load every reply that has arrived; block until at most ``allowed`` pushes are outstanding."""
+        """Load what has arrived; block until at most ``allowed`` pushes are outstanding."""
         while True:
             with self.timer.stage("receive"):
                 updates = self.link.poll()
-            for update in updates:
-                self._load(update)
+            self._load(updates)
             if self.link.in_flight() <= allowed:
                 return
             with self.timer.stage("wait"):
@@ -222,14 +257,9 @@ class A3CWorker:
             for k, (t, e, _) in enumerate(final):
                 bootstrap[t, e] = float(tail_values[num_envs + k])
             logits, values = self.model(obs_batch.reshape(steps * num_envs, *obs_batch.shape[2:]))
-            # A crashed step has no real outcome: it leaves the loss, and the step before it bootstraps from
-            # the value of the state the crash happened in.
             if not valid.all():
                 state_values = values.detach().reshape(steps, num_envs).numpy()
-                for t, e in zip(*np.nonzero(~valid), strict=True):
-                    if t > 0:
-                        truncated[t - 1, e] = True
-                        bootstrap[t - 1, e] = state_values[t, e]
+                bootstrap_before_crashes(valid, terminated, truncated, bootstrap, state_values)
             returns = bootstrapped_returns(rewards, terminated, truncated, bootstrap, self.gamma)
             out = actor_critic_loss(
                 logits,
@@ -258,3 +288,15 @@ class A3CWorker:
             "grad_norm": grad_norm,
         }
         return steps * num_envs, row
+
+
+def bootstrap_before_crashes(
+    valid: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, bootstrap: np.ndarray, values: np.ndarray
+) -> None:
+    """In place: a crashed step (``valid`` False) has no real outcome, so it leaves the loss and the step
+    before it ends its episode there, bootstrapping from the value of the state the crash happened in;
+    unless that step already ended its episode, in which case the crashed step was a new episode's first."""
+    for t, e in zip(*np.nonzero(~valid), strict=True):
+        if t > 0 and not (terminated[t - 1, e] or truncated[t - 1, e]):
+            truncated[t - 1, e] = True
+            bootstrap[t - 1, e] = values[t, e]

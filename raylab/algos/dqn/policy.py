@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import torch
 
 from raylab.models.factory import QNetwork
+from raylab.params.flat import load_params
 from raylab.types import Weights
 
 
@@ -69,11 +68,3 @@ class EpsilonGreedyPolicy:
         load_params(self.q_net, weights.params)
         self.version = weights.version
         return True
-
-
-def load_params(module: torch.nn.Module, params: dict[str, np.ndarray]) -> None:
-    """Copy numpy params into ``module`` (they may be read-only views of Ray's object store)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        state = {k: torch.from_numpy(v) for k, v in params.items()}
-    module.load_state_dict(state)
