@@ -56,4 +56,6 @@ def test_a3c_solves_cartpole(tmp_path):
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a3c_solves_cartpole_other_seeds(tmp_path, seed):
     summary = run(make_config(tmp_path, "+experiment=cartpole_a3c", "logger.console=false", f"seed={seed}"))
-    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 475
+    assert summary.stop_reason.startswith("eval return")
+    assert summary.benchmark["evals"][-1]["return_mean"] >= 475
+    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 450
