@@ -68,7 +68,12 @@ def test_ctrl_c_stops_cleanly_with_outputs(topology, tmp_path):
         sys.executable, "-m", "raylab.train", "env=fake", f"topology={topology}", *algo, "stop.seconds=300",
         "stop.env_steps=null", "logger.report_every_seconds=0.5", f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, start_new_session=True, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        cmd, start_new_session=True, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        # a shell's background jobs inherit SIGINT ignored, and Python then never raises KeyboardInterrupt:
+        # give the run the terminal's default disposition however pytest itself was started
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
     deadline = time.monotonic() + 120
     while not (run_dir / "metrics.jsonl").exists() or not (run_dir / "metrics.jsonl").read_text().strip():
         assert proc.poll() is None and time.monotonic() < deadline, "the run did not start"
