@@ -145,8 +145,8 @@ AlgoConfig = DQNConfig | A3CConfig
 
 @dataclass(frozen=True)
 class ModelConfig:
-    encoder: Literal["mlp", "nature_cnn"] = "mlp"
-    """Observation encoder: mlp for vectors, nature_cnn for uint8 image stacks."""
+    encoder: Literal["mlp", "nature_cnn", "impala_cnn"] = "mlp"
+    """Observation encoder: mlp for vectors; nature_cnn or impala_cnn (Procgen's residual CNN) for images."""
     hidden_sizes: tuple[int, ...] = (256, 256)
     """Fully connected layers after the encoder's input (mlp) or convolutions (nature_cnn)."""
     dueling: bool = False

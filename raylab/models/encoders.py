@@ -51,3 +51,39 @@ class NatureCNN(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.fc(self.conv(obs))
+
+
+class _ResidualBlock(nn.Module):
+    def __init__(self, channels: int):
+        super().__init__()
+        self.conv0 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.conv1(torch.relu(self.conv0(torch.relu(x))))
+
+
+class ImpalaCNN(nn.Module):
+    """Espeholt et al. 2018's deep encoder, as in the Procgen paper: per stack a 3x3 conv, a 3x3/2 max pool
+    and two residual blocks (channels 16, 32, 32), then ReLU and Linear + ReLU layers. Input channel-first."""
+
+    def __init__(self, obs_shape: Sequence[int], hidden_sizes: Sequence[int], channels: Sequence[int] = (16, 32, 32)):
+        super().__init__()
+        layers: list[nn.Module] = []
+        in_channels = int(obs_shape[0])
+        for out_channels in channels:
+            layers += [
+                nn.Conv2d(in_channels, out_channels, 3, padding=1),
+                nn.MaxPool2d(3, stride=2, padding=1),
+                _ResidualBlock(out_channels),
+                _ResidualBlock(out_channels),
+            ]
+            in_channels = out_channels
+        self.conv = nn.Sequential(*layers, nn.ReLU(), nn.Flatten())
+        with torch.no_grad():
+            in_dim = int(self.conv(torch.zeros(1, *obs_shape)).shape[1])
+        fc, self.out_dim = fully_connected(in_dim, hidden_sizes)
+        self.fc = nn.Sequential(*fc)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.conv(obs))

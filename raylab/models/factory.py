@@ -8,14 +8,16 @@ from torch import nn
 from raylab.config import ModelConfig
 from raylab.envs.registry import EnvSpaces
 from raylab.errors import ConfigError
-from raylab.models.encoders import MLPEncoder, NatureCNN
+from raylab.models.encoders import ImpalaCNN, MLPEncoder, NatureCNN
 from raylab.models.heads import DuelingQHead, QHead
+
+Encoder = MLPEncoder | NatureCNN | ImpalaCNN
 
 
 class QNetwork(nn.Module):
     """encoder -> Q head. uint8 observations are scaled to [0, 1] here, so frames cross processes as uint8."""
 
-    def __init__(self, encoder: MLPEncoder | NatureCNN, head: QHead | DuelingQHead):
+    def __init__(self, encoder: Encoder, head: QHead | DuelingQHead):
         super().__init__()
         self.encoder = encoder
         self.head = head
@@ -33,7 +35,7 @@ class ActorCritic(nn.Module):
     explore and the entropy bonus does not fight a peaked random initialisation.
     """
 
-    def __init__(self, encoder: MLPEncoder | NatureCNN, num_actions: int):
+    def __init__(self, encoder: Encoder, num_actions: int):
         super().__init__()
         self.encoder = encoder
         self.policy = nn.Linear(encoder.out_dim, num_actions)
@@ -69,20 +71,21 @@ def build_actor_critic(cfg: ModelConfig, spaces: EnvSpaces) -> ActorCritic:
     return ActorCritic(build_encoder(cfg, spaces), _num_actions(spaces))
 
 
-def build_encoder(cfg: ModelConfig, spaces: EnvSpaces) -> MLPEncoder | NatureCNN:
-    encoder: MLPEncoder | NatureCNN
-    if cfg.encoder == "nature_cnn":
+def build_encoder(cfg: ModelConfig, spaces: EnvSpaces) -> Encoder:
+    encoder: Encoder
+    if cfg.encoder in ("nature_cnn", "impala_cnn"):
         if len(spaces.obs_shape) != 3:
             raise ConfigError(
-                f"model=nature_cnn needs image observations (C, H, W), got shape {spaces.obs_shape}: use model=mlp"
+                f"model={cfg.encoder} needs image observations (C, H, W), got shape {spaces.obs_shape}: use model=mlp"
             )
         channels, _, width = spaces.obs_shape
         if width in (1, 3, 4) and channels > 4:
             raise ConfigError(
-                f"model=nature_cnn needs channel-first observations (C, H, W), got {spaces.obs_shape}, which "
+                f"model={cfg.encoder} needs channel-first observations (C, H, W), got {spaces.obs_shape}, which "
                 f"looks channel-last: transpose the observation (H, W, C) -> (C, H, W)"
             )
-        encoder = NatureCNN(spaces.obs_shape, cfg.hidden_sizes)
+        cls = NatureCNN if cfg.encoder == "nature_cnn" else ImpalaCNN
+        encoder = cls(spaces.obs_shape, cfg.hidden_sizes)
     else:
         encoder = MLPEncoder(spaces.obs_shape, cfg.hidden_sizes)
     return encoder

@@ -52,3 +52,24 @@ def test_channel_last_images_are_a_config_error():
     spaces = EnvSpaces((96, 96, 3), np.dtype(np.uint8), 5, "Discrete(5)")
     with pytest.raises(ConfigError, match="channel-first"):
         build_q_network(ModelConfig(encoder="nature_cnn"), spaces)
+
+
+def test_impala_cnn_actor_critic_on_procgen_frames():
+    from raylab.models import build_actor_critic
+
+    procgen = EnvSpaces((3, 64, 64), np.dtype(np.uint8), 15, "Discrete(15)")
+    net = build_actor_critic(ModelConfig(encoder="impala_cnn", hidden_sizes=(256,)), procgen)
+    logits, values = net(torch.zeros(2, 3, 64, 64, dtype=torch.uint8))
+    assert logits.shape == (2, 15) and values.shape == (2,)
+    # 64 -> 32 -> 16 -> 8 after three stride-2 pools, 32 channels: 2048 features into the 256 layer
+    assert net.encoder.fc[0].in_features == 32 * 8 * 8
+    with pytest.raises(ConfigError, match="model=impala_cnn needs image observations"):
+        build_actor_critic(ModelConfig(encoder="impala_cnn"), VECTOR)
+
+
+def test_actor_critic_policy_head_starts_near_uniform():
+    from raylab.models import build_actor_critic
+
+    net = build_actor_critic(ModelConfig(hidden_sizes=(16,)), VECTOR)
+    logits, _ = net(torch.randn(64, 4))
+    assert logits.abs().max() < 0.1
