@@ -98,6 +98,16 @@ def _boundaries(terminated: np.ndarray, truncated: np.ndarray, gamma: float) -> 
     return discounts, carry
 
 
+def _backward(deltas: np.ndarray, factors: np.ndarray, carry: np.ndarray) -> np.ndarray:
+    """``out[t] = deltas[t] + factors[t] * out[t + 1]`` (0 past the end, and where ``carry[t]`` is False)."""
+    out = np.empty(deltas.shape, np.float32)
+    following = np.zeros(deltas.shape[1:], np.float32)
+    for t in range(deltas.shape[0] - 1, -1, -1):
+        following = deltas[t] + factors[t] * np.where(carry[t], following, 0.0)
+        out[t] = following
+    return out
+
+
 def gae(
     rewards: np.ndarray,
     values: np.ndarray,
@@ -115,12 +125,7 @@ def gae(
     ``lam = 1`` gives ``bootstrapped_returns - values``.
     """
     discounts, carry = _boundaries(terminated, truncated, gamma)
-    deltas = rewards + discounts * next_values - values
-    advantages = np.empty(rewards.shape, np.float32)
-    following = np.zeros(rewards.shape[1:], np.float32)
-    for t in range(rewards.shape[0] - 1, -1, -1):
-        following = deltas[t] + discounts[t] * lam * np.where(carry[t], following, 0.0)
-        advantages[t] = following
+    advantages = _backward(rewards + discounts * next_values - values, discounts * lam, carry)
     return advantages, (advantages + values).astype(np.float32)
 
 
@@ -158,12 +163,7 @@ def vtrace(
     ratios = np.exp(target_logp - behaviour_logp).astype(np.float32)
     rhos = np.minimum(rho_bar, ratios)
     cs = np.minimum(c_bar, ratios)
-    deltas = rhos * (rewards + discounts * next_values - values)
-    corrections = np.empty(rewards.shape, np.float32)  # v_s - V(x_s)
-    following = np.zeros(rewards.shape[1:], np.float32)
-    for t in range(rewards.shape[0] - 1, -1, -1):
-        following = deltas[t] + discounts[t] * cs[t] * np.where(carry[t], following, 0.0)
-        corrections[t] = following
+    corrections = _backward(rhos * (rewards + discounts * next_values - values), discounts * cs, carry)  # v_s - V(x_s)
     vs = (values + corrections).astype(np.float32)
     # v_{s+1} as the policy gradient sees it: next value plus its correction, unless the episode ended at s
     next_corrections = np.zeros(rewards.shape, np.float32)
