@@ -10,7 +10,8 @@ import numpy as np
 
 from raylab.algos.a3c import A3CWorker, ActorCriticPolicy
 from raylab.algos.dqn import DQN, EpsilonGreedyPolicy, EpsilonSchedule, apex_epsilons
-from raylab.config import A3CConfig, DQNConfig, RunConfig
+from raylab.algos.ppo.learner import PPOLearner
+from raylab.config import A3CConfig, DQNConfig, PPOConfig, RunConfig
 from raylab.envs.registry import EVAL_WORKER_INDEX, EnvSpaces, make_vector_env
 from raylab.learner.learner import Learner
 from raylab.models.factory import build_actor_critic, build_q_network
@@ -36,7 +37,12 @@ def _a3c(cfg: RunConfig) -> A3CConfig:
 
 
 def build_rollout_worker(cfg: RunConfig, spaces: EnvSpaces, worker_id: int) -> RolloutWorker:
-    """Worker ``worker_id`` with its envs seeded apart and its slice of the Ape-X epsilon ladder."""
+    """Worker ``worker_id`` with its envs seeded apart: DQN acts epsilon-greedily with its slice of the Ape-X
+    epsilon ladder, PPO samples from its categorical policy."""
+    if isinstance(cfg.algo, PPOConfig):
+        sampler = ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=cfg.seed * 7919 + worker_id)
+        env = make_vector_env(cfg.env, cfg.topology.envs_per_worker, cfg.seed, worker_index=worker_id)
+        return RolloutWorker(env, sampler, worker_id=worker_id, rollout_length=cfg.topology.rollout_length)
     topo, eps = cfg.topology, _dqn(cfg).epsilon
     num_envs = topo.envs_per_worker
     ladder = apex_epsilons(topo.num_workers * num_envs, eps.base, eps.alpha)
@@ -92,6 +98,23 @@ def build_learner(cfg: RunConfig, spaces: EnvSpaces) -> Learner:
         max_grad_norm=cfg.learner.max_grad_norm,
         device=cfg.learner.device,
         publish_every=cfg.learner.publish_every,
+    )
+
+
+def build_ppo_learner(cfg: RunConfig, spaces: EnvSpaces) -> PPOLearner:
+    import torch
+
+    assert isinstance(cfg.algo, PPOConfig), f"algo={cfg.algo.name} reached the PPO learner builder"
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(cfg.learner.num_threads)
+    return PPOLearner(
+        build_actor_critic(cfg.model, spaces),
+        cfg.algo,
+        lr=cfg.learner.lr,
+        adam_eps=cfg.learner.adam_eps,
+        max_grad_norm=cfg.learner.max_grad_norm,
+        device=cfg.learner.device,
+        seed=cfg.seed,
     )
 
 

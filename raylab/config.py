@@ -18,7 +18,12 @@ from typing import Any, Literal
 
 from raylab.errors import ConfigError
 
-TOPOLOGY_ALGOS: dict[str, tuple[str, ...]] = {"local": ("dqn", "a3c"), "apex_dqn": ("dqn",), "a3c": ("a3c",)}
+TOPOLOGY_ALGOS: dict[str, tuple[str, ...]] = {
+    "local": ("dqn", "a3c", "ppo"),
+    "apex_dqn": ("dqn",),
+    "a3c": ("a3c",),
+    "ppo": ("ppo",),
+}
 """Which algorithms each topology runs."""
 
 
@@ -139,8 +144,40 @@ class A3CConfig:
         _positive_or_none(self.max_grad_norm, "algo.max_grad_norm")
 
 
-AlgoConfig = DQNConfig | A3CConfig
-"""Union of the algorithm schemas, told apart by ``name`` (PPO joins here)."""
+@dataclass(frozen=True)
+class PPOConfig:
+    name: Literal["ppo"] = "ppo"
+    """Algorithm name (selects this schema)."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    clip: float = 0.2
+    """Policy ratio clip range: [1 - clip, 1 + clip]."""
+    value_clip: float | None = 0.2
+    """Clip the value update around the old value by this much (None = plain squared error)."""
+    value_coef: float = 0.5
+    """Weight of the value loss."""
+    entropy_coef: float = 0.01
+    """Weight of the entropy bonus."""
+    epochs: int = 4
+    """Passes over each batch of rollouts."""
+    minibatches: int = 4
+    """Minibatches per epoch (the rollouts' steps split evenly)."""
+    normalize_advantages: bool = True
+    """Normalize advantages per minibatch."""
+
+    def __post_init__(self) -> None:
+        _check(0.0 <= self.gamma <= 1.0, f"algo.gamma must be in [0, 1] (got {self.gamma})")
+        _check(0.0 <= self.gae_lambda <= 1.0, f"algo.gae_lambda must be in [0, 1] (got {self.gae_lambda})")
+        _check(self.clip > 0, f"algo.clip must be > 0 (got {self.clip})")
+        _positive_or_none(self.value_clip, "algo.value_clip")
+        _check(self.epochs >= 1, f"algo.epochs must be >= 1 (got {self.epochs})")
+        _check(self.minibatches >= 1, f"algo.minibatches must be >= 1 (got {self.minibatches})")
+
+
+AlgoConfig = DQNConfig | A3CConfig | PPOConfig
+"""Union of the algorithm schemas, told apart by ``name``."""
 
 
 @dataclass(frozen=True)
@@ -159,7 +196,7 @@ class ModelConfig:
 @dataclass(frozen=True)
 class TopologyConfig:
     name: str = "apex_dqn"
-    """Dataflow: local (serial, no Ray) | apex_dqn | a3c."""
+    """Dataflow: local (serial, no Ray) | apex_dqn | a3c | ppo."""
     num_workers: int = 2
     """Rollout workers (Ray actors, or serial workers in the local topology)."""
     envs_per_worker: int = 8
@@ -407,6 +444,13 @@ def _check_cross_fields(run: RunConfig) -> None:
         f"replay.min_size={run.replay.min_size} is below learner.batch_size={run.learner.batch_size}: "
         f"raise replay.min_size",
     )
+    if isinstance(run.algo, PPOConfig):
+        steps = run.topology.num_workers * run.topology.envs_per_worker * run.topology.rollout_length
+        _check(
+            run.algo.minibatches <= steps,
+            f"algo.minibatches={run.algo.minibatches} exceeds the {steps} steps of one round of rollouts: lower "
+            f"algo.minibatches or raise topology.rollout_length",
+        )
     check_env_config(run.env)
     stop = run.stop
     if stop.env_steps is None and stop.seconds is None and stop.mean_return is None:

@@ -3,6 +3,7 @@
 local     serial: every component in one process, no Ray          (topology/local.py)
 apex_dqn  Ape-X DQN: rollout actors, replay actor, learner actor   (topology/apex_dqn.py)
 a3c       A3C: self-driven workers push gradients to server shards (topology/a3c.py)
+ppo       synchronous PPO: rollout actors -> learner actor, rounds   (topology/ppo.py)
 """
 
 from __future__ import annotations
@@ -21,13 +22,19 @@ class Topology(Protocol):
 def make_topology(cfg: RunConfig, spaces: EnvSpaces) -> Topology:
     """The topology ``cfg.topology.name`` names (imported lazily: the local one never imports Ray)."""
     if cfg.topology.name == "local":
-        from raylab.topology.local import LocalA3CTopology, LocalTopology
+        from raylab.topology.local import LocalA3CTopology, LocalPPOTopology, LocalTopology
 
-        return LocalA3CTopology(cfg, spaces) if cfg.algo.name == "a3c" else LocalTopology(cfg, spaces)
+        if cfg.algo.name == "a3c":
+            return LocalA3CTopology(cfg, spaces)
+        return LocalPPOTopology(cfg, spaces) if cfg.algo.name == "ppo" else LocalTopology(cfg, spaces)
     if cfg.topology.name == "apex_dqn":
         from raylab.topology.apex_dqn import ApexDQNTopology
 
         return ApexDQNTopology(cfg, spaces)
+    if cfg.topology.name == "ppo":
+        from raylab.topology.ppo import PPOTopology
+
+        return PPOTopology(cfg, spaces)
     if cfg.topology.name == "a3c":
         from raylab.topology.a3c import A3CTopology
 

@@ -14,6 +14,12 @@ repeat until a stop condition:
     periodic greedy evaluation; report
 the final checkpoint and evaluation use the evaluated weights that met stop.mean_return, if one did
 
+PPO:
+repeat until a stop condition:
+    chunks = [w.sample() for each RolloutWorker w]   # every worker acts with the learner's current weights
+    learner.update(chunks)                           # GAE, minibatch epochs; every worker loads the new weights
+    periodic greedy evaluation; report
+
 A3C:
 repeat until a stop condition:
     for each A3CWorker w: w.run(max_segments=1)     # segment, gradient, push (applied at once), new weights
@@ -28,6 +34,7 @@ from raylab.builders import (
     build_learner,
     build_parameter_server,
     build_parameter_servers,
+    build_ppo_learner,
     build_rate_limiter,
     build_replay,
     build_rollout_worker,
@@ -152,3 +159,47 @@ class LocalA3CTopology:
             "shards": [s.state_dict() for s in self.servers],
         }
         return monitor.finish(stop, state, policy, final_eval)
+
+
+class LocalPPOTopology:
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+        self.cfg = cfg
+        self.learner = build_ppo_learner(cfg, spaces)
+        self.workers = [build_rollout_worker(cfg, spaces, i) for i in range(cfg.topology.num_workers)]
+        self.evaluator = build_evaluator(cfg, spaces)
+        self.monitor = RunMonitor(cfg, spaces)
+
+    def run(self) -> RunSummary:
+        cfg, learner, monitor = self.cfg, self.learner, self.monitor
+        weights = learner.get_weights()
+        monitor.start()
+        stop: str | None = None
+        evaluated = weights
+        try:
+            while stop is None:
+                chunks = []
+                for worker in self.workers:
+                    worker.set_weights(weights)
+                    chunk, stats = worker.sample()
+                    chunks.append(chunk)
+                    monitor.on_rollout(stats, learner.version)
+                monitor.on_learner(learner.update(chunks))
+                weights = learner.get_weights()
+                if monitor.eval_due():
+                    monitor.eval_started()
+                    evaluated = weights
+                    monitor.on_eval(
+                        self.evaluator.evaluate(
+                            evaluated, cfg.eval.episodes, cfg.stop.mean_return, cfg.eval.confirm_episodes
+                        )
+                    )
+                monitor.tick()
+                stop = monitor.stop_reason()
+        except KeyboardInterrupt:
+            stop = "interrupted"
+        monitor.stopped()
+        policy = evaluated if monitor.target_reached() else learner.get_weights()
+        final_eval = None
+        if cfg.eval.final_episodes and stop != "interrupted":
+            final_eval = self.evaluator.evaluate(policy, cfg.eval.final_episodes)
+        return monitor.finish(stop, learner.state_dict(), policy, final_eval)

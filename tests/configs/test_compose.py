@@ -49,7 +49,12 @@ def test_experiment_files_only_override(name):
 )
 def test_every_group_option_composes(group, option, tmp_path):
     prefix = "+" if group == "debug" else ""
-    partner = {("algo", "a3c"): ["topology=a3c"], ("topology", "a3c"): ["algo=a3c"]}.get((group, option), [])
+    partner = {
+        ("algo", "a3c"): ["topology=a3c"],
+        ("topology", "a3c"): ["algo=a3c"],
+        ("algo", "ppo"): ["topology=ppo"],
+        ("topology", "ppo"): ["algo=ppo"],
+    }.get((group, option), [])
     resolve(compose([f"{prefix}{group}={option}", *partner]), run_dir=str(tmp_path))
 
 

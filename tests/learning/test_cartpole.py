@@ -59,3 +59,22 @@ def test_a3c_solves_cartpole_other_seeds(tmp_path, seed):
     assert summary.stop_reason.startswith("eval return")
     assert summary.benchmark["evals"][-1]["return_mean"] >= 475
     assert summary.eval_return_mean is not None and summary.eval_return_mean >= 450
+
+
+@pytest.mark.distributed
+def test_ppo_solves_cartpole(tmp_path):
+    """cartpole_ppo (2 rollout actors x 8 envs, synchronous rounds) reaches a confirmed greedy 475, in seconds."""
+    summary = run(make_config(tmp_path, "+experiment=cartpole_ppo", "logger.console=false", "seed=0"))
+    assert summary.stop_reason.startswith("eval return")
+    assert summary.benchmark["evals"][-1]["return_mean"] >= 475
+    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 450
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("topology", ["ppo", "local"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_ppo_solves_cartpole_other_seeds(tmp_path, topology, seed):
+    overrides = ("+experiment=cartpole_ppo", "logger.console=false", f"seed={seed}", f"topology={topology}")
+    summary = run(make_config(tmp_path, *overrides))
+    assert summary.stop_reason.startswith("eval return")
+    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 450

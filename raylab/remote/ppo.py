@@ -1,0 +1,60 @@
+"""The PPO learner as a Ray actor, with its typed client (rollout and eval actors are the shared ones)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ray
+from ray import ObjectRef
+
+from raylab.builders import build_ppo_learner
+from raylab.config import RunConfig
+from raylab.envs.registry import EnvSpaces
+from raylab.remote.hosts import _Host
+from raylab.types import Chunk, LearnerStats, Weights
+
+
+class PPOLearnerHost(_Host):
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+        with self._deferring_user_errors():
+            self.learner = build_ppo_learner(cfg, spaces)
+
+    def update(self, *chunks: Chunk) -> tuple[LearnerStats, Weights]:
+        """Train on one round (the chunks arrive as separate refs, resolved by Ray); returns the new weights."""
+        stats = self.learner.update(list(chunks))
+        return stats, self.learner.get_weights()
+
+    def get_weights(self) -> Weights:
+        return self.learner.get_weights()
+
+    def state_dict(self) -> dict:
+        return self.learner.state_dict()
+
+
+PPOLearnerActor = ray.remote(PPOLearnerHost)
+
+
+class PPOLearnerClient:
+    @classmethod
+    def create(cls, cfg: RunConfig, spaces: EnvSpaces, num_gpus: float) -> PPOLearnerClient:
+        return cls(PPOLearnerActor.options(num_cpus=cfg.learner.num_cpus, num_gpus=num_gpus).remote(cfg, spaces))
+
+    def __init__(self, handle: Any):
+        self.handle = handle
+
+    def ready(self) -> ObjectRef[bool]:
+        return self.handle.ready.remote()
+
+    def update(self, chunks: list[ObjectRef[Chunk]]) -> tuple[ObjectRef[LearnerStats], ObjectRef[Weights]]:
+        """Chunk refs go straight from the rollout actors' object stores to the learner."""
+        stats, weights = self.handle.update.options(num_returns=2).remote(*chunks)
+        return stats, weights
+
+    def weights(self) -> ObjectRef[Weights]:
+        return self.handle.get_weights.remote()
+
+    def state_dict_blocking(self) -> dict[str, Any]:
+        return ray.get(self.handle.state_dict.remote())
+
+    def peak_memory_bytes(self) -> ObjectRef[int]:
+        return self.handle.peak_memory_bytes.remote()
