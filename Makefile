@@ -51,8 +51,8 @@ test-learning: install ## only the learning tier (slow runs included)
 	WANDB_MODE=disabled $(PY) -m pytest tests/learning $(ARGS)
 
 lint: install ## ruff (lint + format check) and mypy
-	$(PY) -m ruff check raylab tests
-	$(PY) -m ruff format --check raylab tests
+	$(PY) -m ruff check raylab tests benchmarks
+	$(PY) -m ruff format --check raylab tests benchmarks
 	$(PY) -m mypy
 
 format: install ## apply ruff's fixes and formatting

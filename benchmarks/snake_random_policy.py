@@ -1,6 +1,6 @@
 """A uniformly random policy on snake_a3c's env (1000 episodes): the baseline snake_a3c is compared with.
 
-    python benchmarks/snake_random_policy.py      # writes benchmarks/snake_random_policy.json
+python benchmarks/snake_random_policy.py      # writes benchmarks/snake_random_policy.json
 """
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ def main() -> int:
     }
     print(json.dumps(result))
     out = Path(__file__).with_suffix(".json")
-    out.write_text(json.dumps({"benchmark": "snake_random_policy", "machine": machine_info(), **result}, indent=2) + "\n")
+    out.write_text(
+        json.dumps({"benchmark": "snake_random_policy", "machine": machine_info(), **result}, indent=2) + "\n"
+    )
     return 0
 
 
