@@ -56,8 +56,8 @@ lint: install ## ruff (lint + format check) and mypy
 	$(PY) -m mypy
 
 format: install ## apply ruff's fixes and formatting
-	$(PY) -m ruff check --fix raylab tests
-	$(PY) -m ruff format raylab tests
+	$(PY) -m ruff check --fix raylab tests benchmarks
+	$(PY) -m ruff format raylab tests benchmarks
 
 bench-learning: install ## time-to-475 on CartPole, 3 seeds, apex_dqn vs serial -> benchmarks/cartpole_dqn_learning.json
 	$(PY) -m raylab.bench learn --seeds 0 1 2 --output benchmarks/cartpole_dqn_learning.json \
