@@ -14,7 +14,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format bench-learning bench-a3c bench-scaling clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format bench-learning bench-a3c bench-scaling bench-rllib clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -69,6 +69,14 @@ bench-a3c: install ## time-to-475 on CartPole with A3C, 3 seeds, a3c vs serial -
 
 bench-scaling: install ## seed 000's A3C worker scaling on Snake (1..16 workers) -> benchmarks/a3c_scaling.json
 	$(PY) -m raylab.bench scaling +experiment=snake_a3c --output benchmarks/a3c_scaling.json $(ARGS)
+
+RLLIB_VENV ?= .venv-rllib
+$(RLLIB_VENV)/bin/python:
+	$(PYTHON) -m venv $(RLLIB_VENV)
+	$(RLLIB_VENV)/bin/pip install --quiet $(TORCH_SPEC) "ray[rllib]==$$($(PY) -c 'import importlib.metadata as m; print(m.version("ray"))')"
+
+bench-rllib: install $(RLLIB_VENV)/bin/python ## raylab PPO vs RLlib PPO on CartPole, side by side -> benchmarks/cartpole_ppo_vs_rllib.json
+	$(PY) benchmarks/cartpole_ppo_vs_rllib.py --rllib-python $(RLLIB_VENV)/bin/python $(ARGS)
 
 clean: ## remove run outputs and caches (keeps $(VENV))
 	rm -rf outputs multirun .pytest_cache .mypy_cache .ruff_cache

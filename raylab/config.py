@@ -340,6 +340,9 @@ class StopConfig:
     """Stop after this much training wall time."""
     mean_return: float | None = None
     """Stop once a periodic greedy evaluation reaches this mean return."""
+    train_return: float | None = None
+    """Stop once the mean return of the last 100 training episodes reaches this (RLlib's and Sample
+    Factory's usual criterion; it judges the exploring policy, not the greedy one)."""
 
     def __post_init__(self) -> None:
         _positive_or_none(self.env_steps, "stop.env_steps")
@@ -453,8 +456,14 @@ def _check_cross_fields(run: RunConfig) -> None:
         )
     check_env_config(run.env)
     stop = run.stop
-    if stop.env_steps is None and stop.seconds is None and stop.mean_return is None:
+    if stop.env_steps is None and stop.seconds is None and stop.mean_return is None and stop.train_return is None:
         raise ConfigError("no stop condition: set stop.env_steps, stop.seconds or stop.mean_return")
+    bound = max_return(run.env)
+    if stop.train_return is not None and bound is not None and stop.train_return > bound:
+        raise ConfigError(
+            f"stop.train_return={stop.train_return:g} can never trigger: {run.env.id} returns at most {bound:g} "
+            f"per episode; set stop.train_return<={bound:g} or null"
+        )
     if stop.mean_return is not None:
         if not run.eval.periodic:
             raise ConfigError(

@@ -91,7 +91,8 @@ class RunMonitor:
 
     def stop_reason(self) -> str | None:
         last = self.progress.last_eval
-        return self.stop.reason(self.progress.env_steps, self.progress.seconds, last.mean if last else None)
+        p = self.progress
+        return self.stop.reason(p.env_steps, p.seconds, last.mean if last else None, p.returns)
 
     def tick(self, force_report: bool = False) -> None:
         """Cheap; call every loop iteration. Updates live progress and writes a row when one is due."""

@@ -1,6 +1,9 @@
-"""When a run ends: env steps, wall seconds or a greedy-evaluation return, whichever comes first."""
+"""When a run ends: env steps, wall seconds, a greedy-evaluation return or a training return, whichever
+comes first."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from raylab.config import StopConfig
 
@@ -9,11 +12,25 @@ class StopCondition:
     def __init__(self, cfg: StopConfig):
         self.cfg = cfg
 
-    def reason(self, env_steps: int, seconds: float, eval_return: float | None) -> str | None:
-        """Why the run should stop now, or None to go on."""
+    WINDOW = 100
+    """Training episodes stop.train_return averages over (a full window is required)."""
+
+    def reason(
+        self,
+        env_steps: int,
+        seconds: float,
+        eval_return: float | None,
+        train_returns: Sequence[float] = (),
+    ) -> str | None:
+        """Why the run should stop now, or None to go on. ``train_returns``: the latest training episodes."""
         cfg = self.cfg
         if cfg.mean_return is not None and eval_return is not None and eval_return >= cfg.mean_return:
             return f"eval return {eval_return:.1f} >= stop.mean_return={cfg.mean_return:g}"
+        if cfg.train_return is not None and len(train_returns) >= self.WINDOW:
+            mean = sum(list(train_returns)[-self.WINDOW :]) / self.WINDOW
+            if mean >= cfg.train_return:
+                window = f"last {self.WINDOW} episodes"
+                return f"training return {mean:.1f} ({window}) >= stop.train_return={cfg.train_return:g}"
         if cfg.env_steps is not None and env_steps >= cfg.env_steps:
             return f"env steps {env_steps} >= stop.env_steps={cfg.env_steps}"
         if cfg.seconds is not None and seconds >= cfg.seconds:

@@ -73,3 +73,18 @@ def test_cross_field_checks(tmp_path):
     assert "raise replay.min_size" in error(tmp_path, "replay.min_size=10", "learner.batch_size=64")
     assert "exceeds replay.capacity" in error(tmp_path, "replay.min_size=1000", "replay.capacity=100")
     assert "choose one of local, apex_dqn" in error(tmp_path, "topology.name=ring")
+
+
+def test_stop_on_training_return_needs_a_full_window_of_episodes():
+    from raylab.config import StopConfig
+    from raylab.driver.stop import StopCondition
+
+    stop = StopCondition(StopConfig(env_steps=None, seconds=None, train_return=475))
+    assert stop.reason(0, 1.0, None, [500.0] * 99) is None  # 99 episodes: not a full window yet
+    assert stop.reason(0, 1.0, None, [0.0] * 10 + [500.0] * 90) is None  # mean 450
+    reason = stop.reason(0, 1.0, None, [450.0] * 50 + [500.0] * 50)
+    assert reason is not None and reason.startswith("training return 475.0 (last 100 episodes)")
+
+
+def test_a_training_return_above_the_env_maximum_is_refused(tmp_path):
+    assert "stop.train_return=600 can never trigger" in error(tmp_path, "stop.train_return=600")
