@@ -10,8 +10,9 @@ import numpy as np
 
 from raylab.algos.a3c import A3CWorker, ActorCriticPolicy
 from raylab.algos.dqn import DQN, EpsilonGreedyPolicy, EpsilonSchedule, apex_epsilons
+from raylab.algos.ppo.appo import APPOLearner
 from raylab.algos.ppo.learner import PPOLearner
-from raylab.config import A3CConfig, DQNConfig, PPOConfig, RunConfig
+from raylab.config import A3CConfig, APPOConfig, DQNConfig, PPOConfig, RunConfig
 from raylab.envs.registry import EVAL_WORKER_INDEX, EnvSpaces, make_vector_env
 from raylab.learner.learner import Learner
 from raylab.models.factory import build_actor_critic, build_q_network
@@ -39,7 +40,7 @@ def _a3c(cfg: RunConfig) -> A3CConfig:
 def build_rollout_worker(cfg: RunConfig, spaces: EnvSpaces, worker_id: int) -> RolloutWorker:
     """Worker ``worker_id`` with its envs seeded apart: DQN acts epsilon-greedily with its slice of the Ape-X
     epsilon ladder, PPO samples from its categorical policy."""
-    if isinstance(cfg.algo, PPOConfig):
+    if isinstance(cfg.algo, PPOConfig | APPOConfig):
         sampler = ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=cfg.seed * 7919 + worker_id)
         env = make_vector_env(cfg.env, cfg.topology.envs_per_worker, cfg.seed, worker_index=worker_id)
         return RolloutWorker(env, sampler, worker_id=worker_id, rollout_length=cfg.topology.rollout_length)
@@ -101,21 +102,24 @@ def build_learner(cfg: RunConfig, spaces: EnvSpaces) -> Learner:
     )
 
 
-def build_ppo_learner(cfg: RunConfig, spaces: EnvSpaces) -> PPOLearner:
+def build_ppo_learner(cfg: RunConfig, spaces: EnvSpaces) -> PPOLearner | APPOLearner:
+    """The synchronous PPO learner, or APPO's (V-trace, lag-bounded) for algo=appo."""
     import torch
 
-    assert isinstance(cfg.algo, PPOConfig), f"algo={cfg.algo.name} reached the PPO learner builder"
+    assert isinstance(cfg.algo, PPOConfig | APPOConfig), f"algo={cfg.algo.name} reached the PPO learner builder"
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.learner.num_threads)
+    opt = cfg.learner
+    model = build_actor_critic(cfg.model, spaces)
+    if isinstance(cfg.algo, APPOConfig):
+        return APPOLearner(
+            model, cfg.algo, lr=opt.lr, adam_eps=opt.adam_eps, max_grad_norm=opt.max_grad_norm, device=opt.device,
+            seed=cfg.seed,
+        )  # fmt: skip
     return PPOLearner(
-        build_actor_critic(cfg.model, spaces),
-        cfg.algo,
-        lr=cfg.learner.lr,
-        adam_eps=cfg.learner.adam_eps,
-        max_grad_norm=cfg.learner.max_grad_norm,
-        device=cfg.learner.device,
+        model, cfg.algo, lr=opt.lr, adam_eps=opt.adam_eps, max_grad_norm=opt.max_grad_norm, device=opt.device,
         seed=cfg.seed,
-    )
+    )  # fmt: skip
 
 
 def build_rate_limiter(cfg: RunConfig) -> SamplesPerInsertLimiter:

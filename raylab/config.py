@@ -19,10 +19,11 @@ from typing import Any, Literal
 from raylab.errors import ConfigError
 
 TOPOLOGY_ALGOS: dict[str, tuple[str, ...]] = {
-    "local": ("dqn", "a3c", "ppo"),
+    "local": ("dqn", "a3c", "ppo", "appo"),
     "apex_dqn": ("dqn",),
     "a3c": ("a3c",),
     "ppo": ("ppo",),
+    "appo": ("appo",),
 }
 """Which algorithms each topology runs."""
 
@@ -176,7 +177,41 @@ class PPOConfig:
         _check(self.minibatches >= 1, f"algo.minibatches must be >= 1 (got {self.minibatches})")
 
 
-AlgoConfig = DQNConfig | A3CConfig | PPOConfig
+@dataclass(frozen=True)
+class APPOConfig:
+    name: Literal["appo"] = "appo"
+    """Algorithm name (selects this schema)."""
+    gamma: float = 0.99
+    """Discount factor."""
+    clip: float = 0.2
+    """Clip range of the ratio pi / mu (current policy over the behaviour policy that acted)."""
+    value_coef: float = 0.5
+    """Weight of the value loss (0.5 * (v_s - V)^2 with V-trace targets v_s)."""
+    entropy_coef: float = 0.01
+    """Weight of the entropy bonus."""
+    rho_bar: float = 1.0
+    """V-trace: truncation of the importance weights in the value targets."""
+    c_bar: float = 1.0
+    """V-trace: truncation of the trace-cutting coefficients."""
+    max_policy_lag: int = 16
+    """Chunks acted by a policy more than this many learner updates old are dropped (and counted)."""
+    chunks_per_update: int = 4
+    """At most this many arrived chunks per learner call; the learner takes whatever has arrived (>= 1)."""
+    epochs: int = 1
+    """Passes over each learner call's chunks."""
+    minibatches: int = 2
+    """Minibatches per epoch."""
+
+    def __post_init__(self) -> None:
+        _check(0.0 <= self.gamma <= 1.0, f"algo.gamma must be in [0, 1] (got {self.gamma})")
+        _check(self.clip > 0, f"algo.clip must be > 0 (got {self.clip})")
+        _check(self.rho_bar > 0 and self.c_bar > 0, "algo.rho_bar and algo.c_bar must be > 0")
+        _check(self.max_policy_lag >= 0, f"algo.max_policy_lag must be >= 0 (got {self.max_policy_lag})")
+        _check(self.chunks_per_update >= 1, "algo.chunks_per_update must be >= 1")
+        _check(self.epochs >= 1 and self.minibatches >= 1, "algo.epochs and algo.minibatches must be >= 1")
+
+
+AlgoConfig = DQNConfig | A3CConfig | PPOConfig | APPOConfig
 """Union of the algorithm schemas, told apart by ``name``."""
 
 
@@ -196,7 +231,7 @@ class ModelConfig:
 @dataclass(frozen=True)
 class TopologyConfig:
     name: str = "apex_dqn"
-    """Dataflow: local (serial, no Ray) | apex_dqn | a3c | ppo."""
+    """Dataflow: local (serial, no Ray) | apex_dqn | a3c | ppo | appo."""
     num_workers: int = 2
     """Rollout workers (Ray actors, or serial workers in the local topology)."""
     envs_per_worker: int = 8
@@ -447,7 +482,7 @@ def _check_cross_fields(run: RunConfig) -> None:
         f"replay.min_size={run.replay.min_size} is below learner.batch_size={run.learner.batch_size}: "
         f"raise replay.min_size",
     )
-    if isinstance(run.algo, PPOConfig):
+    if isinstance(run.algo, PPOConfig | APPOConfig):
         steps = run.topology.num_workers * run.topology.envs_per_worker * run.topology.rollout_length
         _check(
             run.algo.minibatches <= steps,

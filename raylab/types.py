@@ -36,6 +36,9 @@ class Chunk:
     restarted: np.ndarray | None = None
     """[T, E] bool, or None when nothing crashed: the env crashed at step t and was rebuilt, so that step has
     no real outcome (truncated is set, reward 0); targets must not use it or anything before it."""
+    log_probs: np.ndarray | None = None
+    """[T, E] log-probabilities of the actions under the policy that acted (behaviour policy), when it has
+    them: APPO's V-trace corrects for the learner having moved on since."""
 
     @property
     def num_steps(self) -> int:

@@ -135,6 +135,8 @@ class VTraceTargets:
     """V-trace value targets v_s."""
     pg_advantages: np.ndarray
     """rho_s * (r_s + gamma_s * v_{s+1} - V(x_s)) with rho clipped at ``pg_rho_bar``."""
+    advantages: np.ndarray
+    """r_s + gamma_s * v_{s+1} - V(x_s) without the importance weight (for a clipped-ratio surrogate)."""
     rhos: np.ndarray
     """Unclipped importance ratios pi / mu (diagnostics)."""
 
@@ -169,5 +171,6 @@ def vtrace(
     next_corrections = np.zeros(rewards.shape, np.float32)
     next_corrections[:-1] = np.where(carry[:-1], corrections[1:], 0.0)
     vs_next = next_values + next_corrections
-    pg_advantages = np.minimum(pg_rho_bar, ratios) * (rewards + discounts * vs_next - values)
-    return VTraceTargets(vs, pg_advantages.astype(np.float32), ratios)
+    advantages = (rewards + discounts * vs_next - values).astype(np.float32)
+    pg_advantages = np.minimum(pg_rho_bar, ratios) * advantages
+    return VTraceTargets(vs, pg_advantages.astype(np.float32), advantages, ratios)

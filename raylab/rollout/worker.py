@@ -18,6 +18,9 @@ class Policy(Protocol):
     """What a rollout worker needs from a policy: batched actions and versioned weights."""
 
     version: int
+    last_log_probs: np.ndarray | None
+    """Log-probabilities of the actions the last ``act`` returned, for off-policy corrections (APPO's
+    V-trace); None for policies without them (epsilon-greedy)."""
 
     def act(self, obs: np.ndarray) -> np.ndarray: ...
 
@@ -54,6 +57,7 @@ class RolloutWorker:
         terminated = np.empty((steps, num_envs), bool)
         truncated = np.empty((steps, num_envs), bool)
         restarted: np.ndarray | None = None
+        log_probs: np.ndarray | None = None
         final_obs: list[np.ndarray] = []
         final_index: list[tuple[int, int]] = []
         episodes: list[dict[str, float]] = []
@@ -64,6 +68,10 @@ class RolloutWorker:
         for t in range(steps):
             with timer.stage("inference"):
                 actions[t] = self.policy.act(obs[t])
+                if self.policy.last_log_probs is not None:
+                    if log_probs is None:
+                        log_probs = np.empty((steps, num_envs), np.float32)
+                    log_probs[t] = self.policy.last_log_probs
             with timer.stage("env"):
                 step = self.env.step(actions[t])
             obs[t + 1] = step.obs
@@ -94,6 +102,7 @@ class RolloutWorker:
             worker_id=self.worker_id,
             seq=self._seq,
             restarted=restarted,
+            log_probs=log_probs,
         )
         self._seq += 1
         stats = RolloutStats(

@@ -4,6 +4,7 @@ local     serial: every component in one process, no Ray          (topology/loca
 apex_dqn  Ape-X DQN: rollout actors, replay actor, learner actor   (topology/apex_dqn.py)
 a3c       A3C: self-driven workers push gradients to server shards (topology/a3c.py)
 ppo       synchronous PPO: rollout actors -> learner actor, rounds   (topology/ppo.py)
+appo      asynchronous PPO + V-trace: the learner takes what arrived  (topology/appo.py)
 """
 
 from __future__ import annotations
@@ -26,11 +27,15 @@ def make_topology(cfg: RunConfig, spaces: EnvSpaces) -> Topology:
 
         if cfg.algo.name == "a3c":
             return LocalA3CTopology(cfg, spaces)
-        return LocalPPOTopology(cfg, spaces) if cfg.algo.name == "ppo" else LocalTopology(cfg, spaces)
+        return LocalPPOTopology(cfg, spaces) if cfg.algo.name in ("ppo", "appo") else LocalTopology(cfg, spaces)
     if cfg.topology.name == "apex_dqn":
         from raylab.topology.apex_dqn import ApexDQNTopology
 
         return ApexDQNTopology(cfg, spaces)
+    if cfg.topology.name == "appo":
+        from raylab.topology.appo import APPOTopology
+
+        return APPOTopology(cfg, spaces)
     if cfg.topology.name == "ppo":
         from raylab.topology.ppo import PPOTopology
 

@@ -59,11 +59,11 @@ def test_bad_input_is_one_line_that_names_the_fix(args, expected, tmp_path):
     assert lines[0].startswith("raylab: error: ") and expected in lines[0]
 
 
-@pytest.mark.parametrize("topology", ["local", "apex_dqn", "a3c", "ppo"])
+@pytest.mark.parametrize("topology", ["local", "apex_dqn", "a3c", "ppo", "appo"])
 def test_ctrl_c_stops_cleanly_with_outputs(topology, tmp_path):
     """SIGINT to the whole process group, as a terminal's Ctrl-C sends it: exit 130, every output written."""
     run_dir = tmp_path / "run"
-    algo = [f"algo={topology}"] if topology in ("a3c", "ppo") else []
+    algo = [f"algo={topology}"] if topology in ("a3c", "ppo", "appo") else []
     cmd = [
         sys.executable, "-m", "raylab.train", "env=fake", f"topology={topology}", *algo, "stop.seconds=300",
         "stop.env_steps=null", "logger.report_every_seconds=0.5", f"hydra.run.dir={run_dir}",

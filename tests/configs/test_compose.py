@@ -54,6 +54,8 @@ def test_every_group_option_composes(group, option, tmp_path):
         ("topology", "a3c"): ["algo=a3c"],
         ("algo", "ppo"): ["topology=ppo"],
         ("topology", "ppo"): ["algo=ppo"],
+        ("algo", "appo"): ["topology=appo"],
+        ("topology", "appo"): ["algo=appo"],
     }.get((group, option), [])
     resolve(compose([f"{prefix}{group}={option}", *partner]), run_dir=str(tmp_path))
 

@@ -78,3 +78,21 @@ def test_ppo_solves_cartpole_other_seeds(tmp_path, topology, seed):
     summary = run(make_config(tmp_path, *overrides))
     assert summary.stop_reason.startswith("eval return")
     assert summary.eval_return_mean is not None and summary.eval_return_mean >= 450
+
+
+@pytest.mark.distributed
+def test_appo_solves_cartpole(tmp_path):
+    """cartpole_appo: workers and learner never wait for each other; V-trace corrects the lag."""
+    summary = run(make_config(tmp_path, "+experiment=cartpole_appo", "logger.console=false", "seed=0"))
+    assert summary.stop_reason.startswith("eval return")
+    assert summary.benchmark["evals"][-1]["return_mean"] >= 475
+    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 450
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+@pytest.mark.parametrize("seed", [1, 2])
+def test_appo_solves_cartpole_other_seeds(tmp_path, seed):
+    summary = run(make_config(tmp_path, "+experiment=cartpole_appo", "logger.console=false", f"seed={seed}"))
+    assert summary.stop_reason.startswith("eval return")
+    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 450

@@ -18,14 +18,17 @@ class ActorCriticPolicy:
         self.greedy = greedy
         self.generator = torch.Generator().manual_seed(int(seed))
         self.version = -1
+        self.last_log_probs: np.ndarray | None = None
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
             logits, _ = self.model(torch.from_numpy(obs))
             if self.greedy:
                 return logits.argmax(dim=1).numpy()
-            probs = torch.softmax(logits, dim=1)
-            return torch.multinomial(probs, 1, generator=self.generator).squeeze(1).numpy()
+            log_probs = torch.log_softmax(logits, dim=1)
+            actions = torch.multinomial(log_probs.exp(), 1, generator=self.generator)
+            self.last_log_probs = log_probs.gather(1, actions).squeeze(1).numpy()
+            return actions.squeeze(1).numpy()
 
     def set_weights(self, weights: Weights) -> bool:
         """Load ``weights`` if newer than what the policy holds; returns whether it did."""

@@ -47,6 +47,7 @@ class EpsilonGreedyPolicy:
         self.num_actions = num_actions
         self.rng = np.random.default_rng(seed)
         self.version = -1
+        self.last_log_probs: np.ndarray | None = None  # epsilon-greedy keeps none
         self.steps = 0
         """Vector steps taken (each is one agent step per env slot)."""
 

@@ -50,6 +50,9 @@ def join_chunks(chunks: list[Chunk]) -> Chunk:
         worker_id=-1,
         seq=-1,
         restarted=restarted,
+        log_probs=None
+        if any(c.log_probs is None for c in chunks)
+        else np.concatenate([c.log_probs for c in chunks if c.log_probs is not None], axis=1),
     )
 
 

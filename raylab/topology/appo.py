@@ -1,0 +1,131 @@
+"""Asynchronous PPO on Ray: the learner trains on whatever chunks have arrived, never on a round.
+
+    RolloutActor x N --chunk ref--> driver queue --(1..chunks_per_update refs)--> PPOLearnerActor (APPO)
+          ^   (each worker always has one chunk in flight,                            |
+          |    acting with the newest weights it was handed)                           |
+          +-------------------- newest weights ref, on the worker's next chunk <------+
+    EvalActor <- weights ref every eval interval
+
+A worker is never held for the learner except by backpressure (a queue of more than 2 x chunks_per_update
+arrived chunks parks it), and the learner never waits for the slowest worker: each call takes what is
+queued. V-trace corrects for the policy having moved on; chunks more than algo.max_policy_lag updates old
+are dropped by the learner and counted (``learner/dropped_chunks``).
+"""
+
+from __future__ import annotations
+
+import ray
+from ray import ObjectRef
+
+from raylab.config import APPOConfig, RunConfig
+from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.envs.registry import EnvSpaces
+from raylab.remote.clients import EvalClient, RolloutClient
+from raylab.remote.ppo import PPOLearnerClient
+from raylab.remote.runtime import init_ray, user_error, wait_ready
+from raylab.types import Chunk, EvalResult, LearnerStats, RolloutStats, Weights
+
+WAIT_TIMEOUT_S = 0.1
+
+
+class APPOTopology:
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+        assert isinstance(cfg.algo, APPOConfig), f"topology=appo got algo={cfg.algo.name}"
+        self.cfg = cfg
+        self.algo = cfg.algo
+        self.spaces = spaces
+
+    def required_cpus(self) -> float:
+        return self.cfg.topology.num_workers * self.cfg.topology.worker_cpus + self.cfg.learner.num_cpus
+
+    def run(self) -> RunSummary:
+        started = init_ray(self.cfg.ray, self.required_cpus())
+        try:
+            return self._run()
+        except ray.exceptions.RayError as err:
+            raise user_error(err) or err from None
+        finally:
+            if started:
+                ray.shutdown()
+
+    def _run(self) -> RunSummary:
+        cfg, spaces, algo = self.cfg, self.spaces, self.algo
+        monitor = RunMonitor(cfg, spaces)
+        learner = PPOLearnerClient.create(cfg, spaces, 0.0 if cfg.learner.device == "cpu" else cfg.learner.num_gpus)
+        evaluator = EvalClient.create(cfg, spaces)
+        workers = [RolloutClient.create(cfg, spaces, i) for i in range(cfg.topology.num_workers)]
+        wait_ready([learner.ready(), evaluator.ready(), *[w.ready() for w in workers]], "raylab actors")
+
+        weights_ref: ObjectRef[Weights] = learner.weights()
+        evaluated_ref = weights_ref
+        rollouts: dict[ObjectRef[RolloutStats], tuple[int, ObjectRef[Chunk]]] = {}
+        queue: list[ObjectRef[Chunk]] = []
+        parked: list[int] = []
+        update: tuple[ObjectRef[LearnerStats], ObjectRef[Weights]] | None = None
+        eval_job: tuple[ObjectRef[EvalResult], ObjectRef[Weights]] | None = None
+        version = 0
+        queue_limit = 2 * algo.chunks_per_update
+
+        def submit(i: int) -> None:
+            chunk_ref, stats_ref = workers[i].sample(weights_ref)
+            rollouts[stats_ref] = (i, chunk_ref)
+
+        monitor.start()
+        for i in range(len(workers)):
+            submit(i)
+        stop: str | None = None
+        try:
+            while stop is None:
+                if update is None and queue:
+                    batch, queue = queue[: algo.chunks_per_update], queue[algo.chunks_per_update :]
+                    update = learner.update(batch)
+                    while parked and len(queue) < queue_limit:
+                        submit(parked.pop(0))
+                if eval_job is None and monitor.eval_due():
+                    monitor.eval_started()
+                    eval_ref = evaluator.evaluate(
+                        weights_ref, cfg.eval.episodes, cfg.stop.mean_return, cfg.eval.confirm_episodes
+                    )
+                    eval_job = (eval_ref, weights_ref)
+                waiting: list[ObjectRef] = list(rollouts)
+                if update is not None:
+                    waiting.append(update[0])
+                if eval_job is not None:
+                    waiting.append(eval_job[0])
+                ready, _ = ray.wait(waiting, num_returns=1, timeout=WAIT_TIMEOUT_S)
+                for ref in ready:
+                    if ref in rollouts:
+                        i, chunk_ref = rollouts.pop(ref)
+                        monitor.on_rollout(ray.get(ref), version)
+                        queue.append(chunk_ref)
+                        if len(queue) < queue_limit:
+                            submit(i)
+                        else:
+                            parked.append(i)
+                    elif update is not None and ref == update[0]:
+                        stats: LearnerStats = ray.get(ref)
+                        monitor.on_learner(stats)
+                        if stats.published:
+                            weights_ref, version = update[1], stats.version
+                        update = None
+                    elif eval_job is not None and ref == eval_job[0]:
+                        monitor.on_eval(ray.get(ref))
+                        evaluated_ref, eval_job = eval_job[1], None
+                monitor.tick()
+                stop = monitor.stop_reason()
+        except KeyboardInterrupt:
+            stop = "interrupted"
+        monitor.stopped()
+        if update is not None:
+            monitor.on_learner(ray.get(update[0]))
+            weights_ref = update[1]
+        policy_ref = evaluated_ref if monitor.target_reached() else weights_ref
+        final_eval = None
+        if cfg.eval.final_episodes and stop != "interrupted":
+            final_eval = ray.get(evaluator.evaluate(policy_ref, cfg.eval.final_episodes))
+        policy: Weights = ray.get(policy_ref)
+        state = learner.state_dict_blocking()
+        peak_refs = [learner.peak_memory_bytes(), evaluator.peak_memory_bytes()]
+        peak = sum(ray.get([*peak_refs, *[w.peak_memory_bytes() for w in workers]]))
+        extra = {"appo": {"dropped_chunks": int(state.get("dropped_chunks", 0))}}
+        return monitor.finish(stop, state, policy, final_eval, extra_peak_memory_bytes=peak, extra=extra)
