@@ -14,7 +14,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format bench-learning bench-a3c bench-scaling bench-rllib bench-appo clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format bench-learning bench-a3c bench-scaling bench-rllib bench-ppo bench-appo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -69,6 +69,10 @@ bench-a3c: install ## time-to-475 on CartPole with A3C, 3 seeds, a3c vs serial -
 
 bench-scaling: install ## seed 000's A3C worker scaling on Snake (1..16 workers) -> benchmarks/a3c_scaling.json
 	$(PY) -m raylab.bench scaling +experiment=snake_a3c --output benchmarks/a3c_scaling.json $(ARGS)
+
+bench-ppo: install ## time-to-475 on CartPole with PPO, 3 seeds, ppo vs serial -> benchmarks/cartpole_ppo_learning.json
+	$(PY) -m raylab.bench learn --seeds 0 1 2 --output benchmarks/cartpole_ppo_learning.json \
+		--variant ppo= --variant local=topology=local +experiment=cartpole_ppo $(ARGS)
 
 bench-appo: install ## time-to-475 on CartPole with APPO, 3 seeds -> benchmarks/cartpole_appo_learning.json
 	$(PY) -m raylab.bench learn --seeds 0 1 2 --output benchmarks/cartpole_appo_learning.json \
