@@ -30,9 +30,9 @@ def test_smoke_run_in_serial_mode(tmp_path):
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["+experiment=nope"], "unknown experiment 'nope': choose one of cartpole_a3c, cartpole_dqn"),
-        (["experiment=nope"], "unknown experiment 'nope': choose one of cartpole_a3c, cartpole_dqn"),
-        (["topology=ring"], "unknown topology 'ring': choose one of a3c, apex_dqn, local"),
+        (["+experiment=nope"], "unknown experiment 'nope': choose one of cartpole_a3c, "),
+        (["experiment=nope"], "unknown experiment 'nope': choose one of cartpole_a3c, "),
+        (["topology=ring"], "unknown topology 'ring': choose one of a3c, apex_dqn, "),
         (["topology=a3c"], "topology=a3c runs a3c, not algo=dqn: add algo=a3c"),
         (["+experiment=cartpole_a3c", "params.num_shards=10000000"], "set params.num_shards between 1 and"),
         (["+experiment=cartpole_a3c", "params.worker_nice=40"], "params.worker_nice must be in 0..19"),
