@@ -5,15 +5,39 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import ray
 from ray import ObjectRef
 
-from raylab.config import RayConfig
+from raylab.config import LearnerConfig, RayConfig
 from raylab.errors import RaylabError
 
 ACTOR_START_TIMEOUT_S = 180.0
+T = TypeVar("T")
+
+
+def run_on_ray(cfg: RayConfig, required_cpus: float, body: Callable[[], T]) -> T:
+    """Run a topology's driver loop on Ray: start or join it, turn an actor's user error back into its one
+    line, and stop the Ray this call started."""
+    started = init_ray(cfg, required_cpus)
+    try:
+        return body()
+    except ray.exceptions.RayError as err:
+        raise user_error(err) or err from None
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def learner_gpus(cfg: LearnerConfig) -> float:
+    """GPUs to reserve for a learner actor: learner.num_gpus if set, else one when CUDA is here (device=auto)."""
+    if cfg.num_gpus or cfg.device == "cpu":
+        return cfg.num_gpus
+    import torch
+
+    return 1.0 if torch.cuda.is_available() else 0.0
 
 
 def init_ray(cfg: RayConfig, required_cpus: float) -> bool:

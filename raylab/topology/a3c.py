@@ -35,7 +35,7 @@ from raylab.params.link import ServerUpdate
 from raylab.params.server import ServerStats
 from raylab.remote.a3c import A3CWorkerClient, ShardClient
 from raylab.remote.clients import EvalClient
-from raylab.remote.runtime import init_ray, user_error, wait_ready
+from raylab.remote.runtime import run_on_ray, wait_ready
 from raylab.types import EvalResult, Weights
 
 WINDOW_S = 0.25
@@ -88,14 +88,7 @@ class A3CTopology:
         return cfg.topology.num_workers * cfg.topology.worker_cpus + cfg.params.num_shards * cfg.params.shard_cpus
 
     def run(self) -> RunSummary:
-        started = init_ray(self.cfg.ray, self.required_cpus())
-        try:
-            return self._run()
-        except ray.exceptions.RayError as err:
-            raise user_error(err) or err from None
-        finally:
-            if started:
-                ray.shutdown()
+        return run_on_ray(self.cfg.ray, self.required_cpus(), self._run)
 
     def _weights(self, shards: list[ShardClient]) -> Weights:
         update = ServerUpdate.join(ray.get([s.pull() for s in shards]))

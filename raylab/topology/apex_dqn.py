@@ -29,7 +29,7 @@ from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.clients import EvalClient, LearnerClient, ReplayClient, RolloutClient
-from raylab.remote.runtime import init_ray, user_error, wait_ready
+from raylab.remote.runtime import learner_gpus, run_on_ray, wait_ready
 from raylab.replay.buffer import check_fits_in_memory
 from raylab.types import Chunk, EvalResult, LearnerStats, RolloutStats, Weights
 
@@ -69,26 +69,12 @@ class ApexDQNTopology:
         return self.cfg.topology.num_workers * self.cfg.topology.worker_cpus + self.cfg.learner.num_cpus
 
     def run(self) -> RunSummary:
-        started = init_ray(self.cfg.ray, self.required_cpus())
-        try:
-            return self._run()
-        except ray.exceptions.RayError as err:
-            raise user_error(err) or err from None
-        finally:
-            if started:
-                ray.shutdown()
-
-    def _learner_gpus(self) -> float:
-        import torch
-
-        if self.cfg.learner.num_gpus or self.cfg.learner.device == "cpu":
-            return self.cfg.learner.num_gpus
-        return 1.0 if torch.cuda.is_available() else 0.0
+        return run_on_ray(self.cfg.ray, self.required_cpus(), self._run)
 
     def _run(self) -> RunSummary:
         cfg, spaces, limiter = self.cfg, self.spaces, self.limiter
         monitor = RunMonitor(cfg, spaces)
-        learner = LearnerClient.create(cfg, spaces, self._learner_gpus())
+        learner = LearnerClient.create(cfg, spaces, learner_gpus(cfg.learner))
         replay = ReplayClient.create(cfg, spaces)
         evaluator = EvalClient.create(cfg, spaces)
         workers = [RolloutClient.create(cfg, spaces, i) for i in range(cfg.topology.num_workers)]

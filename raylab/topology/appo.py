@@ -22,7 +22,7 @@ from raylab.driver.monitor import RunMonitor, RunSummary
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.clients import EvalClient, RolloutClient
 from raylab.remote.ppo import PPOLearnerClient
-from raylab.remote.runtime import init_ray, user_error, wait_ready
+from raylab.remote.runtime import learner_gpus, run_on_ray, wait_ready
 from raylab.types import Chunk, EvalResult, LearnerStats, RolloutStats, Weights
 
 WAIT_TIMEOUT_S = 0.1
@@ -39,19 +39,12 @@ class APPOTopology:
         return self.cfg.topology.num_workers * self.cfg.topology.worker_cpus + self.cfg.learner.num_cpus
 
     def run(self) -> RunSummary:
-        started = init_ray(self.cfg.ray, self.required_cpus())
-        try:
-            return self._run()
-        except ray.exceptions.RayError as err:
-            raise user_error(err) or err from None
-        finally:
-            if started:
-                ray.shutdown()
+        return run_on_ray(self.cfg.ray, self.required_cpus(), self._run)
 
     def _run(self) -> RunSummary:
         cfg, spaces, algo = self.cfg, self.spaces, self.algo
         monitor = RunMonitor(cfg, spaces)
-        learner = PPOLearnerClient.create(cfg, spaces, 0.0 if cfg.learner.device == "cpu" else cfg.learner.num_gpus)
+        learner = PPOLearnerClient.create(cfg, spaces, learner_gpus(cfg.learner))
         evaluator = EvalClient.create(cfg, spaces)
         workers = [RolloutClient.create(cfg, spaces, i) for i in range(cfg.topology.num_workers)]
         wait_ready([learner.ready(), evaluator.ready(), *[w.ready() for w in workers]], "raylab actors")
