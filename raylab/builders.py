@@ -62,7 +62,8 @@ def build_rollout_worker(cfg: RunConfig, spaces: EnvSpaces, worker_id: int) -> R
 
 
 def build_evaluator(cfg: RunConfig, spaces: EnvSpaces) -> Evaluator:
-    """Greedy evaluation: argmax Q (with algo.epsilon.eval) for DQN, the most likely action for A3C."""
+    """Evaluation: argmax Q (with algo.epsilon.eval) for DQN; for actor-critics the most likely action, or a
+    sample from the policy with eval.greedy=false."""
     num_envs = min(max(cfg.eval.episodes, 1), MAX_EVAL_ENVS)
     assert spaces.num_actions is not None
     policy: Policy
@@ -70,7 +71,7 @@ def build_evaluator(cfg: RunConfig, spaces: EnvSpaces) -> Evaluator:
         schedule = EpsilonSchedule(final=np.full(num_envs, cfg.algo.epsilon.eval))
         policy = EpsilonGreedyPolicy(build_q_network(cfg.model, spaces), schedule, spaces.num_actions, seed=cfg.seed)
     else:
-        policy = ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=cfg.seed, greedy=True)
+        policy = ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=cfg.seed, greedy=cfg.eval.greedy)
     env = make_vector_env(cfg.env, num_envs, cfg.seed, worker_index=EVAL_WORKER_INDEX)
     return Evaluator(env, policy)
 

@@ -397,6 +397,10 @@ class EvalConfig:
     run and the stop is judged on all of them (0 = no confirmation)."""
     final_episodes: int = 20
     """Episodes of the final evaluation (0 = skip)."""
+    greedy: bool = True
+    """Act with the most likely action (True), or sample from the policy (False: actor-critic algorithms only;
+    Procgen's protocol, where an argmax policy can stall against a wall forever). DQN evaluates with
+    algo.epsilon.eval."""
 
     def __post_init__(self) -> None:
         _positive_or_none(self.every_seconds, "eval.every_seconds")
@@ -408,6 +412,18 @@ class EvalConfig:
     @property
     def periodic(self) -> bool:
         return self.every_seconds is not None or self.every_env_steps is not None
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    every_seconds: float | None = None
+    """Write checkpoints/step_<env steps>.pt at this wall-clock interval of training (None = only final.pt)."""
+    keep: int = 3
+    """Periodic checkpoints kept (older ones are deleted; final.pt is always written)."""
+
+    def __post_init__(self) -> None:
+        _positive_or_none(self.every_seconds, "checkpoint.every_seconds")
+        _check(self.keep >= 1, "checkpoint.keep must be >= 1")
 
 
 @dataclass(frozen=True)
@@ -444,6 +460,7 @@ class RunConfig:
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     stop: StopConfig = field(default_factory=StopConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     run_dir: str = "."
     """Where the run writes its outputs (the Hydra run dir under raylab.train)."""
@@ -489,6 +506,10 @@ def _check_cross_fields(run: RunConfig) -> None:
             f"algo.minibatches={run.algo.minibatches} exceeds the {steps} steps of one round of rollouts: lower "
             f"algo.minibatches or raise topology.rollout_length",
         )
+    _check(
+        run.eval.greedy or not isinstance(run.algo, DQNConfig),
+        "eval.greedy=false samples from a policy, and algo=dqn has none: set algo.epsilon.eval instead",
+    )
     check_env_config(run.env)
     stop = run.stop
     if stop.env_steps is None and stop.seconds is None and stop.mean_return is None and stop.train_return is None:

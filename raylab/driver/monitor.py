@@ -9,7 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import resource
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ import torch
 from raylab.config import RunConfig
 from raylab.driver.outputs import RunOutputs
 from raylab.driver.progress import Progress
+from raylab.driver.resources import ResourceSampler
 from raylab.driver.stop import StopCondition
 from raylab.envs.registry import EnvSpaces
 from raylab.metrics.loggers import Logger, build_loggers
@@ -51,14 +53,19 @@ class RunMonitor:
         self._last_eval_time = 0.0
         self._last_eval_steps = 0
         self._last_progress = 0.0
+        self._last_checkpoint = 0.0
+        self.checkpoints: list[str] = []
+        """Periodic checkpoints written so far (file names under checkpoints/), oldest first."""
         self.replay_size: int | None = None
+        self.resources = ResourceSampler()
 
     # -- events from the topology --------------------------------------------------------------------------
     def start(self) -> None:
         """Call when every component is up: training time and throughput count from here."""
         self.start_time = dt.datetime.now()
         self.progress.restart_clock()
-        self._last_report = self._last_eval_time = time.perf_counter()
+        self._last_report = self._last_eval_time = self._last_checkpoint = time.perf_counter()
+        self.resources.start()
 
     def stopped(self) -> None:
         """Call when the training loop ends: training time and the final rates stop counting here."""
@@ -94,9 +101,17 @@ class RunMonitor:
         p = self.progress
         return self.stop.reason(p.env_steps, p.seconds, last.mean if last else None, p.returns)
 
-    def tick(self, force_report: bool = False) -> None:
-        """Cheap; call every loop iteration. Updates live progress and writes a row when one is due."""
+    def tick(self, force_report: bool = False, state: Callable[[], dict[str, Any]] | None = None) -> None:
+        """Cheap; call every loop iteration. Updates live progress and writes a row when one is due.
+
+        ``state`` returns the topology's full training state; it is called only when a periodic checkpoint
+        (checkpoint.every_seconds) is due.
+        """
         now = time.perf_counter()
+        every = self.cfg.checkpoint.every_seconds
+        if state is not None and every is not None and now - self._last_checkpoint >= every:
+            self._last_checkpoint = now
+            self.save_periodic_checkpoint(state())
         if now - self._last_progress >= 0.2:
             self._last_progress = now
             p = self.progress
@@ -113,9 +128,30 @@ class RunMonitor:
         if force_report or now - self._last_report >= self.cfg.logger.report_every_seconds:
             self._last_report = now
             row = self.progress.row(self.replay_size)
+            row["resources/memory_gb"] = self.resources.last_memory_gb
+            row["resources/cpu_percent"] = self.resources.last_cpu_percent
             self.outputs.append_metrics(row)
             for logger in self.loggers:
                 logger.log(row)
+
+    def save_periodic_checkpoint(self, learner_state: dict[str, Any]) -> str:
+        """checkpoints/step_<env steps>.pt (learner state, counters, config); keeps checkpoint.keep of them."""
+        p = self.progress
+        name = f"step_{p.env_steps:012d}.pt"
+        self.outputs.save_checkpoint(
+            name,
+            {
+                "learner": learner_state,
+                "counters": {"env_steps": p.env_steps, "updates": p.updates, "episodes": p.episodes},
+                "train_seconds": p.seconds,
+                "config": self.cfg.to_dict(),
+            },
+        )
+        if name not in self.checkpoints:
+            self.checkpoints.append(name)
+        while len(self.checkpoints) > self.cfg.checkpoint.keep:
+            (self.outputs.checkpoint_dir / self.checkpoints.pop(0)).unlink(missing_ok=True)
+        return name
 
     # -- the end -------------------------------------------------------------------------------------------
     def finish(
@@ -157,8 +193,10 @@ class RunMonitor:
             },
         )
         frames = p.env_steps * p.frames_per_step
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 + extra_peak_memory_bytes
+        process_peaks = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 + extra_peak_memory_bytes
+        usage = self.resources.stop()
         returns = list(p.returns)
+        losses = {k: v for k, v in p.learner_metrics.items() if k.endswith("loss") or k == "entropy"}
         benchmark: dict[str, Any] = {
             "training_mode": "sequential" if self.cfg.topology.name == "local" else "parallel",
             "topology": self.cfg.topology.name,
@@ -174,8 +212,17 @@ class RunMonitor:
                 "final_reward": float(np.mean(returns[-10:])) if returns else None,
                 "best_reward": p.best_window_mean if np.isfinite(p.best_window_mean) else None,
                 "average_reward_last_100_episodes": float(np.mean(returns)) if returns else None,
+                "reward_std_last_100_episodes": float(np.std(returns)) if returns else None,
             },
-            "resource_usage": {"peak_memory_gb": peak / 2**30},
+            "timesteps_per_hour": p.env_steps / max(train_seconds, 1e-9) * 3600.0,
+            "final_losses": losses,
+            "resource_usage": {
+                # the whole process tree at one instant (sampled each second); falls back to the sum of
+                # each process's own peak when the run was too short to sample
+                "peak_memory_gb": usage.peak_memory_gb if usage.samples > 1 else process_peaks / 2**30,
+                "sum_of_process_peaks_gb": process_peaks / 2**30,
+                **{k: v for k, v in asdict(usage).items() if k != "peak_memory_gb"},
+            },
             "throughput": {
                 "env_frames_per_s": frames / max(train_seconds, 1e-9),
                 "agent_steps_per_s": p.env_steps / max(train_seconds, 1e-9),
@@ -202,6 +249,7 @@ class RunMonitor:
             "episodes": p.episodes,
             "episode_extras": {k: float(np.mean(v)) for k, v in p.extras.items() if v},
             "env_restarts": p.env_restarts,
+            "checkpoints": [*self.checkpoints, "final.pt"],
             **(extra or {}),
             "config": self.cfg.to_dict(),
         }
@@ -218,6 +266,7 @@ class RunMonitor:
         )
 
     def close(self) -> None:
+        self.resources.stop()
         for logger in self.loggers:
             logger.close()
         self.loggers = []

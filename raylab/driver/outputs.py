@@ -25,14 +25,14 @@ class RunOutputs:
         self._metrics = self.metrics_path.open("a", encoding="utf-8")
 
     def write_config(self, config: dict[str, Any]) -> None:
-        _atomic_write(self.config_path, yaml.safe_dump(config, sort_keys=False))
+        atomic_write(self.config_path, yaml.safe_dump(config, sort_keys=False))
 
     def append_metrics(self, row: dict[str, Any]) -> None:
         self._metrics.write(json.dumps(_finite(row)) + "\n")
         self._metrics.flush()
 
     def write_benchmark(self, metrics: dict[str, Any]) -> None:
-        _atomic_write(self.benchmark_path, json.dumps(_finite(metrics), indent=2) + "\n")
+        atomic_write(self.benchmark_path, json.dumps(_finite(metrics), indent=2) + "\n")
 
     def save_checkpoint(self, name: str, state: dict[str, Any]) -> Path:
         return save_checkpoint(self.checkpoint_dir / name, state)
@@ -41,7 +41,7 @@ class RunOutputs:
         self._metrics.close()
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.fchmod(fd, 0o644)  # mkstemp creates 0600; run outputs are meant to be read by others
     with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -94,6 +94,11 @@ class A3CTopology:
         update = ServerUpdate.join(ray.get([s.pull() for s in shards]))
         return self.layout.weights(update.version, update.params)
 
+    def _state(self, shards: list[ShardClient]) -> dict[str, Any]:
+        """Layout, bounds and every shard's weights and RMSProp state (each shard's as of its last push)."""
+        states = ray.get([s.state_dict() for s in shards])
+        return {"layout": self.layout.as_dict(), "bounds": self.bounds, "shards": states}
+
     def _run(self) -> RunSummary:
         cfg, spaces = self.cfg, self.spaces
         monitor = RunMonitor(cfg, spaces)
@@ -165,7 +170,7 @@ class A3CTopology:
                         eval_in_flight = False
                         monitor.on_eval(result)
                         evaluated_ref = job.weights
-                monitor.tick()
+                monitor.tick(state=lambda: self._state(shards))
                 stop = monitor.stop_reason()
         except KeyboardInterrupt:
             stop = "interrupted"
@@ -187,9 +192,8 @@ class A3CTopology:
         final_eval = None
         if cfg.eval.final_episodes and stop != "interrupted":
             final_eval = ray.get(evaluator.evaluate(ray.put(policy), cfg.eval.final_episodes))
-        states = ray.get([s.state_dict() for s in shards])
+        learner_state = self._state(shards)
         server: list[ServerStats] = ray.get([s.stats() for s in shards])
-        learner_state = {"layout": self.layout.as_dict(), "bounds": self.bounds, "shards": states}
         peak_refs = [s.peak_memory_bytes() for s in shards] + [w.peak_memory_bytes() for w in workers]
         peak = sum(_alive_results([*peak_refs, evaluator.peak_memory_bytes()]))
         extra = {"a3c": {**account.summary(), "server": _server_summary(server), "worker_restarts": restarts}}

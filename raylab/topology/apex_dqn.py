@@ -152,7 +152,7 @@ class ApexDQNTopology:
                         eval_in_flight = False
                         monitor.on_eval(result)
                         evaluated_ref = job.weights
-                monitor.tick()
+                monitor.tick(state=learner.state_dict_blocking)
                 stop = monitor.stop_reason()
         except KeyboardInterrupt:
             stop = "interrupted"

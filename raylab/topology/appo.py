@@ -104,7 +104,7 @@ class APPOTopology:
                     elif eval_job is not None and ref == eval_job[0]:
                         monitor.on_eval(ray.get(ref))
                         evaluated_ref, eval_job = eval_job[1], None
-                monitor.tick()
+                monitor.tick(state=learner.state_dict_blocking)
                 stop = monitor.stop_reason()
         except KeyboardInterrupt:
             stop = "interrupted"

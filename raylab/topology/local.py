@@ -28,6 +28,8 @@ repeat until a stop condition:
 
 from __future__ import annotations
 
+from typing import Any
+
 from raylab.builders import (
     build_a3c_worker,
     build_evaluator,
@@ -99,7 +101,7 @@ class LocalTopology:
                         )
                     )
                 monitor.replay_size = len(replay)
-                monitor.tick()
+                monitor.tick(state=learner.state_dict)
                 stop = monitor.stop_reason()
         except KeyboardInterrupt:
             stop = "interrupted"
@@ -144,7 +146,7 @@ class LocalA3CTopology:
                             evaluated, cfg.eval.episodes, cfg.stop.mean_return, cfg.eval.confirm_episodes
                         )
                     )
-                monitor.tick()
+                monitor.tick(state=self.state_dict)
                 stop = monitor.stop_reason()
         except KeyboardInterrupt:
             stop = "interrupted"
@@ -153,12 +155,14 @@ class LocalA3CTopology:
         final_eval = None
         if cfg.eval.final_episodes and stop != "interrupted":
             final_eval = self.evaluator.evaluate(policy, cfg.eval.final_episodes)
-        state = {
+        return monitor.finish(stop, self.state_dict(), policy, final_eval)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
             "layout": self.layout.as_dict(),
             "bounds": self.bounds,
             "shards": [s.state_dict() for s in self.servers],
         }
-        return monitor.finish(stop, state, policy, final_eval)
 
 
 class LocalPPOTopology:
@@ -193,7 +197,7 @@ class LocalPPOTopology:
                             evaluated, cfg.eval.episodes, cfg.stop.mean_return, cfg.eval.confirm_episodes
                         )
                     )
-                monitor.tick()
+                monitor.tick(state=learner.state_dict)
                 stop = monitor.stop_reason()
         except KeyboardInterrupt:
             stop = "interrupted"

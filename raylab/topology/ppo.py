@@ -68,7 +68,7 @@ class PPOTopology:
                     eval_ref = evaluator.evaluate(
                         weights_ref, cfg.eval.episodes, cfg.stop.mean_return, cfg.eval.confirm_episodes
                     )
-                monitor.tick()
+                monitor.tick(state=learner.state_dict_blocking)
                 stop = monitor.stop_reason()
         except KeyboardInterrupt:
             stop = "interrupted"

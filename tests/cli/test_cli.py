@@ -49,6 +49,7 @@ def test_smoke_run_in_serial_mode(tmp_path):
         (["env=snake", "env.resize=[84,84]"], "set env.grayscale=false and env.resize=null"),
         (["replay.capacity=100000000000"], "lower replay.capacity"),
         (["learner.lrr=0.1"], "unknown config key 'learner.lrr': did you mean 'learner.lr'?"),
+        (["eval.greedy=false"], "eval.greedy=false samples from a policy, and algo=dqn has none"),
     ],
 )
 def test_bad_input_is_one_line_that_names_the_fix(args, expected, tmp_path):

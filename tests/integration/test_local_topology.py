@@ -55,8 +55,10 @@ def test_benchmark_metrics_follow_seed_003_format(fake_run):
     assert bm["training_mode"] == "sequential"
     assert set(bm["performance"]) == {
         "initial_reward", "final_reward", "best_reward", "average_reward_last_100_episodes",
+        "reward_std_last_100_episodes",
     }  # fmt: skip
-    assert bm["resource_usage"]["peak_memory_gb"] > 0
+    assert bm["resource_usage"]["peak_memory_gb"] > 0 and bm["resource_usage"]["cores"] >= 1
+    assert bm["timesteps_per_hour"] == pytest.approx(bm["total_timesteps"] / bm["duration_hours"])
     assert set(bm["throughput"]) == {"env_frames_per_s", "agent_steps_per_s", "learner_updates_per_s"}
     assert bm["eval"]["episodes"] == 8 and bm["total_timesteps"] == summary.env_steps
     assert set(bm["workers"]) == {"0", "1"}
@@ -94,3 +96,19 @@ def test_a_run_with_a_crashing_env_completes_and_counts_restarts(tmp_path):
     assert summary.env_steps >= 3000 and summary.env_steps // 50 - 16 <= restarts <= summary.env_steps // 50
     rows = [json.loads(line) for line in (Path(summary.run_dir) / "metrics.jsonl").read_text().splitlines()]
     assert rows[-1]["rollout/env_restarts"] == restarts
+
+
+@pytest.mark.parametrize("algo", ["dqn", "a3c", "ppo"])
+def test_periodic_checkpoints_keep_the_newest(algo, tmp_path):
+    cfg = make_config(
+        tmp_path, *FAKE, "topology=local", f"algo={algo}", "stop.env_steps=null", "stop.seconds=2.5",
+        "checkpoint.every_seconds=0.3", "checkpoint.keep=2", "eval.every_seconds=null", "eval.final_episodes=1",
+        "replay.min_size=256", "learner.batch_size=32",
+    )  # fmt: skip
+    summary = run(cfg)
+    periodic = sorted((tmp_path / "checkpoints").glob("step_*.pt"))
+    assert len(periodic) == 2, periodic  # more were written (every 0.3 s of 2.5 s); the oldest were deleted
+    assert summary.benchmark["checkpoints"] == [p.name for p in periodic] + ["final.pt"]
+    newest = load_checkpoint(periodic[-1])
+    assert 0 < newest["counters"]["env_steps"] <= summary.env_steps
+    assert newest["config"]["checkpoint"]["keep"] == 2 and newest["learner"]
