@@ -7,14 +7,14 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
-EXTRAS ?= dev,mario,procgen
+EXTRAS ?= dev,bench,mario,procgen
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format bench-learning bench-a3c bench-scaling bench-rllib bench-ppo bench-appo clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format bench-learning bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -26,7 +26,7 @@ system-deps: ## Debian packages: Qt5 runtime for EnvPool's Procgen, g++ for nes-
 		|| DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends libqt5gui5t64 g++; }; \
 	else echo "warning: install Qt5 (libqt5gui5) and g++ with your package manager: Procgen and Mario need them"; fi
 
-install: system-deps $(STAMP) ## system packages, then $(VENV) with raylab, its dev/mario/procgen extras (torch pinned)
+install: system-deps $(STAMP) ## system packages, then $(VENV) with raylab, its dev/bench/mario/procgen extras (torch pinned)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -85,6 +85,17 @@ $(RLLIB_VENV)/bin/python:
 
 bench-rllib: install $(RLLIB_VENV)/bin/python ## raylab PPO vs RLlib PPO on CartPole, side by side -> benchmarks/cartpole_ppo_vs_rllib.json
 	$(PY) benchmarks/cartpole_ppo_vs_rllib.py --rllib-python $(RLLIB_VENV)/bin/python $(ARGS)
+
+COINRUN_DIR ?= benchmarks/coinrun_ppo_timed
+COINRUN_HOURS ?= 0.16667
+COINRUN_SEEDS ?= 0 1
+bench-coinrun: install ## seed 003: coinrun_ppo for COINRUN_HOURS sequential and parallel, alternating, COINRUN_SEEDS; then compare
+	@for seed in $(COINRUN_SEEDS); do for mode in sequential parallel; do \
+		WANDB_MODE=disabled $(PY) -m raylab.bench timed --duration-hours $(COINRUN_HOURS) --mode $$mode \
+			--output-dir $(COINRUN_DIR)/$${mode}_seed$$seed +experiment=coinrun_ppo seed=$$seed $(ARGS) || exit 1; \
+	done; done
+	$(PY) -m raylab.bench compare --sequential $(COINRUN_DIR)/sequential_seed* --parallel $(COINRUN_DIR)/parallel_seed* \
+		--output $(COINRUN_DIR)/comparison.png
 
 clean: ## remove run outputs and caches (keeps $(VENV))
 	rm -rf outputs multirun .pytest_cache .mypy_cache .ruff_cache

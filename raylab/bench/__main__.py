@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from raylab.bench import envs, learn, scaling
+from raylab.bench import compare, envs, learn, scaling, timed
 from raylab.errors import EXIT_USAGE, RaylabError
 
 
@@ -15,6 +15,8 @@ def main(argv: list[str] | None = None) -> int:
     learn.add_parser(commands)
     envs.add_parser(commands)
     scaling.add_parser(commands)
+    timed.add_parser(commands)
+    compare.add_parser(commands)
     args, overrides = parser.parse_known_args(argv)
     try:
         return int(args.func(args, overrides) or 0)

@@ -6,13 +6,14 @@ from pathlib import Path
 from typing import Any
 
 
-def figure(width: float = 7.0, height: float = 4.0) -> tuple[Any, Any]:
+def figure(width: float = 7.0, height: float = 4.0, rows: int = 1, cols: int = 1) -> tuple[Any, Any]:
+    """A figure and its axes (one Axes, or a rows x cols array of them)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    return plt.subplots(figsize=(width, height))
+    return plt.subplots(rows, cols, figsize=(width, height), squeeze=rows * cols == 1)
 
 
 def save(fig: Any, path: Path) -> None:
