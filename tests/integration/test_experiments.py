@@ -1,4 +1,4 @@
-"""Every experiment family starts, runs and writes its outputs on apex_dqn (short, on the shared Ray)."""
+"""Every image experiment starts, runs and writes its outputs on its own topology (short, on the shared Ray)."""
 
 import json
 from pathlib import Path
@@ -24,6 +24,10 @@ SHORT = (
         ("coinrun_dqn", ("env.max_episode_steps=100", "topology.envs_per_worker=4", "replay.capacity=4000",
                          "replay.min_size=300", "stop.env_steps=2000"), set()),
         ("snake_dqn", ("replay.min_size=300", "stop.env_steps=4000"), {"snake_length", "score"}),
+        ("coinrun_ppo", ("env.max_episode_steps=100", "topology.envs_per_worker=4", "algo.minibatches=2",
+                         "stop.env_steps=2000"), set()),
+        ("coinrun_appo", ("env.max_episode_steps=100", "topology.envs_per_worker=4", "algo.minibatches=2",
+                          "stop.env_steps=2000"), set()),
     ],
 )  # fmt: skip
 def test_experiment_runs_and_writes_outputs(experiment, overrides, extras, tmp_path):
