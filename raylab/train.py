@@ -16,7 +16,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from raylab.config import RunConfig, resolve
-from raylab.driver.monitor import RunSummary
+from raylab.driver.monitor import RunMonitor, RunSummary
 from raylab.envs.registry import env_spaces
 from raylab.errors import EXIT_USAGE, ConfigError, RaylabError
 
@@ -36,7 +36,10 @@ def run(cfg: RunConfig) -> RunSummary:
         )
     from raylab.topology import make_topology
 
-    summary = make_topology(cfg, spaces).run()
+    try:
+        summary = make_topology(cfg, spaces).run()
+    finally:
+        RunMonitor.close_open()  # a run that raised leaves nothing running or open; a finished one is closed
     ev = summary.benchmark["eval"]
     result = (
         f"eval return {ev['return_mean']:.1f} ± {ev['return_std']:.1f} over {ev['episodes']} episodes, "

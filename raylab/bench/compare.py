@@ -218,6 +218,7 @@ def analyse(seq: Sequence[Run], par: Sequence[Run]) -> dict[str, Any]:
     stages = {s: _mean_dicts([r.stage_seconds() for r in runs]) for s, runs in zip(SIDES, (seq, par), strict=True)}
     return {
         "runs": {s: [str(r.path) for r in runs] for s, runs in zip(SIDES, (seq, par), strict=True)},
+        "warnings": mismatches(seq, par),
         "table": {
             name: {
                 s: {"mean": stats[s][name].mean, "std": stats[s][name].std, "values": stats[s][name].values}
@@ -254,6 +255,35 @@ def analyse(seq: Sequence[Run], par: Sequence[Run]) -> dict[str, Any]:
             "return_at_common_env_steps": ttest(at_common["sequential"], at_common["parallel"]),
         },
     }
+
+
+def mismatches(seq: Sequence[Run], par: Sequence[Run]) -> list[str]:
+    """What makes the comparison unfair or the sides swapped: said in the report, not silently averaged."""
+    out = []
+    for side, runs in zip(SIDES, (seq, par), strict=True):
+        for run in runs:
+            mode = run.metrics.get("training_mode")
+            if mode != side:
+                out.append(f"{run.path} is a {mode} run but was given as --{side}")
+            if run.metrics.get("stop_reason") == "interrupted":
+                out.append(f"{run.path} was interrupted")
+
+    def distinct(get: Callable[[Run], Any]) -> set[str]:
+        return {json.dumps(get(r), sort_keys=True, default=str) for r in [*seq, *par]}
+
+    config = lambda r: r.metrics.get("config", {})  # noqa: E731
+    checks = {
+        "env": lambda r: config(r).get("env"),
+        "algo": lambda r: config(r).get("algo"),
+        "model": lambda r: config(r).get("model"),
+        "total envs": lambda r: (
+            (config(r).get("topology") or {}).get("num_workers", 0)
+            * (config(r).get("topology") or {}).get("envs_per_worker", 0)
+        ),
+        "duration": lambda r: round(60 * r.metrics.get("duration_hours", 0.0)),
+    }
+    out += [f"the runs differ in {name}" for name, get in checks.items() if len(distinct(get)) > 1]
+    return out
 
 
 def _mean_dicts(dicts: list[dict[str, float]]) -> dict[str, float]:
@@ -299,6 +329,7 @@ def report_text(result: dict[str, Any], seq: Sequence[Run], par: Sequence[Run]) 
         )
     if machine:
         lines.append(f"machine: {machine.get('cpu')}, {machine.get('cores')} cores, cuda {machine.get('cuda')}")
+    lines += [f"warning: {w}" for w in result["warnings"]]
     lines += ["", table_text(result, n), "", "Key metrics"]
     lines.append(f"  speed-up (parallel FPS / sequential FPS): {_fmt(result['speedup'], '.2f', 'x')}")
     lines.append(
@@ -327,6 +358,10 @@ def report_text(result: dict[str, Any], seq: Sequence[Run], par: Sequence[Run]) 
             f"  {side} memory: peak {_fmt(res['peak_memory_gb'], '.2f')} GB for {res['workers']:g} workers "
             f"({_fmt(res['peak_memory_gb_per_worker'], '.2f')} GB per worker)"
         )
+    lines.append(
+        "  (memory is the summed resident size of the run's process tree: with Ray that includes the raylet, "
+        "GCS and idle workers, and object-store pages count once per process that maps them)"
+    )
     lines += ["", "Where the time went (seconds summed over the run's workers and learner; from metrics.jsonl)"]
     for side in SIDES:
         stages = result["stage_seconds"][side]
@@ -413,6 +448,8 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     output.parent.mkdir(parents=True, exist_ok=True)
     report_path = Path(args.report) if args.report else output.parent / "comparison_report.txt"
     result = analyse(seq, par)
+    for warning in result["warnings"]:
+        print(f"raylab bench compare: warning: {warning}")
     print(table_text(result, {"sequential": len(seq), "parallel": len(par)}))
     report = report_text(result, seq, par)
     report_path.write_text(report)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import statistics
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ import numpy as np
 
 from raylab.bench import plots
 from raylab.bench.machine import machine_info
+from raylab.driver.resources import available_cores
 
 SEED_000 = {
     "source": "../shared/seeds/000: C++ A3C, Snake, 1000 episodes, manual timer + atomic counter (mimalloc build)",
@@ -57,13 +57,6 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--output", default="benchmarks/a3c_scaling.json", help="JSON to write; the PNG goes next to it")
     p.add_argument("--runs-dir", default=None, help="where the training run goes (default: outputs/bench/<name>)")
     p.set_defaults(func=run)
-
-
-def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
 
 
 def run(args: argparse.Namespace, overrides: list[str]) -> int:

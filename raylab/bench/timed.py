@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from raylab.bench.machine import machine_info
 from raylab.driver.outputs import atomic_write
+from raylab.driver.resources import available_cores
 from raylab.errors import ConfigError
 
 MODES = ("sequential", "parallel")
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     # topology=local brings its own defaults; the layout of the config as given is carried over explicitly
     layout = f"topology.num_workers={t.num_workers} topology.envs_per_worker={t.envs_per_worker} "
     layout += f"topology.rollout_length={t.rollout_length}"
-    full = timed_overrides(overrides, args.mode, args.duration_hours, every_s, os.cpu_count() or 1, layout)
+    full = timed_overrides(overrides, args.mode, args.duration_hours, every_s, available_cores(), layout)
     cfg = resolve(compose(full), str(out))
     total_envs = cfg.topology.num_workers * cfg.topology.envs_per_worker
     print(

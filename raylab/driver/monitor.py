@@ -9,9 +9,10 @@ from __future__ import annotations
 import datetime as dt
 import resource
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -39,6 +40,9 @@ class RunSummary:
 
 
 class RunMonitor:
+    _open: ClassVar[weakref.WeakSet[RunMonitor]] = weakref.WeakSet()
+    """Monitors not closed yet: ``raylab.train.run`` closes them when a run raises."""
+
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces, loggers: list[Logger] | None = None):
         self.cfg = cfg
         self.outputs = RunOutputs(cfg.run_dir)
@@ -58,6 +62,7 @@ class RunMonitor:
         """Periodic checkpoints written so far (file names under checkpoints/), oldest first."""
         self.replay_size: int | None = None
         self.resources = ResourceSampler()
+        RunMonitor._open.add(self)
 
     # -- events from the topology --------------------------------------------------------------------------
     def start(self) -> None:
@@ -68,8 +73,10 @@ class RunMonitor:
         self.resources.start()
 
     def stopped(self) -> None:
-        """Call when the training loop ends: training time and the final rates stop counting here."""
+        """Call when the training loop ends: training time, the final rates and resource use stop counting
+        here (the final evaluation, draining and writing are not training)."""
         self.progress.stop_clock()
+        self.resources.stop()
 
     def on_rollout(self, stats: RolloutStats, learner_version: int) -> None:
         self.progress.add_rollout(stats, learner_version)
@@ -171,7 +178,7 @@ class RunMonitor:
         the learner's last weights otherwise. ``learner_state`` is the full training state, for resuming.
         """
         p = self.progress
-        p.stop_clock()  # in case the topology did not say so
+        self.stopped()  # in case the topology did not say so
         train_seconds = p.seconds
         # final_fps is the last full report interval's rate: the forced last row may cover a fraction of a
         # second, too short to mean much.
@@ -219,7 +226,7 @@ class RunMonitor:
             "resource_usage": {
                 # the whole process tree at one instant (sampled each second); falls back to the sum of
                 # each process's own peak when the run was too short to sample
-                "peak_memory_gb": usage.peak_memory_gb if usage.samples > 1 else process_peaks / 2**30,
+                "peak_memory_gb": usage.peak_memory_gb if usage.samples > 2 else process_peaks / 2**30,
                 "sum_of_process_peaks_gb": process_peaks / 2**30,
                 **{k: v for k, v in asdict(usage).items() if k != "peak_memory_gb"},
             },
@@ -266,8 +273,16 @@ class RunMonitor:
         )
 
     def close(self) -> None:
+        """Stop the sampler, close the loggers and metrics.jsonl; safe to call more than once."""
         self.resources.stop()
         for logger in self.loggers:
             logger.close()
         self.loggers = []
         self.outputs.close()
+        RunMonitor._open.discard(self)
+
+    @classmethod
+    def close_open(cls) -> None:
+        """Close every monitor a run left open because it raised (its sampler thread, W&B run and files)."""
+        for monitor in list(cls._open):
+            monitor.close()

@@ -11,12 +11,30 @@ process that touched them: an upper bound on physical use.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
+
+
+def available_cores() -> int:
+    """Cores this process may use: its CPU affinity, capped by a cgroup v2 CPU quota (docker --cpus, Slurm),
+    not the host's count (``os.cpu_count``), so threads and utilization match what the run really gets."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, math.ceil(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return cores
 
 
 @dataclass
@@ -35,12 +53,12 @@ class ResourceSampler:
     def __init__(self, interval_s: float = 1.0, pid: int | None = None):
         self.interval_s = interval_s
         self.root = psutil.Process(pid or os.getpid())
-        self.cores = psutil.cpu_count() or 1
+        self.cores = available_cores()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._procs: dict[int, psutil.Process] = {}
-        self._cpu_seen: dict[int, float] = {}
+        self._cpu_seen: dict[tuple[int, float], float] = {}
+        """CPU seconds last read per process, keyed by (pid, create time) so a reused pid is a new process."""
         self._cpu_total = 0.0
         self._memory: list[float] = []
         self._start = 0.0
@@ -85,12 +103,9 @@ class ResourceSampler:
 
     def _tree(self) -> list[psutil.Process]:
         try:
-            found = [self.root, *self.root.children(recursive=True)]
+            return [self.root, *self.root.children(recursive=True)]
         except psutil.Error:
             return []
-        for proc in found:  # keep the Process objects: psutil caches create_time to tell reused pids apart
-            self._procs.setdefault(proc.pid, proc)
-        return [self._procs[p.pid] for p in found]
 
     def _sample(self, baseline: bool = False) -> None:
         rss = 0
@@ -100,15 +115,16 @@ class ResourceSampler:
                 with proc.oneshot():
                     rss += proc.memory_info().rss
                     times = proc.cpu_times()
+                    key = (proc.pid, proc.create_time())
             except psutil.Error:
                 continue  # exited between listing and reading
             total = times.user + times.system
-            previous = self._cpu_seen.get(proc.pid)
+            previous = self._cpu_seen.get(key)
             # Processes alive at start() count from there; one first seen later counts all its CPU time
             # (it started after the sampler did).
             base = previous if previous is not None else (total if baseline else 0.0)
             cpu_delta += max(total - base, 0.0)
-            self._cpu_seen[proc.pid] = total
+            self._cpu_seen[key] = total
         now = time.perf_counter()
         with self._lock:
             self._cpu_total += cpu_delta

@@ -128,3 +128,14 @@ def test_a_dir_without_a_run_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == EXIT_USAGE and len(err) == 1
     assert "has no benchmark_metrics.json and metrics.jsonl: give a directory written by" in err[0]
+
+
+def test_swapped_or_mismatched_runs_are_warned_about(runs, tmp_path):
+    seq, par = runs
+    other = write_run(tmp_path / "other", "parallel", 2000, 6.0, seconds=300.0)
+    result = compare.analyse([compare.load_run(par[0])], [compare.load_run(seq[0]), compare.load_run(other)])
+    warnings = result["warnings"]
+    assert any("is a parallel run but was given as --sequential" in w for w in warnings)
+    assert any("is a sequential run but was given as --parallel" in w for w in warnings)
+    assert "the runs differ in duration" in warnings
+    assert compare.analyse([compare.load_run(seq[0])], [compare.load_run(par[0])])["warnings"] == []
