@@ -28,6 +28,7 @@ repeat until a stop condition:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from raylab.builders import (
@@ -45,7 +46,44 @@ from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
 from raylab.envs.registry import EnvSpaces
 from raylab.params.link import LocalServerLink
-from raylab.types import Weights
+from raylab.rollout.evaluator import Evaluator
+from raylab.types import EvalResult, Weights
+
+
+def run_serial(
+    cfg: RunConfig,
+    monitor: RunMonitor,
+    evaluator: Evaluator,
+    step: Callable[[], None],
+    weights: Callable[[], Weights],
+    state: Callable[[], dict[str, Any]],
+) -> tuple[str, Weights, EvalResult | None]:
+    """The loop every serial topology shares around its own ``step`` (one round of acting and learning):
+    periodic greedy evaluation of ``weights()``, reports and periodic checkpoints of ``state()``, the stop
+    check, Ctrl-C; then the final evaluation of the run's policy (the evaluated weights that met
+    stop.mean_return, else the latest). Returns (stop reason, policy, final evaluation)."""
+    monitor.start()
+    stop: str | None = None
+    evaluated = weights()
+    try:
+        while stop is None:
+            step()
+            if monitor.eval_due():
+                monitor.eval_started()
+                evaluated = weights()
+                monitor.on_eval(
+                    evaluator.evaluate(evaluated, cfg.eval.episodes, cfg.stop.mean_return, cfg.eval.confirm_episodes)
+                )
+            monitor.tick(state=state)
+            stop = monitor.stop_reason()
+    except KeyboardInterrupt:
+        stop = "interrupted"
+    monitor.stopped()
+    policy = evaluated if monitor.target_reached() else weights()
+    final_eval = None
+    if cfg.eval.final_episodes and stop != "interrupted":
+        final_eval = evaluator.evaluate(policy, cfg.eval.final_episodes)
+    return stop, policy, final_eval
 
 
 class LocalTopology:
@@ -59,57 +97,35 @@ class LocalTopology:
         self.monitor = RunMonitor(cfg, spaces)
 
     def run(self) -> RunSummary:
-        cfg, limiter, replay, learner, monitor = (
-            self.cfg,
-            self.limiter,
-            self.replay,
-            self.learner,
-            self.monitor,
-        )
+        cfg, limiter, replay, learner, monitor = self.cfg, self.limiter, self.replay, self.learner, self.monitor
         batch, calls = cfg.learner.batch_size, cfg.learner.updates_per_call
-        weights = learner.get_weights()
+        initial = learner.get_weights()
         for worker in self.workers:
-            worker.set_weights(weights)
-        monitor.start()
-        stop: str | None = None
-        evaluated = weights
-        try:
-            while stop is None:
-                for worker in self.workers:
-                    if not limiter.can_insert(worker.rollout_length * worker.env.num_envs):
-                        break  # the learner is behind: let it catch up first
-                    chunk, stats = worker.sample()
-                    replay.add_chunk(chunk)
-                    limiter.record_insert(chunk.size)
-                    monitor.on_rollout(stats, learner.version)
-                while limiter.can_sample(batch * calls):
-                    limiter.record_sample(batch * calls)
-                    learner_stats = learner.update_many(replay.sample_many(batch, calls))
-                    monitor.on_learner(learner_stats)
-                    if learner_stats.published:
-                        weights = learner.get_weights()
-                        for worker in self.workers:
-                            worker.set_weights(weights)
-                    if limiter.samples_per_insert == 0:
-                        break  # unlimited: one call per round keeps acting and learning interleaved
-                if monitor.eval_due():
-                    monitor.eval_started()
-                    evaluated = learner.get_weights()
-                    monitor.on_eval(
-                        self.evaluator.evaluate(
-                            evaluated, cfg.eval.episodes, cfg.stop.mean_return, cfg.eval.confirm_episodes
-                        )
-                    )
-                monitor.replay_size = len(replay)
-                monitor.tick(state=learner.state_dict)
-                stop = monitor.stop_reason()
-        except KeyboardInterrupt:
-            stop = "interrupted"
-        monitor.stopped()
-        policy = evaluated if monitor.target_reached() else learner.get_weights()
-        final_eval = None
-        if cfg.eval.final_episodes and stop != "interrupted":
-            final_eval = self.evaluator.evaluate(policy, cfg.eval.final_episodes)
+            worker.set_weights(initial)
+
+        def step() -> None:
+            for worker in self.workers:
+                if not limiter.can_insert(worker.rollout_length * worker.env.num_envs):
+                    break  # the learner is behind: let it catch up first
+                chunk, stats = worker.sample()
+                replay.add_chunk(chunk)
+                limiter.record_insert(chunk.size)
+                monitor.on_rollout(stats, learner.version)
+            while limiter.can_sample(batch * calls):
+                limiter.record_sample(batch * calls)
+                learner_stats = learner.update_many(replay.sample_many(batch, calls))
+                monitor.on_learner(learner_stats)
+                if learner_stats.published:
+                    weights = learner.get_weights()
+                    for worker in self.workers:
+                        worker.set_weights(weights)
+                if limiter.samples_per_insert == 0:
+                    break  # unlimited: one call per round keeps acting and learning interleaved
+            monitor.replay_size = len(replay)
+
+        stop, policy, final_eval = run_serial(
+            cfg, monitor, self.evaluator, step, learner.get_weights, learner.state_dict
+        )
         return monitor.finish(stop, learner.state_dict(), policy, final_eval, replay.stats())
 
 
@@ -128,33 +144,15 @@ class LocalA3CTopology:
         return self.layout.weights(update.version, update.params.copy())
 
     def run(self) -> RunSummary:
-        cfg, monitor = self.cfg, self.monitor
-        monitor.start()
-        stop: str | None = None
-        evaluated = self.weights()
-        try:
-            while stop is None:
-                for worker in self.workers:
-                    report = worker.run(max_segments=1)
-                    monitor.on_rollout(report.rollout_stats(), report.policy_version_last)
-                    monitor.on_learner(report.learner_stats())
-                if monitor.eval_due():
-                    monitor.eval_started()
-                    evaluated = self.weights()
-                    monitor.on_eval(
-                        self.evaluator.evaluate(
-                            evaluated, cfg.eval.episodes, cfg.stop.mean_return, cfg.eval.confirm_episodes
-                        )
-                    )
-                monitor.tick(state=self.state_dict)
-                stop = monitor.stop_reason()
-        except KeyboardInterrupt:
-            stop = "interrupted"
-        monitor.stopped()
-        policy = evaluated if monitor.target_reached() else self.weights()
-        final_eval = None
-        if cfg.eval.final_episodes and stop != "interrupted":
-            final_eval = self.evaluator.evaluate(policy, cfg.eval.final_episodes)
+        monitor = self.monitor
+
+        def step() -> None:
+            for worker in self.workers:
+                report = worker.run(max_segments=1)
+                monitor.on_rollout(report.rollout_stats(), report.policy_version_last)
+                monitor.on_learner(report.learner_stats())
+
+        stop, policy, final_eval = run_serial(self.cfg, monitor, self.evaluator, step, self.weights, self.state_dict)
         return monitor.finish(stop, self.state_dict(), policy, final_eval)
 
     def state_dict(self) -> dict[str, Any]:
@@ -174,36 +172,19 @@ class LocalPPOTopology:
         self.monitor = RunMonitor(cfg, spaces)
 
     def run(self) -> RunSummary:
-        cfg, learner, monitor = self.cfg, self.learner, self.monitor
-        weights = learner.get_weights()
-        monitor.start()
-        stop: str | None = None
-        evaluated = weights
-        try:
-            while stop is None:
-                chunks = []
-                for worker in self.workers:
-                    worker.set_weights(weights)
-                    chunk, stats = worker.sample()
-                    chunks.append(chunk)
-                    monitor.on_rollout(stats, learner.version)
-                monitor.on_learner(learner.update(chunks))
-                weights = learner.get_weights()
-                if monitor.eval_due():
-                    monitor.eval_started()
-                    evaluated = weights
-                    monitor.on_eval(
-                        self.evaluator.evaluate(
-                            evaluated, cfg.eval.episodes, cfg.stop.mean_return, cfg.eval.confirm_episodes
-                        )
-                    )
-                monitor.tick(state=learner.state_dict)
-                stop = monitor.stop_reason()
-        except KeyboardInterrupt:
-            stop = "interrupted"
-        monitor.stopped()
-        policy = evaluated if monitor.target_reached() else learner.get_weights()
-        final_eval = None
-        if cfg.eval.final_episodes and stop != "interrupted":
-            final_eval = self.evaluator.evaluate(policy, cfg.eval.final_episodes)
+        learner, monitor = self.learner, self.monitor
+
+        def step() -> None:
+            chunks = []
+            weights = learner.get_weights()  # every worker acts with the learner's current weights
+            for worker in self.workers:
+                worker.set_weights(weights)
+                chunk, stats = worker.sample()
+                chunks.append(chunk)
+                monitor.on_rollout(stats, learner.version)
+            monitor.on_learner(learner.update(chunks))
+
+        stop, policy, final_eval = run_serial(
+            self.cfg, monitor, self.evaluator, step, learner.get_weights, learner.state_dict
+        )
         return monitor.finish(stop, learner.state_dict(), policy, final_eval)
