@@ -15,11 +15,11 @@ from raylab.algos.ppo.learner import PPOLearner
 from raylab.config import A3CConfig, APPOConfig, DQNConfig, PPOConfig, RunConfig
 from raylab.envs.registry import EVAL_WORKER_INDEX, EnvSpaces, make_vector_env
 from raylab.learner.learner import Learner
-from raylab.models.factory import build_actor_critic, build_q_network
+from raylab.models.factory import QNetwork, build_actor_critic, build_q_network
 from raylab.params.flat import ParamLayout, flatten_params
 from raylab.params.link import ServerLink
 from raylab.params.server import ParameterServer
-from raylab.replay.buffer import ReplayBuffer
+from raylab.replay.buffer import PrioritizedSpec, ReplayBuffer, check_fits_in_memory, dedup_applies
 from raylab.replay.rate_limiter import SamplesPerInsertLimiter
 from raylab.rollout.evaluator import Evaluator
 from raylab.rollout.worker import Policy, RolloutWorker
@@ -35,6 +35,11 @@ def _dqn(cfg: RunConfig) -> DQNConfig:
 def _a3c(cfg: RunConfig) -> A3CConfig:
     assert isinstance(cfg.algo, A3CConfig), f"algo={cfg.algo.name} reached an A3C builder"
     return cfg.algo
+
+
+def _q_network(cfg: RunConfig, spaces: EnvSpaces) -> QNetwork:
+    algo = _dqn(cfg)
+    return build_q_network(cfg.model, spaces, atoms=algo.num_quantiles if algo.loss == "quantile" else 1)
 
 
 def build_rollout_worker(cfg: RunConfig, spaces: EnvSpaces, worker_id: int) -> RolloutWorker:
@@ -55,7 +60,7 @@ def build_rollout_worker(cfg: RunConfig, spaces: EnvSpaces, worker_id: int) -> R
     )
     assert spaces.num_actions is not None
     policy = EpsilonGreedyPolicy(
-        build_q_network(cfg.model, spaces), schedule, spaces.num_actions, seed=cfg.seed * 7919 + worker_id
+        _q_network(cfg, spaces), schedule, spaces.num_actions, seed=cfg.seed * 7919 + worker_id
     )
     env = make_vector_env(cfg.env, num_envs, cfg.seed, worker_index=worker_id)
     return RolloutWorker(env, policy, worker_id=worker_id, rollout_length=topo.rollout_length)
@@ -69,21 +74,48 @@ def build_evaluator(cfg: RunConfig, spaces: EnvSpaces) -> Evaluator:
     policy: Policy
     if isinstance(cfg.algo, DQNConfig):
         schedule = EpsilonSchedule(final=np.full(num_envs, cfg.algo.epsilon.eval))
-        policy = EpsilonGreedyPolicy(build_q_network(cfg.model, spaces), schedule, spaces.num_actions, seed=cfg.seed)
+        policy = EpsilonGreedyPolicy(_q_network(cfg, spaces), schedule, spaces.num_actions, seed=cfg.seed)
     else:
         policy = ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=cfg.seed, greedy=cfg.eval.greedy)
     env = make_vector_env(cfg.env, num_envs, cfg.seed, worker_index=EVAL_WORKER_INDEX)
     return Evaluator(env, policy)
 
 
-def build_replay(cfg: RunConfig, spaces: EnvSpaces) -> ReplayBuffer:
+def replay_dedup(cfg: RunConfig, spaces: EnvSpaces) -> bool:
+    """Whether replay stores frames once: replay.frame_dedup, with auto on where it applies."""
+    applies = dedup_applies(spaces.obs_shape, spaces.obs_dtype, cfg.env.frame_stack)
+    return applies if cfg.replay.frame_dedup == "auto" else bool(cfg.replay.frame_dedup)
+
+
+def replay_shard_capacity(cfg: RunConfig) -> int:
+    """Transitions per replay shard (replay.capacity is the total)."""
+    return max(1, cfg.replay.capacity // cfg.replay.num_shards)
+
+
+def check_replay_fits(cfg: RunConfig, spaces: EnvSpaces) -> None:
+    """ConfigError (before Ray starts) when replay.capacity cannot fit in memory, counting de-duplication."""
+    check_fits_in_memory(
+        cfg.replay.capacity, spaces.obs_shape, spaces.obs_dtype, cfg.env.frame_stack, replay_dedup(cfg, spaces)
+    )
+
+
+def build_replay(cfg: RunConfig, spaces: EnvSpaces, shard: int = 0) -> ReplayBuffer:
+    rc = cfg.replay
+    prioritized = (
+        PrioritizedSpec(rc.alpha, rc.beta, rc.beta_final, rc.beta_anneal_env_steps // rc.num_shards, rc.priority_eps)
+        if rc.kind == "prioritized"
+        else None
+    )
     return ReplayBuffer(
-        capacity=cfg.replay.capacity,
+        capacity=replay_shard_capacity(cfg),
         obs_shape=spaces.obs_shape,
         obs_dtype=spaces.obs_dtype,
         n_step=_dqn(cfg).n_step,
         gamma=_dqn(cfg).gamma,
-        seed=cfg.seed + 1,
+        seed=cfg.seed + 1 + 7919 * shard,
+        prioritized=prioritized,
+        frame_stack=cfg.env.frame_stack,
+        dedup=replay_dedup(cfg, spaces),
     )
 
 
@@ -92,7 +124,7 @@ def build_learner(cfg: RunConfig, spaces: EnvSpaces) -> Learner:
 
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.learner.num_threads)
-    objective = DQN(build_q_network(cfg.model, spaces), _dqn(cfg))
+    objective = DQN(_q_network(cfg, spaces), _dqn(cfg))
     return Learner(
         objective,
         lr=cfg.learner.lr,
@@ -100,6 +132,12 @@ def build_learner(cfg: RunConfig, spaces: EnvSpaces) -> Learner:
         max_grad_norm=cfg.learner.max_grad_norm,
         device=cfg.learner.device,
         publish_every=cfg.learner.publish_every,
+        precision=cfg.learner.precision,
+        compile=cfg.learner.compile,
+        compile_mode=cfg.learner.compile_mode,
+        grad_accumulation=cfg.learner.grad_accumulation,
+        prefetch=cfg.learner.prefetch,
+        tf32=cfg.learner.tf32,
     )
 
 

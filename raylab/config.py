@@ -98,7 +98,11 @@ class DQNConfig:
     double: bool = True
     """Double DQN: the online net picks the next action, the target net values it."""
     huber_delta: float = 1.0
-    """Huber loss threshold on the TD error."""
+    """Huber loss threshold on the TD error (the quantile loss's kappa with loss=quantile)."""
+    loss: Literal["huber", "quantile"] = "huber"
+    """huber: expected-value DQN; quantile: QR-DQN (Dabney et al. 2018), a distribution of num_quantiles atoms."""
+    num_quantiles: int = 200
+    """QR-DQN atoms per action."""
     target_update_every: int = 1
     """Learner updates between target-network updates."""
     target_tau: float = 0.005
@@ -112,6 +116,7 @@ class DQNConfig:
         _check(self.huber_delta > 0, f"algo.huber_delta must be > 0 (got {self.huber_delta})")
         _check(self.target_update_every >= 1, "algo.target_update_every must be >= 1")
         _check(0.0 < self.target_tau <= 1.0, f"algo.target_tau must be in (0, 1] (got {self.target_tau})")
+        _check(self.num_quantiles >= 1, f"algo.num_quantiles must be >= 1 (got {self.num_quantiles})")
 
 
 @dataclass(frozen=True)
@@ -223,6 +228,8 @@ class ModelConfig:
     """Fully connected layers after the encoder's input (mlp) or convolutions (nature_cnn)."""
     dueling: bool = False
     """Dueling Q head: V(s) + A(s, a) - mean_a A(s, a)."""
+    norm: Literal["none", "batch"] = "none"
+    """nature_cnn: BatchNorm after each convolution (seed 001's Mario network); workers act in eval mode."""
 
     def __post_init__(self) -> None:
         _check(all(h > 0 for h in self.hidden_sizes), "model.hidden_sizes must be positive integers")
@@ -304,9 +311,26 @@ class LearnerConfig:
     """Logical Ray CPUs for the learner actor."""
     num_gpus: float = 0.0
     """Ray GPUs for the learner actor."""
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    """Mixed precision: bf16 autocast (CPU or CUDA), fp16 autocast with a GradScaler (CUDA only)."""
+    compile: bool = False
+    """torch.compile the update: the loss (forward and backward) and the optimizer step."""
+    compile_mode: Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"] = "default"
+    """torch.compile mode."""
+    grad_accumulation: int = 1
+    """Split each batch into this many micro-batches and accumulate their gradients (one optimizer step)."""
+    prefetch: bool = True
+    """A thread readies the next batch (gather, pin, copy to the device) while the current one trains."""
+    tf32: bool = True
+    """On CUDA: TF32 matmuls/convolutions and cudnn.benchmark (no effect on CPU)."""
 
     def __post_init__(self) -> None:
         _check(self.batch_size >= 1, f"learner.batch_size must be >= 1 (got {self.batch_size})")
+        _check(
+            self.grad_accumulation >= 1 and self.batch_size % self.grad_accumulation == 0,
+            f"learner.grad_accumulation={self.grad_accumulation} must be >= 1 and divide learner.batch_size="
+            f"{self.batch_size}: pick a divisor",
+        )
         _check(self.lr > 0, f"learner.lr must be > 0 (got {self.lr})")
         _positive_or_none(self.max_grad_norm, "learner.max_grad_norm")
         _check(self.updates_per_call >= 1, "learner.updates_per_call must be >= 1")
@@ -316,10 +340,24 @@ class LearnerConfig:
 
 @dataclass(frozen=True)
 class ReplayConfig:
-    kind: Literal["uniform"] = "uniform"
-    """Sampler: uniform."""
+    kind: Literal["uniform", "prioritized"] = "uniform"
+    """Sampler: uniform, or prioritized (proportional, on a sum tree; priorities from the learner's TD errors)."""
     capacity: int = 100_000
-    """Transitions kept (ring buffer)."""
+    """Transitions kept (ring buffer), across all shards."""
+    num_shards: int = 1
+    """Replay actors (apex_dqn); each worker writes to one shard, learner calls take turns among them."""
+    alpha: float = 0.6
+    """Prioritized: P(i) proportional to (|TD error_i| + eps) ** alpha."""
+    beta: float = 0.4
+    """Prioritized: importance-weight exponent at the start."""
+    beta_final: float = 1.0
+    """Prioritized: beta reached after beta_anneal_env_steps."""
+    beta_anneal_env_steps: int = 0
+    """Prioritized: anneal beta linearly over this many inserted transitions (0 = beta stays fixed)."""
+    priority_eps: float = 1.0e-6
+    """Prioritized: added to |TD error| so no item has zero probability."""
+    frame_dedup: Literal["auto", "true", "false"] = "auto"
+    """Store each frame of stacked image observations once (auto: on for uint8 images with env.frame_stack > 1)."""
     min_size: int = 1_000
     """Transitions stored before the learner starts (n-step transitions still waiting for their last steps
     do not count)."""
@@ -336,6 +374,13 @@ class ReplayConfig:
             f"replay.min_size={self.min_size} exceeds replay.capacity={self.capacity}: lower min_size",
         )
         _check(self.samples_per_insert >= 0, "replay.samples_per_insert must be >= 0")
+        _check(self.num_shards >= 1, f"replay.num_shards must be >= 1 (got {self.num_shards})")
+        _check(0.0 <= self.alpha <= 1.0, f"replay.alpha must be in [0, 1] (got {self.alpha})")
+        _check(
+            0.0 <= self.beta <= 1.0 and 0.0 <= self.beta_final <= 1.0,
+            f"replay.beta and replay.beta_final must be in [0, 1] (got {self.beta}, {self.beta_final})",
+        )
+        _check(self.priority_eps > 0, f"replay.priority_eps must be > 0 (got {self.priority_eps})")
         _positive_or_none(self.error_buffer, "replay.error_buffer")
 
 

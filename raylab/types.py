@@ -124,6 +124,17 @@ class Weights:
 
 
 @dataclass
+class Priorities:
+    """New |TD errors| of sampled replay items, by item key (what prioritized replay updates)."""
+
+    keys: np.ndarray
+    td_errors: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+@dataclass
 class LearnerStats:
     """Summary of one learner call (``updates`` updates)."""
 
@@ -134,6 +145,10 @@ class LearnerStats:
     seconds: float
     published: bool = False
     """True when this call published new weights (the caller then fetches them once)."""
+    priorities: Priorities | None = None
+    """DQN with prioritized replay: the sampled items' new |TD errors| (for the replay, not the driver)."""
+    timings: dict[str, float] | None = None
+    """Seconds spent in the learner's stages during this call (e.g. waiting for the prefetched batch)."""
 
 
 @dataclass

@@ -247,10 +247,16 @@ class RunMonitor:
             if replay_stats is None
             else {
                 "size": replay_stats.size,
+                "capacity": replay_stats.capacity,
                 "inserted": replay_stats.inserted,
                 "sampled": replay_stats.sampled,
                 "inserted_by_worker": {str(k): v for k, v in sorted(replay_stats.inserted_by_worker.items())},
                 "nbytes": replay_stats.nbytes,
+                "bytes_per_transition": round(replay_stats.bytes_per_transition, 1),
+                "frames": replay_stats.frames,
+                "shards": replay_stats.shards,
+                "priority_updates": replay_stats.priority_updates,
+                "stale_priority_updates": replay_stats.stale_priority_updates,
             },
             "stop_reason": stop_reason,
             "episodes": p.episodes,

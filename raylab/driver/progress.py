@@ -95,6 +95,8 @@ class Progress:
         self.samples += stats.samples
         self.learner_metrics = stats.metrics
         self._timings["learner/update_s"] += stats.seconds
+        for name, secs in (stats.timings or {}).items():
+            self._timings[f"learner/{name}"] += secs
 
     def add_eval(self, result: EvalResult) -> None:
         self.last_eval = result

@@ -33,19 +33,26 @@ class MLPEncoder(nn.Module):
 
 
 class NatureCNN(nn.Module):
-    """Mnih et al. 2015: 32x8x8/4, 64x4x4/2, 64x3x3/1, then Linear + ReLU layers. Input channel-first."""
+    """Mnih et al. 2015: 32x8x8/4, 64x4x4/2, 64x3x3/1, then Linear + ReLU layers. Input channel-first.
 
-    def __init__(self, obs_shape: Sequence[int], hidden_sizes: Sequence[int]):
+    ``batch_norm`` adds BatchNorm after each convolution, as seed 001's Mario network does (the convolutions
+    then drop their bias, which BatchNorm's shift replaces).
+    """
+
+    def __init__(self, obs_shape: Sequence[int], hidden_sizes: Sequence[int], batch_norm: bool = False):
         super().__init__()
         channels = int(obs_shape[0])
-        self.conv = nn.Sequential(
-            nn.Conv2d(channels, 32, 8, stride=4), nn.ReLU(),
-            nn.Conv2d(32, 64, 4, stride=2), nn.ReLU(),
-            nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(),
-            nn.Flatten(),
-        )  # fmt: skip
+        layers: list[nn.Module] = []
+        for in_c, out_c, kernel, stride in ((channels, 32, 8, 4), (32, 64, 4, 2), (64, 64, 3, 1)):
+            layers.append(nn.Conv2d(in_c, out_c, kernel, stride=stride, bias=not batch_norm))
+            if batch_norm:
+                layers.append(nn.BatchNorm2d(out_c))
+            layers.append(nn.ReLU())
+        self.conv = nn.Sequential(*layers, nn.Flatten())
+        self.conv.eval()  # the shape probe below must not touch BatchNorm's running statistics
         with torch.no_grad():
             in_dim = int(self.conv(torch.zeros(1, *obs_shape)).shape[1])
+        self.conv.train()
         layers, self.out_dim = fully_connected(in_dim, hidden_sizes)
         self.fc = nn.Sequential(*layers)
 

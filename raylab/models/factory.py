@@ -15,17 +15,29 @@ Encoder = MLPEncoder | NatureCNN | ImpalaCNN
 
 
 class QNetwork(nn.Module):
-    """encoder -> Q head. uint8 observations are scaled to [0, 1] here, so frames cross processes as uint8."""
+    """encoder -> Q head. uint8 observations are scaled to [0, 1] here, so frames cross processes as uint8.
+
+    ``forward`` gives Q values [B, A] (for QR-DQN the mean of the quantiles), which is all that acting needs;
+    ``atoms`` gives the head's [B, A, atoms] output that the quantile loss trains.
+    """
 
     def __init__(self, encoder: Encoder, head: QHead | DuelingQHead):
         super().__init__()
         self.encoder = encoder
         self.head = head
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+    @property
+    def num_atoms(self) -> int:
+        return self.head.atoms
+
+    def atoms(self, obs: torch.Tensor) -> torch.Tensor:
         if obs.dtype == torch.uint8:
             obs = obs.float().div_(255.0)
         return self.head(self.encoder(obs))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        atoms = self.atoms(obs)
+        return atoms.squeeze(2) if atoms.shape[2] == 1 else atoms.mean(dim=2)
 
 
 class ActorCritic(nn.Module):
@@ -60,10 +72,11 @@ def _num_actions(spaces: EnvSpaces) -> int:
     return spaces.num_actions
 
 
-def build_q_network(cfg: ModelConfig, spaces: EnvSpaces) -> QNetwork:
+def build_q_network(cfg: ModelConfig, spaces: EnvSpaces, atoms: int = 1) -> QNetwork:
+    """Q network with ``atoms`` outputs per action (the number of quantiles for QR-DQN)."""
     num_actions = _num_actions(spaces)
     encoder = build_encoder(cfg, spaces)
-    head = (DuelingQHead if cfg.dueling else QHead)(encoder.out_dim, num_actions)
+    head = (DuelingQHead if cfg.dueling else QHead)(encoder.out_dim, num_actions, atoms)
     return QNetwork(encoder, head)
 
 
@@ -84,8 +97,12 @@ def build_encoder(cfg: ModelConfig, spaces: EnvSpaces) -> Encoder:
                 f"model={cfg.encoder} needs channel-first observations (C, H, W), got {spaces.obs_shape}, which "
                 f"looks channel-last: transpose the observation (H, W, C) -> (C, H, W)"
             )
-        cls = NatureCNN if cfg.encoder == "nature_cnn" else ImpalaCNN
-        encoder = cls(spaces.obs_shape, cfg.hidden_sizes)
+        if cfg.norm == "batch" and cfg.encoder != "nature_cnn":
+            raise ConfigError("model.norm=batch is available for model=nature_cnn only: set model.norm=none")
+        if cfg.encoder == "nature_cnn":
+            encoder = NatureCNN(spaces.obs_shape, cfg.hidden_sizes, batch_norm=cfg.norm == "batch")
+        else:
+            encoder = ImpalaCNN(spaces.obs_shape, cfg.hidden_sizes)
     else:
         encoder = MLPEncoder(spaces.obs_shape, cfg.hidden_sizes)
     return encoder

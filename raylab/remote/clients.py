@@ -16,7 +16,7 @@ from raylab.config import RunConfig
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.hosts import EvalHost, LearnerHost, ReplayHost, RolloutHost
 from raylab.replay.buffer import ReplayStats
-from raylab.types import Batch, Chunk, EvalResult, LearnerStats, RolloutStats, Weights
+from raylab.types import Batch, Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, Weights
 
 # The Ray actor classes; create them through the clients below, which set their resources.
 RolloutActor = ray.remote(RolloutHost)
@@ -50,8 +50,11 @@ class RolloutClient(_Client):
 
 class ReplayClient(_Client):
     @classmethod
-    def create(cls, cfg: RunConfig, spaces: EnvSpaces) -> ReplayClient:
-        return cls(ReplayActor.options(num_cpus=0).remote(cfg, spaces))
+    def create(cls, cfg: RunConfig, spaces: EnvSpaces, shard: int = 0) -> ReplayClient:
+        return cls(ReplayActor.options(num_cpus=0).remote(cfg, spaces, shard))
+
+    def update_priorities(self, priorities: ObjectRef[Priorities | None]) -> ObjectRef[int]:
+        return self.handle.update_priorities.remote(priorities)
 
     def add(self, chunk: ObjectRef[Chunk]) -> ObjectRef[int]:
         return self.handle.add.remote(chunk)
@@ -68,9 +71,11 @@ class LearnerClient(_Client):
     def create(cls, cfg: RunConfig, spaces: EnvSpaces, num_gpus: float) -> LearnerClient:
         return cls(LearnerActor.options(num_cpus=cfg.learner.num_cpus, num_gpus=num_gpus).remote(cfg, spaces))
 
-    def update(self, batches: ObjectRef[list[Batch]]) -> tuple[ObjectRef[LearnerStats], ObjectRef[Weights | None]]:
-        stats, weights = self.handle.update.options(num_returns=2).remote(batches)
-        return stats, weights
+    def update(
+        self, batches: ObjectRef[list[Batch]]
+    ) -> tuple[ObjectRef[LearnerStats], ObjectRef[Weights | None], ObjectRef[Priorities | None]]:
+        stats, weights, priorities = self.handle.update.options(num_returns=3).remote(batches)
+        return stats, weights, priorities
 
     def weights(self) -> ObjectRef[Weights]:
         return self.handle.get_weights.remote()

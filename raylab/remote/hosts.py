@@ -5,6 +5,7 @@ These classes import no Ray themselves; ``raylab.remote.clients`` wraps them wit
 
 from __future__ import annotations
 
+import dataclasses
 import resource
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,7 +15,7 @@ from raylab.config import RunConfig
 from raylab.envs.registry import EnvSpaces
 from raylab.errors import RaylabError
 from raylab.replay.buffer import ReplayStats
-from raylab.types import Batch, Chunk, EvalResult, LearnerStats, RolloutStats, Weights
+from raylab.types import Batch, Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, Weights
 
 
 def _single_thread_torch() -> None:
@@ -57,15 +58,23 @@ class RolloutHost(_Host):
 
 
 class ReplayHost(_Host):
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, shard: int = 0):
         with self._deferring_user_errors():
-            self.replay = build_replay(cfg, spaces)
+            self.replay = build_replay(cfg, spaces, shard)
 
     def add(self, chunk: Chunk) -> int:
         return self.replay.add_chunk(chunk)
 
     def sample_many(self, batch_size: int, num_batches: int) -> list[Batch]:
+        """Batches, or none while this shard is still empty (its workers' first chunks are in flight)."""
+        if len(self.replay) == 0:
+            return []
         return self.replay.sample_many(batch_size, num_batches)
+
+    def update_priorities(self, priorities: Priorities | None) -> int:
+        if priorities is None:
+            return 0
+        return self.replay.update_priorities(priorities.keys, priorities.td_errors)
 
     def stats(self) -> ReplayStats:
         return self.replay.stats()
@@ -76,10 +85,12 @@ class LearnerHost(_Host):
         with self._deferring_user_errors():
             self.learner = build_learner(cfg, spaces)
 
-    def update(self, batches: list[Batch]) -> tuple[LearnerStats, Weights | None]:
-        """Train on ``batches``; the second result holds new weights only when this call published."""
+    def update(self, batches: list[Batch]) -> tuple[LearnerStats, Weights | None, Priorities | None]:
+        """Train on ``batches``: (stats for the driver, new weights only when this call published, the
+        batches' new priorities for the replay, which travel to it without passing through the driver)."""
         stats = self.learner.update_many(batches)
-        return stats, (self.learner.get_weights() if stats.published else None)
+        weights = self.learner.get_weights() if stats.published else None
+        return dataclasses.replace(stats, priorities=None), weights, stats.priorities
 
     def get_weights(self) -> Weights:
         return self.learner.get_weights()

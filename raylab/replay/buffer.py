@@ -1,4 +1,12 @@
-"""ReplayBuffer = RingStorage + RingWriter + UniformSampler, fed chunks through an NStepAdder."""
+"""ReplayBuffer = RingStorage + RingWriter + a sampler (uniform or prioritized), fed chunks through an NStepAdder.
+
+With ``frame_stack > 1`` and image observations the buffer stores frames once (``raylab.replay.frames``):
+``obs``/``next_obs`` columns hold frame ids and stacks are rebuilt when a batch is read.
+
+Items are addressed by *key*, the insert number: item ``key`` lives in slot ``key % capacity`` while it is
+stored. Batches carry keys, so a priority update that arrives after its item was overwritten (the learner
+is a call or two behind the replay) is recognised and dropped instead of landing on the newer item.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +18,15 @@ import psutil
 
 from raylab.errors import ConfigError
 from raylab.replay.adder import NStepAdder
+from raylab.replay.frames import ID_DTYPE, FrameDedup, FramePool
+from raylab.replay.prioritized import PrioritizedSampler
 from raylab.replay.sampler import UniformSampler
 from raylab.replay.storage import RingStorage
 from raylab.replay.writer import RingWriter
 from raylab.types import Batch, Chunk, Transitions
+
+DEDUP_POOL_SLACK = 1.05
+"""Frames allocated up front per transition of capacity with de-duplication (the pool grows if needed)."""
 
 
 @dataclass
@@ -24,12 +37,74 @@ class ReplayStats:
     sampled: int
     inserted_by_worker: dict[int, int]
     nbytes: int
+    priority_updates: int = 0
+    stale_priority_updates: int = 0
+    """Updates dropped because their item had been overwritten before the update arrived."""
+    frames: int = 0
+    """Frames stored (with de-duplication; 0 without)."""
+    shards: int = 1
+
+    @property
+    def bytes_per_transition(self) -> float:
+        return self.nbytes / max(1, self.size)
+
+    @classmethod
+    def merge(cls, shards: list[ReplayStats]) -> ReplayStats:
+        """One view of K replay shards: counts added up, workers' inserts combined."""
+        by_worker: Counter[int] = Counter()
+        for s in shards:
+            by_worker.update(s.inserted_by_worker)
+        return cls(
+            size=sum(s.size for s in shards),
+            capacity=sum(s.capacity for s in shards),
+            inserted=sum(s.inserted for s in shards),
+            sampled=sum(s.sampled for s in shards),
+            inserted_by_worker=dict(by_worker),
+            nbytes=sum(s.nbytes for s in shards),
+            priority_updates=sum(s.priority_updates for s in shards),
+            stale_priority_updates=sum(s.stale_priority_updates for s in shards),
+            frames=sum(s.frames for s in shards),
+            shards=sum(s.shards for s in shards),
+        )
 
 
-def check_fits_in_memory(capacity: int, obs_shape: tuple[int, ...], obs_dtype: np.dtype) -> None:
+@dataclass(frozen=True)
+class PrioritizedSpec:
+    alpha: float = 0.6
+    beta: float = 0.4
+    beta_final: float = 1.0
+    beta_anneal_inserts: int = 0
+    """Anneal beta linearly to ``beta_final`` over this many inserted transitions (0 = fixed beta)."""
+    eps: float = 1e-6
+
+    def beta_at(self, inserted: int) -> float:
+        if self.beta_anneal_inserts <= 0:
+            return self.beta
+        frac = min(1.0, inserted / self.beta_anneal_inserts)
+        return self.beta + frac * (self.beta_final - self.beta)
+
+
+def dedup_applies(obs_shape: tuple[int, ...], obs_dtype: np.dtype, frame_stack: int) -> bool:
+    """Frame de-duplication needs stacked channel-first uint8 images: (k * C, H, W) with k > 1."""
+    images = len(obs_shape) == 3 and np.dtype(obs_dtype) == np.uint8
+    return frame_stack > 1 and images and obs_shape[0] % frame_stack == 0
+
+
+def bytes_per_transition(obs_shape: tuple[int, ...], obs_dtype: np.dtype, frame_stack: int, dedup: bool) -> float:
+    """Replay memory per stored transition: two observations, or about one frame with de-duplication."""
+    scalars = 8 + 8 + 4 + 4 + 8  # key, action, reward, discount, priority leaf
+    obs_bytes = int(np.prod(obs_shape, dtype=np.int64)) * np.dtype(obs_dtype).itemsize
+    if dedup:
+        return DEDUP_POOL_SLACK * (obs_bytes / frame_stack + 4 + 4) + 2 * frame_stack * ID_DTYPE.itemsize + scalars
+    return 2 * obs_bytes + scalars
+
+
+def check_fits_in_memory(
+    capacity: int, obs_shape: tuple[int, ...], obs_dtype: np.dtype, frame_stack: int = 1, dedup: bool = False
+) -> None:
     """ConfigError when ``capacity`` transitions would not fit in 90 % of the memory available now."""
-    per_item = 2 * int(np.prod(obs_shape, dtype=np.int64)) * np.dtype(obs_dtype).itemsize + 8 + 4 + 4
-    needed, available = capacity * per_item, psutil.virtual_memory().available
+    needed = capacity * bytes_per_transition(obs_shape, obs_dtype, frame_stack, dedup)
+    available = psutil.virtual_memory().available
     if needed > 0.9 * available:
         raise ConfigError(
             f"replay.capacity={capacity} needs {needed / 2**30:.1f} GiB but {available / 2**30:.1f} GiB "
@@ -38,7 +113,7 @@ def check_fits_in_memory(capacity: int, obs_shape: tuple[int, ...], obs_dtype: n
 
 
 class ReplayBuffer:
-    """n-step transitions in preallocated ring storage, sampled uniformly."""
+    """n-step transitions in preallocated ring storage, sampled uniformly or by priority."""
 
     def __init__(
         self,
@@ -48,63 +123,154 @@ class ReplayBuffer:
         n_step: int,
         gamma: float,
         seed: int,
+        prioritized: PrioritizedSpec | None = None,
+        frame_stack: int = 1,
+        dedup: bool = False,
     ):
         obs_dtype = np.dtype(obs_dtype)
-        check_fits_in_memory(capacity, obs_shape, obs_dtype)
+        if dedup and not dedup_applies(obs_shape, obs_dtype, frame_stack):
+            raise ConfigError(
+                f"replay.frame_dedup=true needs stacked uint8 images (env.frame_stack > 1), got {obs_shape} "
+                f"{obs_dtype} with frame_stack={frame_stack}: set replay.frame_dedup=auto"
+            )
+        check_fits_in_memory(capacity, obs_shape, obs_dtype, frame_stack, dedup)
+        self.capacity = int(capacity)
+        self.dedup: FrameDedup | None = None
+        obs_spec: tuple[tuple[int, ...], np.dtype] = (tuple(obs_shape), obs_dtype)
+        if dedup:
+            frame_shape = (obs_shape[0] // frame_stack, *obs_shape[1:])
+            pool = FramePool(frame_shape, obs_dtype, int(DEDUP_POOL_SLACK * capacity) + 64)
+            self.dedup = FrameDedup(pool, frame_stack, n_step)
+            obs_spec = ((frame_stack,), ID_DTYPE)
         self.storage = RingStorage(
             capacity,
             {
-                "obs": (obs_shape, obs_dtype),
+                "obs": obs_spec,
                 "actions": ((), np.dtype(np.int64)),
                 "rewards": ((), np.dtype(np.float32)),
                 "discounts": ((), np.dtype(np.float32)),
-                "next_obs": (obs_shape, obs_dtype),
+                "next_obs": obs_spec,
             },
         )
+        self.keys = np.full(capacity, -1, np.int64)
+        """The key of the item in each slot (-1: empty)."""
         self.writer = RingWriter(capacity)
-        self.sampler = UniformSampler(seed)
+        self.prioritized = prioritized
+        self.uniform = UniformSampler(seed)
+        self.per = (
+            PrioritizedSampler(capacity, prioritized.alpha, prioritized.eps, seed) if prioritized is not None else None
+        )
         self.adder = NStepAdder(n_step, gamma)
         self.sampled = 0
+        self.priority_updates = 0
+        self.stale_priority_updates = 0
         self.inserted_by_worker: Counter[int] = Counter()
 
     def __len__(self) -> int:
         return self.writer.size
 
+    # -- writing -------------------------------------------------------------------------------------------
     def add_chunk(self, chunk: Chunk) -> int:
         """Add a worker's chunk; returns how many transitions it completed."""
-        count = self.add(self.adder.add(chunk))
+        if self.dedup is not None:
+            count = self.add(self.adder.add(self.dedup.encode(chunk)))
+            self.dedup.release(chunk.worker_id)
+        else:
+            count = self.add(self.adder.add(chunk))
         self.inserted_by_worker[chunk.worker_id] += count
         return count
 
     def add(self, transitions: Transitions) -> int:
+        """Store transitions (with de-duplication, their ``obs``/``next_obs`` are frame ids)."""
         count = len(transitions)
-        if count:
-            indices = self.writer.next_indices(count)
-            self.storage.write(indices, vars(transitions))
+        if count == 0:
+            return 0
+        if count > self.capacity:  # only the newest ``capacity`` would survive: store just those
+            transitions = Transitions(*(getattr(transitions, f)[-self.capacity :] for f in _FIELDS))
+        first_key = self.writer.total  # key % capacity == slot, since the writer's cursor is total % capacity
+        indices = self.writer.next_indices(len(transitions))
+        if self.dedup is not None:
+            pool = self.dedup.pool
+            pool.incref(transitions.obs)
+            pool.incref(transitions.next_obs)
+            evicted = indices[self.keys[indices] >= 0]
+            if evicted.size:
+                pool.decref(self.storage.columns["obs"][evicted])
+                pool.decref(self.storage.columns["next_obs"][evicted])
+        self.storage.write(indices, vars(transitions))
+        self.keys[indices] = first_key + np.arange(len(transitions))
+        if self.per is not None:
+            self.per.on_insert(indices)
         return count
 
+    # -- reading -------------------------------------------------------------------------------------------
     def sample(self, batch_size: int) -> Batch:
-        indices = self.sampler.sample(len(self), batch_size)
-        self.sampled += batch_size
-        return Batch(**self.storage.read(indices), indices=indices)
+        return self.sample_many(batch_size, 1)[0]
 
     def sample_many(self, batch_size: int, num_batches: int) -> list[Batch]:
         """``num_batches`` batches gathered in one pass (one Ray call feeds many learner updates)."""
-        indices = self.sampler.sample(len(self), batch_size * num_batches)
-        self.sampled += batch_size * num_batches
+        count = batch_size * num_batches
+        weights: np.ndarray | None = None
+        if self.per is not None and self.prioritized is not None:
+            # one stratified draw per batch, so each batch's importance weights are normalised on their own
+            draws = [
+                self.per.sample(len(self), batch_size, self.prioritized.beta_at(self.writer.total))
+                for _ in range(num_batches)
+            ]
+            indices = np.concatenate([d[0] for d in draws])
+            weights = np.concatenate([d[1] for d in draws])
+        else:
+            indices = self.uniform.sample(len(self), count)
+        self.sampled += count
         columns = self.storage.read(indices)
+        if self.dedup is not None:
+            columns["obs"] = self.dedup.pool.gather(columns["obs"])
+            columns["next_obs"] = self.dedup.pool.gather(columns["next_obs"])
+        keys = self.keys[indices]
         return [
-            Batch(**{k: v[i * batch_size : (i + 1) * batch_size] for k, v in columns.items()},
-                  indices=indices[i * batch_size : (i + 1) * batch_size])
+            Batch(
+                **{k: v[i * batch_size : (i + 1) * batch_size] for k, v in columns.items()},
+                indices=keys[i * batch_size : (i + 1) * batch_size],
+                weights=None if weights is None else weights[i * batch_size : (i + 1) * batch_size],
+            )
             for i in range(num_batches)
-        ]  # fmt: skip
+        ]
+
+    def update_priorities(self, keys: np.ndarray, td_errors: np.ndarray) -> int:
+        """New |TD errors| for sampled items (by key); returns how many were still stored and updated."""
+        if self.per is None:
+            return 0
+        keys = np.asarray(keys, np.int64)
+        slots = keys % self.capacity
+        current = self.keys[slots] == keys
+        self.per.update(slots[current], np.asarray(td_errors)[current])
+        updated = int(current.sum())
+        self.priority_updates += updated
+        self.stale_priority_updates += len(keys) - updated
+        return updated
+
+    # -- accounting ----------------------------------------------------------------------------------------
+    @property
+    def nbytes(self) -> int:
+        total = self.storage.nbytes + self.keys.nbytes
+        if self.dedup is not None:
+            total += self.dedup.pool.nbytes
+        if self.per is not None:
+            total += self.per.tree.nodes.nbytes
+        return total
 
     def stats(self) -> ReplayStats:
         return ReplayStats(
             size=len(self),
-            capacity=self.storage.capacity,
+            capacity=self.capacity,
             inserted=self.writer.total,
             sampled=self.sampled,
             inserted_by_worker=dict(self.inserted_by_worker),
-            nbytes=self.storage.nbytes,
+            nbytes=self.nbytes,
+            priority_updates=self.priority_updates,
+            stale_priority_updates=self.stale_priority_updates,
+            frames=self.dedup.pool.live if self.dedup is not None else 0,
         )
+
+
+_FIELDS = ("obs", "actions", "rewards", "discounts", "next_obs")

@@ -1,10 +1,10 @@
 """Ape-X DQN on Ray: acting and learning run concurrently, held at a samples-per-insert ratio.
 
-    RolloutActor x N --chunk ref--> driver --add(ref)--------------> ReplayActor
-          ^                                                          |  sample_many(B, K) ref
-          |                                                          v
-          +--- weights ref, only when newer <--- driver <--- LearnerActor.update (K updates/call)
-                                                   |
+    RolloutActor x N --chunk ref--> driver --add(ref)-------------> ReplayActor x S (shards)
+          ^                                                         |  sample_many(B, K) ref  ^
+          |                                                         v                         |
+          +--- weights ref, only when newer <--- driver <--- LearnerActor.update (K per call)  |
+                                                   |         priorities ref (prioritized) ----+
                                      EvalActor <---+ weights ref every eval interval
 
 The driver is the wiring: it holds refs and never the data (a chunk goes rollout -> replay, a batch
@@ -12,8 +12,11 @@ replay -> learner through the object store). Each worker has one chunk in flight
 two calls queued so it never idles on a round trip. The limiter (raylab.replay.rate_limiter) parks a
 worker whose chunk would put acting too far ahead of learning, and holds learner calls when learning would
 run ahead of acting. Weights are put once per published version and passed to a worker only when it is
-behind. When a greedy evaluation meets stop.mean_return, those evaluated weights (not the learner's
-newer ones) are the run's policy: checkpointed and evaluated again, on fresh episodes, at the end.
+behind. Worker i writes to shard i % S (its n-step carry and frames stay in one place); learner calls
+take turns among the shards, and each call's new priorities go back to the shard its batches came from,
+as a ref the driver forwards without fetching. When a greedy evaluation meets stop.mean_return, those
+evaluated weights (not the learner's newer ones) are the run's policy: checkpointed and evaluated again, on
+fresh episodes, at the end.
 """
 
 from __future__ import annotations
@@ -24,14 +27,15 @@ from typing import cast
 import ray
 from ray import ObjectRef
 
-from raylab.builders import build_rate_limiter
+from raylab.builders import build_rate_limiter, check_replay_fits
 from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
 from raylab.envs.registry import EnvSpaces
+from raylab.errors import ConfigError
 from raylab.remote.clients import EvalClient, LearnerClient, ReplayClient, RolloutClient
 from raylab.remote.runtime import learner_gpus, run_on_ray, wait_ready
-from raylab.replay.buffer import check_fits_in_memory
-from raylab.types import Chunk, EvalResult, LearnerStats, RolloutStats, Weights
+from raylab.replay.buffer import ReplayStats
+from raylab.types import Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, Weights
 
 LEARNER_CALLS_IN_FLIGHT = 2
 WAIT_TIMEOUT_S = 0.1
@@ -46,10 +50,13 @@ class _Rollout:
 @dataclass
 class _Update:
     weights: ObjectRef[Weights | None]
+    priorities: ObjectRef[Priorities | None]
+    shard: int
 
 
+@dataclass
 class _Add:
-    pass
+    shard: int
 
 
 @dataclass
@@ -63,7 +70,12 @@ class ApexDQNTopology:
         self.spaces = spaces
         # validate what can be validated before Ray starts
         self.limiter = build_rate_limiter(cfg)
-        check_fits_in_memory(cfg.replay.capacity, spaces.obs_shape, spaces.obs_dtype)
+        check_replay_fits(cfg, spaces)
+        if cfg.replay.num_shards > cfg.topology.num_workers:
+            raise ConfigError(
+                f"replay.num_shards={cfg.replay.num_shards} exceeds topology.num_workers={cfg.topology.num_workers}"
+                f" (each worker writes to one shard): set replay.num_shards <= {cfg.topology.num_workers}"
+            )
 
     def required_cpus(self) -> float:
         return self.cfg.topology.num_workers * self.cfg.topology.worker_cpus + self.cfg.learner.num_cpus
@@ -75,10 +87,11 @@ class ApexDQNTopology:
         cfg, spaces, limiter = self.cfg, self.spaces, self.limiter
         monitor = RunMonitor(cfg, spaces)
         learner = LearnerClient.create(cfg, spaces, learner_gpus(cfg.learner))
-        replay = ReplayClient.create(cfg, spaces)
+        shards = [ReplayClient.create(cfg, spaces, k) for k in range(cfg.replay.num_shards)]
         evaluator = EvalClient.create(cfg, spaces)
         workers = [RolloutClient.create(cfg, spaces, i) for i in range(cfg.topology.num_workers)]
-        wait_ready([c.ready() for c in (learner, replay, evaluator, *workers)], "raylab actors")
+        wait_ready([c.ready() for c in (learner, *shards, evaluator, *workers)], "raylab actors")
+        prioritized = cfg.replay.kind == "prioritized"
 
         batch, calls = cfg.learner.batch_size, cfg.learner.updates_per_call
         chunk_size = cfg.topology.rollout_length * cfg.topology.envs_per_worker
@@ -87,7 +100,7 @@ class ApexDQNTopology:
         learner_version = 0
         pending: dict[ObjectRef, _Rollout | _Update | _Add | _Eval] = {}
         parked: list[int] = []
-        rollouts_in_flight = learner_calls = 0
+        rollouts_in_flight = learner_calls = calls_made = 0
         added = 0
         eval_in_flight = False
         evaluated_ref = weights_ref
@@ -108,9 +121,11 @@ class ApexDQNTopology:
             while stop is None:
                 while learner_calls < LEARNER_CALLS_IN_FLIGHT and limiter.can_sample(batch * calls):
                     limiter.record_sample(batch * calls)
-                    stats_ref, new_weights_ref = learner.update(replay.sample_many(batch, calls))
-                    pending[stats_ref] = _Update(new_weights_ref)
+                    shard = calls_made % len(shards)  # learner calls take turns among the shards
+                    stats_ref, new_weights_ref, priorities_ref = learner.update(shards[shard].sample_many(batch, calls))
+                    pending[stats_ref] = _Update(new_weights_ref, priorities_ref, shard)
                     learner_calls += 1
+                    calls_made += 1
                 while parked and limiter.can_insert(chunk_size * (rollouts_in_flight + 1)):
                     submit_rollout(parked.pop(0))
                 if not eval_in_flight and monitor.eval_due():
@@ -127,7 +142,8 @@ class ApexDQNTopology:
                     if isinstance(job, _Rollout):
                         stats: RolloutStats = ray.get(ref)
                         rollouts_in_flight -= 1
-                        pending[replay.add(job.chunk)] = _Add()
+                        shard = job.worker % len(shards)  # a worker's stream stays on one shard (n-step, frames)
+                        pending[shards[shard].add(job.chunk)] = _Add(shard)
                         limiter.record_insert(stats.num_steps)
                         monitor.on_rollout(stats, learner_version)
                         if limiter.can_insert(chunk_size * (rollouts_in_flight + 1)):
@@ -139,6 +155,8 @@ class ApexDQNTopology:
                         learner_calls -= 1
                         learner_version = learner_stats.version
                         monitor.on_learner(learner_stats)
+                        if prioritized:  # sent only now: a call waiting on its argument would hold up add()
+                            shards[job.shard].update_priorities(job.priorities)
                         if learner_stats.published:  # then job.weights holds Weights, not None
                             weights_ref, published_version = (
                                 cast(ObjectRef[Weights], job.weights),
@@ -168,6 +186,7 @@ class ApexDQNTopology:
             final_eval = ray.get(evaluator.evaluate(policy_ref, cfg.eval.final_episodes))
         policy: Weights = ray.get(policy_ref)
         state = learner.state_dict_blocking()
-        clients = [learner, replay, evaluator, *workers]
+        clients = [learner, *shards, evaluator, *workers]
         peak = sum(ray.get([c.peak_memory_bytes() for c in clients]))
-        return monitor.finish(stop, state, policy, final_eval, replay.stats_blocking(), extra_peak_memory_bytes=peak)
+        replay_stats = ReplayStats.merge([s.stats_blocking() for s in shards])
+        return monitor.finish(stop, state, policy, final_eval, replay_stats, extra_peak_memory_bytes=peak)

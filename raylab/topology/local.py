@@ -9,7 +9,8 @@ repeat until a stop condition:
         chunk = w.sample()                 # rollout_length x envs_per_worker steps
         replay.add_chunk(chunk)            # n-step transitions
     while the samples-per-insert limiter allows:
-        learner.update_many(replay.sample_many(batch_size, updates_per_call))
+        learner.update_many(replay.sample(batch_size) for _ in range(updates_per_call))  # prefetched
+        replay.update_priorities(...)      # prioritized replay
         on publish: every worker loads the new weights (no copy when not newer)
     periodic greedy evaluation; report
 the final checkpoint and evaluation use the evaluated weights that met stop.mean_return, if one did
@@ -113,7 +114,10 @@ class LocalTopology:
                 monitor.on_rollout(stats, learner.version)
             while limiter.can_sample(batch * calls):
                 limiter.record_sample(batch * calls)
-                learner_stats = learner.update_many(replay.sample_many(batch, calls))
+                # a generator: the learner's prefetch thread draws batch k + 1 while batch k trains
+                learner_stats = learner.update_many(replay.sample(batch) for _ in range(calls))
+                if learner_stats.priorities is not None:
+                    replay.update_priorities(learner_stats.priorities.keys, learner_stats.priorities.td_errors)
                 monitor.on_learner(learner_stats)
                 if learner_stats.published:
                     weights = learner.get_weights()

@@ -72,9 +72,10 @@ def test_clients_move_data_through_the_object_store(tmp_path):
     stats = ray.get(stats_ref)
     assert stats.num_steps == 16 and stats.policy_version == 0
     assert ray.get(replay.add(chunk_ref)) == (8 - cfg.algo.n_step + 1) * 2
-    stats_ref, weights_ref = learner.update(replay.sample_many(4, 2))
-    learner_stats, weights = ray.get([stats_ref, weights_ref])
+    stats_ref, weights_ref, priorities_ref = learner.update(replay.sample_many(4, 2))
+    learner_stats, weights, priorities = ray.get([stats_ref, weights_ref, priorities_ref])
     assert learner_stats.version == 2 and learner_stats.published and weights.version == 2
+    assert priorities is None and learner_stats.priorities is None  # uniform replay: nothing to send back
     _, stats_ref = worker.sample(weights_ref)
     assert ray.get(stats_ref).policy_version == 2
     assert replay.stats_blocking().inserted_by_worker == {0: (8 - cfg.algo.n_step + 1) * 2}
@@ -90,3 +91,35 @@ def test_a_user_error_inside_an_actor_constructor_stays_one_line(tmp_path):
     with pytest.raises(ConfigError, match=r"lower replay\.capacity") as info:
         wait_ready([replay.ready()], "replay")
     assert "\n" not in str(info.value)
+
+
+def test_prioritized_sharded_replay_with_frame_dedup(tmp_path):
+    """2 replay shards, prioritized, stacked frames stored once: each worker's data goes to its own shard,
+    priorities come back for the sampled items, and the run still learns."""
+    cfg = make_config(
+        tmp_path, *FAKE, "env.options.obs_shape=[1,8,8]", "env.frame_stack=4", "env.options.num_actions=4",
+        "topology=apex_dqn", "topology.num_workers=2", "topology.envs_per_worker=4", "topology.rollout_length=16",
+        "replay=prioritized", "replay.num_shards=2", "replay.capacity=4000", "replay.min_size=256",
+        "replay.samples_per_insert=4", "model.hidden_sizes=[64]", "stop.env_steps=60000", "stop.seconds=240",
+        "stop.mean_return=19", "learner.batch_size=32", "learner.updates_per_call=8", "learner.publish_every=8",
+        "algo.epsilon.anneal_env_steps=1000", "algo.gamma=0.5", "eval.every_seconds=1", "eval.episodes=4",
+        "eval.final_episodes=8",
+    )  # fmt: skip
+    summary = run(cfg)
+    replay = summary.benchmark["replay"]
+    assert replay["shards"] == 2 and replay["capacity"] == 4000
+    assert set(replay["inserted_by_worker"]) == {"0", "1"}
+    assert replay["frames"] > 0 and replay["bytes_per_transition"] < 2 * 4 * 64 / 3
+    # every learner call but the last two (in flight when the run stopped) sent its priorities back
+    assert replay["priority_updates"] + replay["stale_priority_updates"] >= replay["sampled"] - 2 * 8 * 32
+    assert summary.stop_reason.startswith("eval return"), summary.stop_reason
+    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 15
+
+
+def test_more_shards_than_workers_is_a_config_error(tmp_path):
+    from raylab.errors import ConfigError
+    from raylab.topology.apex_dqn import ApexDQNTopology
+
+    cfg = make_config(tmp_path, *FAKE, "topology.num_workers=2", "replay.num_shards=3")
+    with pytest.raises(ConfigError, match=r"set replay.num_shards <= 2"):
+        ApexDQNTopology(cfg, env_spaces(cfg.env))

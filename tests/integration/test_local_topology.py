@@ -112,3 +112,37 @@ def test_periodic_checkpoints_keep_the_newest(algo, tmp_path):
     newest = load_checkpoint(periodic[-1])
     assert 0 < newest["counters"]["env_steps"] <= summary.env_steps
     assert newest["config"]["checkpoint"]["keep"] == 2 and newest["learner"]
+
+
+# Stacked uint8 frames: the fake env's 1x8x8 label image, 4 frames stacked (frame de-duplication applies).
+FAKE_FRAMES = ("env.options.obs_shape=[1,8,8]", "env.frame_stack=4", "env.options.num_actions=4")
+
+
+def test_prioritized_replay_with_frame_dedup_learns(tmp_path):
+    cfg = make_config(
+        tmp_path, *FAKE, *FAKE_FRAMES, "topology=local", "replay=prioritized", "topology.num_workers=2",
+        "topology.envs_per_worker=4", "model.hidden_sizes=[64]", "stop.env_steps=8000", "stop.seconds=120",
+        "replay.min_size=256", "replay.capacity=3000", "replay.beta_anneal_env_steps=6000",
+        "learner.batch_size=32", "learner.updates_per_call=8", "learner.publish_every=8",
+        "algo.epsilon.anneal_env_steps=1000", "algo.gamma=0.5", "eval.every_env_steps=2000", "eval.episodes=4",
+        "eval.final_episodes=8", "learner.grad_accumulation=2",
+    )  # fmt: skip
+    summary = run(cfg)
+    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 18  # random: 5
+    replay = summary.benchmark["replay"]
+    assert replay["priority_updates"] >= 0.9 * replay["sampled"]  # every sampled item got its TD error back
+    assert replay["frames"] > 0 and replay["size"] == 3000
+    # 4 stacked 8x8 frames per obs: ~64 bytes of frames per transition instead of 2 x 256
+    assert replay["bytes_per_transition"] < 2 * 4 * 64 / 3
+
+
+def test_qr_dqn_learns_the_fake_task(tmp_path):
+    cfg = make_config(
+        tmp_path, *FAKE, "topology=local", "algo.loss=quantile", "algo.num_quantiles=32",
+        "env.options.num_actions=4", "model.hidden_sizes=[32]", "stop.env_steps=6000", "stop.seconds=120",
+        "replay.min_size=256", "learner.batch_size=32", "learner.updates_per_call=8", "learner.publish_every=8",
+        "algo.epsilon.anneal_env_steps=1000", "algo.gamma=0.5", "eval.every_env_steps=2000", "eval.episodes=4",
+        "eval.final_episodes=8",
+    )  # fmt: skip
+    summary = run(cfg)
+    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 18  # random: 5

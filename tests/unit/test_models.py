@@ -23,7 +23,7 @@ def test_dueling_head_is_value_plus_centred_advantage():
         head.advantage.bias.zero_()
     q = head(torch.tensor([[2.0, 4.0]]))
     # V = 2; A = [2, 4, 6], mean 4 -> Q = 2 + [-2, 0, 2]
-    torch.testing.assert_close(q, torch.tensor([[0.0, 2.0, 4.0]]))
+    torch.testing.assert_close(q, torch.tensor([[[0.0], [2.0], [4.0]]]))
 
 
 def test_mlp_q_network_shapes():

@@ -92,3 +92,61 @@ def test_draws_are_stratified_over_the_batch():
     sampler.update(np.arange(32), np.ones(32))
     indices, _ = sampler.sample(32, 32, beta=0.4)
     assert sorted(indices.tolist()) == list(range(32))
+
+
+# -- wired into the ReplayBuffer ------------------------------------------------------------------------------
+
+
+def _transitions(n, start=0):
+    from raylab.types import Transitions
+
+    obs = np.arange(start, start + n, dtype=np.float32).reshape(n, 1)
+    return Transitions(obs, np.zeros(n, np.int64), np.zeros(n, np.float32), np.ones(n, np.float32), obs + 0.5)
+
+
+def _prioritized_buffer(capacity, alpha=1.0, beta=1.0, anneal=0):
+    from raylab.replay import ReplayBuffer
+    from raylab.replay.buffer import PrioritizedSpec
+
+    spec = PrioritizedSpec(alpha=alpha, beta=beta, beta_final=1.0, beta_anneal_inserts=anneal)
+    return ReplayBuffer(capacity, (1,), np.dtype(np.float32), n_step=1, gamma=0.9, seed=0, prioritized=spec)
+
+
+def test_buffer_samples_by_the_learners_td_errors_and_weights_them():
+    buffer = _prioritized_buffer(10, alpha=1.0, beta=1.0)
+    buffer.add(_transitions(10))
+    keys = np.arange(10)
+    td = np.arange(1, 11, dtype=np.float64)
+    assert buffer.update_priorities(keys, -td) == 10  # the sign of a TD error does not matter
+    batches = buffer.sample_many(100, 200)
+    drawn = np.concatenate([b.obs[:, 0] for b in batches]).astype(int)
+    freq = np.bincount(drawn, minlength=10) / len(drawn)
+    np.testing.assert_allclose(freq, td / td.sum(), atol=0.006)
+    for b in batches[:5]:  # w_i = (N P(i))^-1 / max: with beta 1 the weight is inversely proportional to td
+        expected = (1.0 / td[b.obs[:, 0].astype(int)]) / (1.0 / td[b.obs[:, 0].astype(int)]).max()
+        np.testing.assert_allclose(b.weights, expected, rtol=1e-5)
+        np.testing.assert_array_equal(b.indices, b.obs[:, 0].astype(int))  # keys are insert numbers
+
+
+def test_updates_for_overwritten_items_are_dropped():
+    buffer = _prioritized_buffer(4)
+    buffer.add(_transitions(4))
+    stale = buffer.sample(4).indices.copy()
+    buffer.add(_transitions(2, start=4))  # keys 4, 5 overwrite slots 0, 1 (keys 0, 1)
+    updated = buffer.update_priorities(np.array([0, 1, 2, 3]), np.full(4, 100.0))
+    assert updated == 2 and buffer.stats().stale_priority_updates == 2
+    slots = np.array([0, 1])
+    # new items entered at the max priority seen before the update (1.0), not the stale update's 100
+    np.testing.assert_allclose(buffer.per.tree.get(slots), 1.0)
+    assert set(stale.tolist()) <= {0, 1, 2, 3}
+
+
+def test_new_items_enter_at_the_largest_priority_and_beta_anneals():
+    buffer = _prioritized_buffer(8, alpha=0.5, beta=0.4, anneal=100)
+    buffer.add(_transitions(4))
+    buffer.update_priorities(np.arange(4), np.array([0.0, 3.0, 8.0, 1.0]))
+    buffer.add(_transitions(1, start=4))
+    assert buffer.per.tree.get(np.array([4]))[0] == pytest.approx((8.0 + 1e-6) ** 0.5)
+    assert buffer.prioritized.beta_at(0) == 0.4
+    assert buffer.prioritized.beta_at(50) == pytest.approx(0.7)
+    assert buffer.prioritized.beta_at(10_000) == 1.0

@@ -147,7 +147,7 @@ def test_buffer_overwrites_oldest_when_full():
 def test_buffer_keeps_uint8_frames_uint8():
     buffer = ReplayBuffer(16, (2, 4, 4), np.dtype(np.uint8), n_step=1, gamma=0.9, seed=0)
     assert buffer.storage.columns["obs"].dtype == np.uint8
-    assert buffer.stats().nbytes == 16 * (2 * 32 + 8 + 4 + 4)
+    assert buffer.stats().nbytes == 16 * (2 * 32 + 8 + 4 + 4 + 8)  # two frames, action, reward, discount, key
 
 
 def test_replay_that_cannot_fit_in_memory_is_a_config_error():

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from raylab.algos.dqn.loss import DQNLoss, dqn_loss
+from raylab.algos.dqn.loss import DQNLoss, dqn_loss, quantile_huber_loss
 from raylab.config import DQNConfig
 from raylab.models.factory import QNetwork
 
@@ -31,8 +31,10 @@ class DQN:
 
     def __init__(self, q_net: QNetwork, cfg: DQNConfig):
         self.q_net = q_net
-        self.target_net = copy.deepcopy(q_net).requires_grad_(False)
+        # eval mode: the target net never updates BatchNorm statistics of its own (it copies the online ones)
+        self.target_net = copy.deepcopy(q_net).requires_grad_(False).eval()
         self.double = cfg.double
+        self.quantile = cfg.loss == "quantile"
         self.huber_delta = cfg.huber_delta
         self.target_update_every = cfg.target_update_every
         self.target_tau = cfg.target_tau
@@ -54,12 +56,20 @@ class DQN:
         return self
 
     def loss(self, batch: TensorBatch) -> DQNLoss:
-        q = self.q_net(batch.obs)
+        """DQN (Huber) or QR-DQN (quantile) loss; network outputs are cast to fp32 first, so under autocast
+        only the networks run in reduced precision, never the targets or the loss."""
+        atoms = self.q_net.atoms(batch.obs).float()
         with torch.no_grad():
-            next_q_target = self.target_net(batch.next_obs)
-            next_q_online = self.q_net(batch.next_obs) if self.double else None
+            next_target = self.target_net.atoms(batch.next_obs).float()
+            next_online = self.q_net(batch.next_obs).float() if self.double else None
+        if self.quantile:
+            chooser = next_online if next_online is not None else next_target.mean(dim=2)
+            return quantile_huber_loss(
+                atoms, batch.actions, batch.rewards, batch.discounts, next_target, chooser,
+                kappa=self.huber_delta, weights=batch.weights,
+            )  # fmt: skip
         return dqn_loss(
-            q, batch.actions, batch.rewards, batch.discounts, next_q_target, next_q_online,
+            atoms.squeeze(2), batch.actions, batch.rewards, batch.discounts, next_target.squeeze(2), next_online,
             huber_delta=self.huber_delta, weights=batch.weights,
         )  # fmt: skip
 
