@@ -113,6 +113,8 @@ class RolloutStats:
     lags: list[int] | None = None
     """Policy lags measured where the update happened (A3C: server version minus the gradient's version,
     per push); None lets the driver measure learner version minus ``policy_version``."""
+    epsilon: float | None = None
+    """Epsilon-greedy workers: the mean exploration rate over this worker's env slots at the chunk's end."""
 
 
 @dataclass

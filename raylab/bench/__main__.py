@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from raylab.bench import compare, envs, learn, scaling, timed
+from raylab.bench import compare, envs, learn, learner_speed, scaling, snake_loop, timed
 from raylab.errors import EXIT_USAGE, RaylabError
 
 
@@ -17,6 +17,8 @@ def main(argv: list[str] | None = None) -> int:
     scaling.add_parser(commands)
     timed.add_parser(commands)
     compare.add_parser(commands)
+    snake_loop.add_parser(commands)
+    learner_speed.add_parser(commands)
     args, overrides = parser.parse_known_args(argv)
     try:
         return int(args.func(args, overrides) or 0)

@@ -81,6 +81,10 @@ class RunMonitor:
     def on_rollout(self, stats: RolloutStats, learner_version: int) -> None:
         self.progress.add_rollout(stats, learner_version)
 
+    def gauge(self, **values: float) -> None:
+        """Set values reported as they stand in the next row (queue depths, transitions inserted)."""
+        self.progress.gauges.update({k.replace("__", "/"): v for k, v in values.items()})
+
     def on_learner(self, stats: LearnerStats) -> None:
         self.progress.add_learner(stats)
 
@@ -254,6 +258,7 @@ class RunMonitor:
                 "nbytes": replay_stats.nbytes,
                 "bytes_per_transition": round(replay_stats.bytes_per_transition, 1),
                 "frames": replay_stats.frames,
+                "frames_per_transition": round(replay_stats.frames_per_transition, 4),
                 "shards": replay_stats.shards,
                 "priority_updates": replay_stats.priority_updates,
                 "stale_priority_updates": replay_stats.stale_priority_updates,

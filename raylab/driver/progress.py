@@ -27,6 +27,10 @@ class Progress:
         self.extras: dict[str, deque[float]] = {}
         """Family-specific episode values (Mario x_pos/flag_get, Snake snake_length), last 100 episodes."""
         self.env_restarts = 0
+        self._epsilons: dict[int, float] = {}
+        """Latest mean epsilon per epsilon-greedy worker."""
+        self.gauges: dict[str, float] = {}
+        """Values the topology sets as they are (queue depths, replay inserts), reported as they stand."""
         self.first_returns: list[float] = []
         self._window: deque[float] = deque(maxlen=10)
         self.best_window_mean = -math.inf
@@ -75,6 +79,8 @@ class Progress:
         else:
             self._lags.extend(stats.lags)
         self.env_restarts += stats.env_restarts
+        if stats.epsilon is not None:
+            self._epsilons[stats.worker_id] = stats.epsilon
         for key, values in stats.episodes.extras.items():
             self.extras.setdefault(key, deque(maxlen=100)).extend(values.tolist())
         for name, secs in stats.timings.items():
@@ -140,6 +146,9 @@ class Progress:
             if values:
                 row[f"episode/{key}_mean"] = float(np.mean(values))
         row["rollout/env_restarts"] = self.env_restarts
+        if self._epsilons:
+            row["rollout/epsilon_mean"] = float(np.mean(list(self._epsilons.values())))
+        row.update(self.gauges)
         if self._interval_returns:
             row["episode/return_interval_mean"] = float(np.mean(self._interval_returns))
         if self._lags:

@@ -53,16 +53,24 @@ class ConsoleLogger:
 
 
 SUMMARY_FIELDS = (
-    ("replay/size", "replay", "{:,}"),
+    ("replay/inserted", "processed", "{:,}"),
+    ("replay/size", "buffer", "{:,}"),
+    ("queue/rollouts_in_flight", "queue", "{:.0f}"),
+    ("queue/parked_workers", "parked", "{:.0f}"),  # hidden while 0: workers held back by the rate limiter
+    ("learner/dropped_chunks", "drops", "{:.0f}"),  # hidden while 0: APPO chunks beyond max_policy_lag
     ("episode/return_mean", "return", "{:.1f}"),
     ("episode/x_pos_mean", "x_pos", "{:.0f}"),
     ("episode/snake_length_mean", "length", "{:.1f}"),
     ("rollout/env_restarts", "env restarts", "{}"),  # hidden while 0
     ("eval/return_mean", "eval", "{:.1f}"),
     ("learner/loss", "loss", "{:.4f}"),
+    ("learner/td_error", "TD error", "{:.4f}"),
+    ("rollout/epsilon_mean", "epsilon", "{:.3f}"),
     ("lag/mean", "lag", "{:.0f}"),
 )
-"""(metrics key, label, format) of the console summary line, shown when the row has the key."""
+"""(metrics key, label, format) of the console summary line, shown when the row has the key: seed 001's
+"processed, batches, drops, buffer, queue, loss, TD error, reward, x_pos, epsilon" in raylab's terms."""
+HIDDEN_WHILE_ZERO = {"rollout/env_restarts", "queue/parked_workers", "learner/dropped_chunks"}
 
 
 def format_row(row: dict[str, Any]) -> str:
@@ -73,7 +81,7 @@ def format_row(row: dict[str, Any]) -> str:
     parts += [
         f"{label} {fmt.format(row[key])}"
         for key, label, fmt in SUMMARY_FIELDS
-        if key in row and (row[key] or key != "rollout/env_restarts")
+        if key in row and (row[key] or key not in HIDDEN_WHILE_ZERO)
     ]
     return " | ".join(parts)
 

@@ -46,7 +46,13 @@ class ReplayStats:
 
     @property
     def bytes_per_transition(self) -> float:
-        return self.nbytes / max(1, self.size)
+        """Memory allocated per transition of capacity (everything: frames, ids, scalars, priorities)."""
+        return self.nbytes / max(1, self.capacity)
+
+    @property
+    def frames_per_transition(self) -> float:
+        """Frames stored per stored transition (de-duplication; 0 without it)."""
+        return self.frames / max(1, self.size)
 
     @classmethod
     def merge(cls, shards: list[ReplayStats]) -> ReplayStats:

@@ -112,6 +112,7 @@ class RolloutWorker:
             episodes=episodes_of(episodes),
             timings=timer.pop(),
             env_restarts=self.env.restarts - restarts_before,
+            epsilon=getattr(self.policy, "epsilon", None),
         )
         return chunk, stats
 

@@ -133,6 +133,7 @@ def test_prioritized_replay_with_frame_dedup_learns(tmp_path):
     assert replay["priority_updates"] >= 0.9 * replay["sampled"]  # every sampled item got its TD error back
     assert replay["frames"] > 0 and replay["size"] == 3000
     # 4 stacked 8x8 frames per obs: ~64 bytes of frames per transition instead of 2 x 256
+    assert replay["frames_per_transition"] < 1.2  # 4 stacked frames per obs, 2 obs per transition: ~1 stored
     assert replay["bytes_per_transition"] < 2 * 4 * 64 / 3
 
 

@@ -53,14 +53,21 @@ class EpsilonGreedyPolicy:
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         num = obs.shape[0]
-        with torch.inference_mode():
-            greedy = self.q_net(torch.from_numpy(obs)).argmax(dim=1).numpy()
         eps = self.epsilons(self.steps * num)
         explore = self.rng.random(num) < eps
         self.steps += 1
+        if explore.all():  # no slot needs the network (common early on, and with few envs)
+            return np.asarray(self.rng.integers(self.num_actions, size=num))
+        with torch.inference_mode():
+            greedy = self.q_net(torch.from_numpy(obs)).argmax(dim=1).numpy()
         if explore.any():
             return np.where(explore, self.rng.integers(self.num_actions, size=num), greedy)
         return greedy
+
+    @property
+    def epsilon(self) -> float:
+        """Mean exploration rate over the slots now."""
+        return float(np.mean(self.epsilons(self.steps * len(self.epsilons.final))))
 
     def set_weights(self, weights: Weights) -> bool:
         """Load ``weights`` if newer than what the policy holds; returns whether it did."""

@@ -1,0 +1,248 @@
+"""``snake_dqn_loop``: seed 004's Snake DQN throughput measurement, with raylab's components.
+
+    python -m raylab.bench snake_dqn_loop --output benchmarks/snake_dqn_loop.json
+
+Seed 004's loop, in one process: 100 episodes of at most 50 steps, an epsilon-greedy action each step, a
+transition stored each step, one DQN update on a batch of 32 every 4 env steps. Seed 004 reports ~2,050
+steps/s on 2 CPU cores, counting 5000 / elapsed (every episode as 50 steps, though most end sooner); here
+steps/s counts the env steps actually taken, and the seed's formula is recorded beside it.
+
+Variants, alternated round by round (medians over rounds):
+- ``seed004``: seed 004's optimized agent as its document describes it (deque memory, random.sample, batch
+  tensors built from numpy arrays, inference_mode acting, zero_grad(set_to_none=True), in-place ReLU, a
+  target net, torch on every core), re-implemented here so both run on this machine in the same run.
+- ``raylab_1env``: raylab's RolloutWorker (1 env, chunks of 4 steps), ReplayBuffer and Learner (fused Adam,
+  double DQN, Polyak target, gradient clipping): one update per chunk.
+- ``raylab_8env``: the same with 8 envs stepped as one vector env, one chunk per vector step and two updates
+  per chunk: still one update of 32 every 4 env steps (the same updates per sample), fewer calls per step.
+- ``raylab_8env_seedalgo``: ``raylab_8env`` doing seed 004's update (vanilla DQN target, hard target copy
+  every 100 updates, no gradient clipping) instead of raylab's default (double DQN, Polyak target every
+  update, clipping), so that the loop machinery is compared on equal work.
+
+Every variant uses the same network: raylab's ``snake_dqn`` model (MLP 128x128 on the 11 Snake features).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import random
+import statistics
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from raylab.bench import plots
+from raylab.bench.machine import machine_info
+from raylab.driver.outputs import atomic_write
+
+SEED_004_STEPS_PER_S = 2050
+EPISODES, MAX_STEPS, TRAIN_EVERY, BATCH = 100, 50, 4, 32
+VARIANTS = ("seed004", "raylab_1env", "raylab_8env", "raylab_8env_seedalgo")
+SEED_ALGO = ("algo.double=false", "algo.target_update_every=100", "algo.target_tau=1.0", "learner.max_grad_norm=null")
+"""Seed 004's update: vanilla DQN target, a hard target copy every 100 updates, no gradient clipping."""
+
+
+def add_parser(commands: Any) -> None:
+    p = commands.add_parser("snake_dqn_loop", help="seed 004's Snake DQN loop: env steps/s in one process")
+    p.add_argument("--rounds", type=int, default=5, help="measurements per variant (alternating)")
+    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    p.add_argument("--output", required=True, help="JSON to write; the PNG goes next to it")
+    p.set_defaults(func=run)
+
+
+def _config(num_envs: int, seed: int, extra: tuple[str, ...] = ()) -> Any:
+    from raylab.config import resolve
+    from raylab.train import compose
+
+    overrides = [
+        "+experiment=snake_dqn", "topology=local", "topology.num_workers=1", f"topology.envs_per_worker={num_envs}",
+        f"topology.rollout_length={max(1, TRAIN_EVERY // num_envs)}", f"env.max_episode_steps={MAX_STEPS}",
+        f"learner.batch_size={BATCH}", "learner.prefetch=false", "algo.n_step=1", "replay.min_size=32",
+        "logger.console=false", f"seed={seed}", *extra,
+    ]  # fmt: skip
+    return resolve(compose(overrides), run_dir="/tmp/raylab-bench-snake")
+
+
+class RaylabLoop:
+    """raylab's worker, replay and learner in seed 004's loop (updates every TRAIN_EVERY env steps)."""
+
+    def __init__(self, num_envs: int, seed: int, extra: tuple[str, ...] = ()):
+        from raylab.builders import build_learner, build_replay, build_rollout_worker
+        from raylab.envs import env_spaces
+
+        cfg = _config(num_envs, seed, extra)
+        spaces = env_spaces(cfg.env)
+        self.worker = build_rollout_worker(cfg, spaces, 0)
+        self.replay = build_replay(cfg, spaces)
+        self.learner = build_learner(cfg, spaces)
+        self.worker.set_weights(self.learner.get_weights())
+        self.publish_every = cfg.learner.publish_every
+
+    def run(self) -> tuple[int, float, float]:
+        """(env steps, seconds, mean return) for EPISODES episodes."""
+        steps = episodes = updates = 0
+        owed = 0.0
+        returns: list[float] = []
+        start = time.perf_counter()
+        while episodes < EPISODES:
+            chunk, stats = self.worker.sample()
+            self.replay.add_chunk(chunk)
+            steps += stats.num_steps
+            episodes += len(stats.episodes)
+            returns.extend(stats.episodes.returns.tolist())
+            owed += stats.num_steps / TRAIN_EVERY
+            while owed >= 1 and len(self.replay) >= BATCH:
+                self.learner.update(self.replay.sample(BATCH))
+                owed -= 1
+                updates += 1
+                if updates % self.publish_every == 0:
+                    self.worker.set_weights(self.learner.get_weights())
+        return steps, time.perf_counter() - start, float(np.mean(returns[:EPISODES]))
+
+
+class Seed004Loop:
+    """Seed 004's optimized DQNAgent, as its document describes it, on the same Snake env and network."""
+
+    def __init__(self, seed: int):
+        import torch
+        from torch import nn
+
+        from raylab.envs.registry import env_spaces, make_env
+
+        torch.set_num_threads(os.cpu_count() or 1)  # seed 004: "use all available CPU cores"
+        torch.manual_seed(seed)
+        cfg = _config(1, seed)
+        self.env = make_env(cfg.env, seed=seed)
+        spaces = env_spaces(cfg.env)
+        obs_dim = int(np.prod(spaces.obs_shape))
+        assert spaces.num_actions is not None
+        self.n_actions = spaces.num_actions
+        self.model = nn.Sequential(
+            nn.Linear(obs_dim, 128), nn.ReLU(inplace=True), nn.Linear(128, 128), nn.ReLU(inplace=True),
+            nn.Linear(128, self.n_actions),
+        )  # fmt: skip
+        self.target = copy.deepcopy(self.model)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=5e-4)
+        self.memory: deque[tuple[np.ndarray, int, float, np.ndarray, bool]] = deque(maxlen=100_000)
+        self.epsilon, self.gamma, self.replays = 1.0, 0.99, 0
+        self.rng = random.Random(seed)
+        self.torch = torch
+
+    def act(self, state: np.ndarray) -> int:
+        if self.rng.random() < self.epsilon:
+            return self.rng.randrange(self.n_actions)
+        with self.torch.inference_mode():
+            return int(self.model(self.torch.from_numpy(state).unsqueeze(0)).argmax(1).item())
+
+    def learn(self) -> None:
+        torch = self.torch
+        batch = self.rng.sample(self.memory, BATCH)
+        states = torch.from_numpy(np.array([b[0] for b in batch], np.float32))
+        actions = torch.from_numpy(np.array([b[1] for b in batch], np.int64))
+        rewards = torch.from_numpy(np.array([b[2] for b in batch], np.float32))
+        next_states = torch.from_numpy(np.array([b[3] for b in batch], np.float32))
+        dones = torch.from_numpy(np.array([b[4] for b in batch], np.float32))
+        q = self.model(states).gather(1, actions.unsqueeze(1)).squeeze(1)
+        with torch.no_grad():
+            target = rewards + self.gamma * self.target(next_states).max(1).values * (1 - dones)
+        loss = torch.nn.functional.mse_loss(q, target)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        self.replays += 1
+        if self.replays % 100 == 0:
+            self.target.load_state_dict(self.model.state_dict())
+        self.epsilon = max(0.01, self.epsilon * 0.995)
+
+    def run(self) -> tuple[int, float, float]:
+        steps = 0
+        returns = []
+        start = time.perf_counter()
+        for _ in range(EPISODES):
+            obs, _ = self.env.reset()
+            state = obs.reshape(-1).astype(np.float32)
+            total = 0.0
+            for step in range(MAX_STEPS):
+                action = self.act(state)
+                obs, reward, terminated, truncated, _ = self.env.step(action)
+                next_state = obs.reshape(-1).astype(np.float32)
+                self.memory.append((state, action, float(reward), next_state, bool(terminated)))
+                state, total, steps = next_state, total + float(reward), steps + 1
+                if step % TRAIN_EVERY == 0 and len(self.memory) > BATCH:
+                    self.learn()
+                if terminated or truncated:
+                    break
+            returns.append(total)
+        return steps, time.perf_counter() - start, float(np.mean(returns))
+
+
+def _make(variant: str, seed: int) -> RaylabLoop | Seed004Loop:
+    if variant == "seed004":
+        return Seed004Loop(seed)
+    import torch
+
+    torch.set_num_threads(1)  # raylab's learner default (learner.num_threads)
+    return RaylabLoop(1 if variant == "raylab_1env" else 8, seed, SEED_ALGO if variant.endswith("seedalgo") else ())
+
+
+def run(args: argparse.Namespace, overrides: list[str]) -> int:
+    if overrides:
+        raise SystemExit(f"raylab bench snake_dqn_loop: error: unexpected arguments {overrides}")
+    samples: dict[str, list[dict[str, float]]] = {v: [] for v in args.variants}
+    for round_ in range(args.rounds):
+        order = args.variants if round_ % 2 == 0 else list(reversed(args.variants))
+        for variant in order:
+            steps, seconds, mean_return = _make(variant, seed=round_).run()
+            samples[variant].append(
+                {"env_steps": steps, "seconds": seconds, "steps_per_s": steps / seconds,
+                 "seed_formula_steps_per_s": EPISODES * MAX_STEPS / seconds, "mean_return": mean_return}
+            )  # fmt: skip
+            print(f"round {round_ + 1} {variant:12s} {steps / seconds:8.0f} env steps/s ({steps} steps)", flush=True)
+    medians = {v: statistics.median(s["steps_per_s"] for s in runs) for v, runs in samples.items()}
+    report: dict[str, Any] = {
+        "benchmark": "snake_dqn_loop",
+        "protocol": (
+            f"{EPISODES} episodes x up to {MAX_STEPS} steps, one update of batch {BATCH} every {TRAIN_EVERY} env "
+            f"steps, single process; variants alternate over {args.rounds} rounds; medians"
+        ),
+        "seed_004_steps_per_s": SEED_004_STEPS_PER_S,
+        "seed_004_machine": "2 CPU cores (seed 004's own, not this one); counted as 5000 / elapsed",
+        "machine": machine_info(),
+        "median_steps_per_s": medians,
+        "vs_seed_004_published": {v: m / SEED_004_STEPS_PER_S for v, m in medians.items()},
+        "runs": samples,
+    }
+    if "seed004" in medians:
+        report["vs_seed004_same_machine"] = {v: m / medians["seed004"] for v, m in medians.items()}
+    output = Path(args.output)
+    atomic_write(output, _json(report))
+    _plot(medians, samples, output.with_suffix(".png"))
+    for v, m in medians.items():
+        print(f"{v:12s} median {m:8.0f} env steps/s = {m / SEED_004_STEPS_PER_S:.2f}x seed 004's 2,050")
+    print(f"wrote {output} and {output.with_suffix('.png')}")
+    return 0
+
+
+def _json(report: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(report, indent=2) + "\n"
+
+
+def _plot(medians: dict[str, float], samples: dict[str, list[dict[str, float]]], path: Path) -> None:
+    fig, ax = plots.figure(6.5, 3.8)
+    names = list(medians)
+    ax.bar(names, [medians[n] for n in names], color="tab:blue", alpha=0.7, label="median")
+    for i, n in enumerate(names):
+        ax.scatter([i] * len(samples[n]), [s["steps_per_s"] for s in samples[n]], color="k", s=10, zorder=3)
+    ax.axhline(SEED_004_STEPS_PER_S, color="tab:red", ls="--", label="seed 004 (its machine)")
+    ax.axhline(2 * SEED_004_STEPS_PER_S, color="tab:red", ls=":", label="2x seed 004")
+    ax.set_ylabel("env steps / s")
+    ax.set_title("Snake DQN loop: 1 update (batch 32) per 4 env steps, one process")
+    ax.legend(fontsize=8)
+    plots.save(fig, path)
