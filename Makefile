@@ -14,7 +14,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format bench-learning bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format bench-learning bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-snake bench-replay bench-e2e clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -85,6 +85,24 @@ $(RLLIB_VENV)/bin/python:
 
 bench-rllib: install $(RLLIB_VENV)/bin/python ## raylab PPO vs RLlib PPO on CartPole, side by side -> benchmarks/cartpole_ppo_vs_rllib.json
 	$(PY) benchmarks/cartpole_ppo_vs_rllib.py --rllib-python $(RLLIB_VENV)/bin/python $(ARGS)
+
+bench-learner: install ## DQN learner updates/s: eager fp32, AMP, compile, AMP+compile; batch 32 and 512 -> benchmarks/learner_cpu.json
+	$(PY) -m raylab.bench learner --output benchmarks/learner_$$($(PY) -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')").json $(ARGS)
+	$(PY) benchmarks/learner_overheads.py benchmarks/learner_overheads.json
+
+bench-snake: install ## seed 004's Snake DQN loop, env steps/s vs its 2,050 -> benchmarks/snake_dqn_loop.json
+	$(PY) -m raylab.bench snake_dqn_loop --rounds 5 --output benchmarks/snake_dqn_loop.json $(ARGS)
+
+bench-replay: install ## replay memory per transition with and without frame dedup, on Mario frames -> benchmarks/replay_memory.json
+	$(PY) benchmarks/replay_memory.py benchmarks/replay_memory.json
+
+bench-e2e: install $(RLLIB_VENV)/bin/python ## apex_dqn end to end with its stage breakdown: CartPole beside RLlib DQN, and Mario
+	WANDB_MODE=disabled $(PY) -m raylab.bench e2e --experiment cartpole_dqn --seconds 120 --seeds 0 1 2 \
+		--rllib-python $(RLLIB_VENV)/bin/python --output benchmarks/e2e_cartpole.json $(ARGS)
+	WANDB_MODE=disabled $(PY) -m raylab.bench e2e --experiment mario_dqn --seconds 300 --seeds 0 --eval-every 0 \
+		--output benchmarks/e2e_mario.json $(ARGS)
+	WANDB_MODE=disabled $(PY) -m raylab.bench e2e --experiment mario_dqn --seconds 300 --seeds 0 --eval-every 0 \
+		--output benchmarks/e2e_mario_free.json replay.samples_per_insert=0 $(ARGS)
 
 COINRUN_DIR ?= benchmarks/coinrun_ppo_timed
 COINRUN_HOURS ?= 0.16667

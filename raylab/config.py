@@ -356,7 +356,7 @@ class ReplayConfig:
     """Prioritized: anneal beta linearly over this many inserted transitions (0 = beta stays fixed)."""
     priority_eps: float = 1.0e-6
     """Prioritized: added to |TD error| so no item has zero probability."""
-    frame_dedup: Literal["auto", "true", "false"] = "auto"
+    frame_dedup: Literal["auto", True, False] = "auto"
     """Store each frame of stacked image observations once (auto: on for uint8 images with env.frame_stack > 1)."""
     min_size: int = 1_000
     """Transitions stored before the learner starts (n-step transitions still waiting for their last steps

@@ -81,6 +81,10 @@ class RunMonitor:
     def on_rollout(self, stats: RolloutStats, learner_version: int) -> None:
         self.progress.add_rollout(stats, learner_version)
 
+    def add_time(self, stage: str, seconds: float) -> None:
+        """Seconds the driver spent in ``stage`` (e.g. waiting on actors), reported per row as timing/<stage>."""
+        self.progress.add_time(stage, seconds)
+
     def gauge(self, **values: float) -> None:
         """Set values reported as they stand in the next row (queue depths, transitions inserted)."""
         self.progress.gauges.update({k.replace("__", "/"): v for k, v in values.items()})
@@ -262,6 +266,7 @@ class RunMonitor:
                 "shards": replay_stats.shards,
                 "priority_updates": replay_stats.priority_updates,
                 "stale_priority_updates": replay_stats.stale_priority_updates,
+                "timings": replay_stats.timings,
             },
             "stop_reason": stop_reason,
             "episodes": p.episodes,

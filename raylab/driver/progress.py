@@ -96,6 +96,9 @@ class Progress:
             if len(self._window) == self._window.maxlen:
                 self.best_window_mean = max(self.best_window_mean, float(np.mean(self._window)))
 
+    def add_time(self, stage: str, seconds: float) -> None:
+        self._timings[stage] += seconds
+
     def add_learner(self, stats: LearnerStats) -> None:
         self.updates += stats.updates
         self.samples += stats.samples

@@ -86,6 +86,8 @@ def build_actor_critic(cfg: ModelConfig, spaces: EnvSpaces) -> ActorCritic:
 
 def build_encoder(cfg: ModelConfig, spaces: EnvSpaces) -> Encoder:
     encoder: Encoder
+    if cfg.norm == "batch" and cfg.encoder != "nature_cnn":
+        raise ConfigError("model.norm=batch is available for model=nature_cnn only: set model.norm=none")
     if cfg.encoder in ("nature_cnn", "impala_cnn"):
         if len(spaces.obs_shape) != 3:
             raise ConfigError(
@@ -97,8 +99,6 @@ def build_encoder(cfg: ModelConfig, spaces: EnvSpaces) -> Encoder:
                 f"model={cfg.encoder} needs channel-first observations (C, H, W), got {spaces.obs_shape}, which "
                 f"looks channel-last: transpose the observation (H, W, C) -> (C, H, W)"
             )
-        if cfg.norm == "batch" and cfg.encoder != "nature_cnn":
-            raise ConfigError("model.norm=batch is available for model=nature_cnn only: set model.norm=none")
         if cfg.encoder == "nature_cnn":
             encoder = NatureCNN(spaces.obs_shape, cfg.hidden_sizes, batch_norm=cfg.norm == "batch")
         else:

@@ -11,12 +11,13 @@ is a call or two behind the replay) is recognised and dropped instead of landing
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import psutil
 
 from raylab.errors import ConfigError
+from raylab.metrics.timing import StageTimer
 from raylab.replay.adder import NStepAdder
 from raylab.replay.frames import ID_DTYPE, FrameDedup, FramePool
 from raylab.replay.prioritized import PrioritizedSampler
@@ -43,6 +44,8 @@ class ReplayStats:
     frames: int = 0
     """Frames stored (with de-duplication; 0 without)."""
     shards: int = 1
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds spent adding chunks, sampling batches and updating priorities, since the start."""
 
     @property
     def bytes_per_transition(self) -> float:
@@ -71,6 +74,7 @@ class ReplayStats:
             stale_priority_updates=sum(s.stale_priority_updates for s in shards),
             frames=sum(s.frames for s in shards),
             shards=sum(s.shards for s in shards),
+            timings={k: sum(s.timings.get(k, 0.0) for s in shards) for k in {k for s in shards for k in s.timings}},
         )
 
 
@@ -171,6 +175,8 @@ class ReplayBuffer:
         self.priority_updates = 0
         self.stale_priority_updates = 0
         self.inserted_by_worker: Counter[int] = Counter()
+        self.timer = StageTimer()
+        self._timings: Counter[str] = Counter()
 
     def __len__(self) -> int:
         return self.writer.size
@@ -178,11 +184,12 @@ class ReplayBuffer:
     # -- writing -------------------------------------------------------------------------------------------
     def add_chunk(self, chunk: Chunk) -> int:
         """Add a worker's chunk; returns how many transitions it completed."""
-        if self.dedup is not None:
-            count = self.add(self.adder.add(self.dedup.encode(chunk)))
-            self.dedup.release(chunk.worker_id)
-        else:
-            count = self.add(self.adder.add(chunk))
+        with self.timer.stage("add_s"):
+            if self.dedup is not None:
+                count = self.add(self.adder.add(self.dedup.encode(chunk)))
+                self.dedup.release(chunk.worker_id)
+            else:
+                count = self.add(self.adder.add(chunk))
         self.inserted_by_worker[chunk.worker_id] += count
         return count
 
@@ -215,6 +222,10 @@ class ReplayBuffer:
 
     def sample_many(self, batch_size: int, num_batches: int) -> list[Batch]:
         """``num_batches`` batches gathered in one pass (one Ray call feeds many learner updates)."""
+        with self.timer.stage("sample_s"):
+            return self._sample_many(batch_size, num_batches)
+
+    def _sample_many(self, batch_size: int, num_batches: int) -> list[Batch]:
         count = batch_size * num_batches
         weights: np.ndarray | None = None
         if self.per is not None and self.prioritized is not None:
@@ -246,6 +257,11 @@ class ReplayBuffer:
         """New |TD errors| for sampled items (by key); returns how many were still stored and updated."""
         if self.per is None:
             return 0
+        with self.timer.stage("priority_update_s"):
+            return self._update_priorities(keys, td_errors)
+
+    def _update_priorities(self, keys: np.ndarray, td_errors: np.ndarray) -> int:
+        assert self.per is not None
         keys = np.asarray(keys, np.int64)
         slots = keys % self.capacity
         current = self.keys[slots] == keys
@@ -276,7 +292,13 @@ class ReplayBuffer:
             priority_updates=self.priority_updates,
             stale_priority_updates=self.stale_priority_updates,
             frames=self.dedup.pool.live if self.dedup is not None else 0,
+            timings=self.timings(),
         )
+
+    def timings(self) -> dict[str, float]:
+        """Cumulative seconds per replay stage."""
+        self._timings.update(self.timer.pop())
+        return dict(self._timings)
 
 
 _FIELDS = ("obs", "actions", "rewards", "discounts", "next_obs")

@@ -21,6 +21,7 @@ fresh episodes, at the end.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import cast
 
@@ -136,7 +137,9 @@ class ApexDQNTopology:
                     pending[eval_ref] = _Eval(weights_ref)
                     eval_in_flight = True
 
+                waited = time.perf_counter()
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_TIMEOUT_S)
+                monitor.add_time("driver/wait_s", time.perf_counter() - waited)
                 for ref in ready:
                     job = pending.pop(ref)
                     if isinstance(job, _Rollout):

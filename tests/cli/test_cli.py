@@ -50,6 +50,11 @@ def test_smoke_run_in_serial_mode(tmp_path):
         (["replay.capacity=100000000000"], "lower replay.capacity"),
         (["learner.lrr=0.1"], "unknown config key 'learner.lrr': did you mean 'learner.lr'?"),
         (["eval.greedy=false"], "eval.greedy=false samples from a policy, and algo=dqn has none"),
+        (["topology=local", "learner.precision=fp16"], "needs CUDA (GradScaler): use learner.precision=bf16 on CPU"),
+        (["learner.grad_accumulation=3"], "must be >= 1 and divide learner.batch_size=64: pick a divisor"),
+        (["topology=local", "replay.frame_dedup=true"], "set replay.frame_dedup=auto"),
+        (["replay.num_shards=3"], "set replay.num_shards <= 2"),
+        (["topology=local", "model.norm=batch"], "model.norm=batch is available for model=nature_cnn only"),
     ],
 )
 def test_bad_input_is_one_line_that_names_the_fix(args, expected, tmp_path):
