@@ -15,8 +15,9 @@ def cartpole(tmp_path, *overrides):
 @pytest.mark.distributed
 def test_apex_dqn_solves_cartpole(tmp_path):
     """The default tier's learning run. It stops on a confirmed greedy evaluation (10 + 40 episodes of the
-    same weights, cartpole_dqn's eval.confirm_episodes) >= 475; the independent 20-episode final evaluation must agree within noise (>= 450), so
-    one unlucky episode cannot fail CI. The slow tier and `make bench-learning` hold the final one to 475."""
+    same weights, cartpole_dqn's eval.confirm_episodes) >= 475; the independent 20-episode final evaluation
+    must agree within noise (>= 450), so one unlucky episode cannot fail CI. The slow tier and
+    `make bench-learning` hold the final one to 475."""
     summary = cartpole(tmp_path, "seed=0")
     assert summary.stop_reason.startswith("eval return")
     confirmed = summary.benchmark["evals"][-1]
