@@ -19,7 +19,13 @@ from raylab.models.factory import QNetwork, build_actor_critic, build_q_network
 from raylab.params.flat import ParamLayout, flatten_params
 from raylab.params.link import ServerLink
 from raylab.params.server import ParameterServer
-from raylab.replay.buffer import PrioritizedSpec, ReplayBuffer, check_fits_in_memory, dedup_applies
+from raylab.replay.buffer import (
+    PrioritizedSpec,
+    ReplayBuffer,
+    check_fits_in_memory,
+    dedup_applies,
+    require_dedup_applies,
+)
 from raylab.replay.rate_limiter import SamplesPerInsertLimiter
 from raylab.rollout.evaluator import Evaluator
 from raylab.rollout.worker import Policy, RolloutWorker
@@ -83,8 +89,11 @@ def build_evaluator(cfg: RunConfig, spaces: EnvSpaces) -> Evaluator:
 
 def replay_dedup(cfg: RunConfig, spaces: EnvSpaces) -> bool:
     """Whether replay stores frames once: replay.frame_dedup, with auto on where it applies."""
-    applies = dedup_applies(spaces.obs_shape, spaces.obs_dtype, cfg.env.frame_stack)
-    return applies if cfg.replay.frame_dedup == "auto" else bool(cfg.replay.frame_dedup)
+    if cfg.replay.frame_dedup == "auto":
+        return dedup_applies(spaces.obs_shape, spaces.obs_dtype, cfg.env.frame_stack)
+    if cfg.replay.frame_dedup:
+        require_dedup_applies(spaces.obs_shape, spaces.obs_dtype, cfg.env.frame_stack)
+    return bool(cfg.replay.frame_dedup)
 
 
 def replay_shard_capacity(cfg: RunConfig) -> int:

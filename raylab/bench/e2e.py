@@ -210,8 +210,7 @@ def _rllib_subprocess(python: str, seconds: float, seed: int, target: float) -> 
 
 def _median_summary(runs: list[dict[str, Any]], target: float) -> dict[str, Any]:
     reached = [r["target_reached_s"] for r in runs if r["target_reached_s"] is not None]
-    best = [r["best_return_mean"] if "best_return_mean" in r else max((c["return_mean"] for c in r["curve"]),
-            default=None) for r in runs]  # fmt: skip
+    best = [r.get("best_return_mean", max((c["return_mean"] for c in r["curve"]), default=None)) for r in runs]
     out: dict[str, Any] = {
         "runs": len(runs),
         "env_steps_per_s": statistics.median(r["env_steps_per_s"] for r in runs),
@@ -220,7 +219,7 @@ def _median_summary(runs: list[dict[str, Any]], target: float) -> dict[str, Any]
         f"reached_{target:g}": f"{len(reached)}/{len(runs)}",
         "median_seconds_to_target": statistics.median(reached) if reached else None,
         "greedy_eval_target_reached_s": [r.get("greedy_eval_target_reached_s") for r in runs],
-        "best_return_mean": [b for b in best],
+        "best_return_mean": best,
     }
     if runs and "busy_share" in runs[0]:
         keys = runs[0]["busy_share"].keys()

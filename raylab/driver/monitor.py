@@ -85,9 +85,9 @@ class RunMonitor:
         """Seconds the driver spent in ``stage`` (e.g. waiting on actors), reported per row as timing/<stage>."""
         self.progress.add_time(stage, seconds)
 
-    def gauge(self, **values: float) -> None:
+    def gauge(self, values: dict[str, float]) -> None:
         """Set values reported as they stand in the next row (queue depths, transitions inserted)."""
-        self.progress.gauges.update({k.replace("__", "/"): v for k, v in values.items()})
+        self.progress.gauges.update(values)
 
     def on_learner(self, stats: LearnerStats) -> None:
         self.progress.add_learner(stats)

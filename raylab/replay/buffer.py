@@ -100,6 +100,14 @@ def dedup_applies(obs_shape: tuple[int, ...], obs_dtype: np.dtype, frame_stack: 
     return frame_stack > 1 and images and obs_shape[0] % frame_stack == 0
 
 
+def require_dedup_applies(obs_shape: tuple[int, ...], obs_dtype: np.dtype, frame_stack: int) -> None:
+    if not dedup_applies(obs_shape, obs_dtype, frame_stack):
+        raise ConfigError(
+            f"replay.frame_dedup=true needs stacked uint8 images (env.frame_stack > 1), got {obs_shape} "
+            f"{np.dtype(obs_dtype)} with frame_stack={frame_stack}: set replay.frame_dedup=auto"
+        )
+
+
 def bytes_per_transition(obs_shape: tuple[int, ...], obs_dtype: np.dtype, frame_stack: int, dedup: bool) -> float:
     """Replay memory per stored transition: two observations, or about one frame with de-duplication."""
     scalars = 8 + 8 + 4 + 4 + 8  # key, action, reward, discount, priority leaf
@@ -138,11 +146,8 @@ class ReplayBuffer:
         dedup: bool = False,
     ):
         obs_dtype = np.dtype(obs_dtype)
-        if dedup and not dedup_applies(obs_shape, obs_dtype, frame_stack):
-            raise ConfigError(
-                f"replay.frame_dedup=true needs stacked uint8 images (env.frame_stack > 1), got {obs_shape} "
-                f"{obs_dtype} with frame_stack={frame_stack}: set replay.frame_dedup=auto"
-            )
+        if dedup:
+            require_dedup_applies(obs_shape, obs_dtype, frame_stack)
         check_fits_in_memory(capacity, obs_shape, obs_dtype, frame_stack, dedup)
         self.capacity = int(capacity)
         self.dedup: FrameDedup | None = None

@@ -173,10 +173,10 @@ class ApexDQNTopology:
                         eval_in_flight = False
                         monitor.on_eval(result)
                         evaluated_ref = job.weights
-                monitor.gauge(
-                    replay__inserted=added, queue__rollouts_in_flight=rollouts_in_flight,
-                    queue__learner_calls=learner_calls, queue__parked_workers=len(parked),
-                )  # fmt: skip
+                monitor.gauge({
+                    "replay/inserted": added, "queue/rollouts_in_flight": rollouts_in_flight,
+                    "queue/learner_calls": learner_calls, "queue/parked_workers": len(parked),
+                })  # fmt: skip
                 monitor.tick(state=learner.state_dict_blocking)
                 stop = monitor.stop_reason()
         except KeyboardInterrupt:

@@ -126,7 +126,7 @@ class LocalTopology:
                 if limiter.samples_per_insert == 0:
                     break  # unlimited: one call per round keeps acting and learning interleaved
             monitor.replay_size = len(replay)
-            monitor.gauge(replay__inserted=replay.writer.total)
+            monitor.gauge({"replay/inserted": replay.writer.total})
 
         stop, policy, final_eval = run_serial(
             cfg, monitor, self.evaluator, step, learner.get_weights, learner.state_dict

@@ -133,3 +133,12 @@ def test_more_shards_than_workers_is_a_config_error(tmp_path):
     cfg = make_config(tmp_path, *FAKE, "topology.num_workers=2", "replay.num_shards=3")
     with pytest.raises(ConfigError, match=r"set replay.num_shards <= 2"):
         ApexDQNTopology(cfg, env_spaces(cfg.env))
+
+
+def test_forced_frame_dedup_on_vectors_fails_before_ray_starts(tmp_path):
+    from raylab.errors import ConfigError
+    from raylab.topology.apex_dqn import ApexDQNTopology
+
+    cfg = make_config(tmp_path, *FAKE, "replay.frame_dedup=true")
+    with pytest.raises(ConfigError, match=r"set replay\.frame_dedup=auto"):
+        ApexDQNTopology(cfg, env_spaces(cfg.env))
