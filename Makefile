@@ -14,7 +14,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format bench-learning bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-snake bench-replay bench-e2e clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format bench-learning bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-snake bench-replay bench-e2e bench-timing clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -103,6 +103,9 @@ bench-e2e: install $(RLLIB_VENV)/bin/python ## apex_dqn end to end with its stag
 		--output benchmarks/e2e_mario.json $(ARGS)
 	WANDB_MODE=disabled $(PY) -m raylab.bench e2e --experiment mario_dqn --seconds 300 --seeds 0 --eval-every 0 \
 		--output benchmarks/e2e_mario_free.json replay.samples_per_insert=0 $(ARGS)
+
+bench-timing: install ## cost of per-stage timing: ns per stage, and the same run with logger.timing on vs off
+	WANDB_MODE=disabled $(PY) -m raylab.bench timer_overhead --rounds 6 --seconds 20 --output benchmarks/timer_overhead.json $(ARGS)
 
 COINRUN_DIR ?= benchmarks/coinrun_ppo_timed
 COINRUN_HOURS ?= 0.16667

@@ -15,6 +15,7 @@ from raylab.algos.ppo.learner import PPOLearner
 from raylab.config import A3CConfig, APPOConfig, DQNConfig, PPOConfig, RunConfig
 from raylab.envs.registry import EVAL_WORKER_INDEX, EnvSpaces, make_vector_env
 from raylab.learner.learner import Learner
+from raylab.metrics.timing import StageTimer
 from raylab.models.factory import QNetwork, build_actor_critic, build_q_network
 from raylab.params.flat import ParamLayout, flatten_params
 from raylab.params.link import ServerLink
@@ -43,6 +44,11 @@ def _a3c(cfg: RunConfig) -> A3CConfig:
     return cfg.algo
 
 
+def _timer(cfg: RunConfig) -> StageTimer:
+    """An actor's stage timer: a no-op with logger.timing=false."""
+    return StageTimer(enabled=cfg.logger.timing)
+
+
 def _q_network(cfg: RunConfig, spaces: EnvSpaces) -> QNetwork:
     algo = _dqn(cfg)
     return build_q_network(cfg.model, spaces, atoms=algo.num_quantiles if algo.loss == "quantile" else 1)
@@ -54,7 +60,9 @@ def build_rollout_worker(cfg: RunConfig, spaces: EnvSpaces, worker_id: int) -> R
     if isinstance(cfg.algo, PPOConfig | APPOConfig):
         sampler = ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=cfg.seed * 7919 + worker_id)
         env = make_vector_env(cfg.env, cfg.topology.envs_per_worker, cfg.seed, worker_index=worker_id)
-        return RolloutWorker(env, sampler, worker_id=worker_id, rollout_length=cfg.topology.rollout_length)
+        return RolloutWorker(
+            env, sampler, worker_id=worker_id, rollout_length=cfg.topology.rollout_length, timer=_timer(cfg)
+        )
     topo, eps = cfg.topology, _dqn(cfg).epsilon
     num_envs = topo.envs_per_worker
     ladder = apex_epsilons(topo.num_workers * num_envs, eps.base, eps.alpha)
@@ -69,22 +77,24 @@ def build_rollout_worker(cfg: RunConfig, spaces: EnvSpaces, worker_id: int) -> R
         _q_network(cfg, spaces), schedule, spaces.num_actions, seed=cfg.seed * 7919 + worker_id
     )
     env = make_vector_env(cfg.env, num_envs, cfg.seed, worker_index=worker_id)
-    return RolloutWorker(env, policy, worker_id=worker_id, rollout_length=topo.rollout_length)
+    return RolloutWorker(env, policy, worker_id=worker_id, rollout_length=topo.rollout_length, timer=_timer(cfg))
 
 
 def build_evaluator(cfg: RunConfig, spaces: EnvSpaces) -> Evaluator:
     """Evaluation: argmax Q (with algo.epsilon.eval) for DQN; for actor-critics the most likely action, or a
     sample from the policy with eval.greedy=false."""
     num_envs = min(max(cfg.eval.episodes, 1), MAX_EVAL_ENVS)
+    env = make_vector_env(cfg.env, num_envs, cfg.seed, worker_index=EVAL_WORKER_INDEX)
+    return Evaluator(env, build_eval_policy(cfg, spaces, num_envs))
+
+
+def build_eval_policy(cfg: RunConfig, spaces: EnvSpaces, num_envs: int) -> Policy:
+    """The evaluation policy for batches of ``num_envs`` observations (weights still to be set)."""
     assert spaces.num_actions is not None
-    policy: Policy
     if isinstance(cfg.algo, DQNConfig):
         schedule = EpsilonSchedule(final=np.full(num_envs, cfg.algo.epsilon.eval))
-        policy = EpsilonGreedyPolicy(_q_network(cfg, spaces), schedule, spaces.num_actions, seed=cfg.seed)
-    else:
-        policy = ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=cfg.seed, greedy=cfg.eval.greedy)
-    env = make_vector_env(cfg.env, num_envs, cfg.seed, worker_index=EVAL_WORKER_INDEX)
-    return Evaluator(env, policy)
+        return EpsilonGreedyPolicy(_q_network(cfg, spaces), schedule, spaces.num_actions, seed=cfg.seed)
+    return ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=cfg.seed, greedy=cfg.eval.greedy)
 
 
 def replay_dedup(cfg: RunConfig, spaces: EnvSpaces) -> bool:
@@ -125,6 +135,7 @@ def build_replay(cfg: RunConfig, spaces: EnvSpaces, shard: int = 0) -> ReplayBuf
         prioritized=prioritized,
         frame_stack=cfg.env.frame_stack,
         dedup=replay_dedup(cfg, spaces),
+        timer=_timer(cfg),
     )
 
 
@@ -232,4 +243,5 @@ def build_a3c_worker(
         cut_at_episode_end=algo.cut_at_episode_end,
         pushes_in_flight=cfg.params.pushes_in_flight,
         seed=seed * 7919 + worker_id,
+        timer=_timer(cfg),
     )

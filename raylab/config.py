@@ -407,6 +407,11 @@ class LoggerConfig:
     report_every_seconds: float = 5.0
     """Interval between metrics.jsonl rows and console reports."""
     wandb: WandbConfig = field(default_factory=WandbConfig)
+    tensorboard: bool = False
+    """Also write TensorBoard event files under <run_dir>/tensorboard (needs the ``tensorboard`` extra)."""
+    timing: bool = True
+    """Per-stage timers in every actor (env, inference, weight sync, waits, replay add/sample, ...);
+    false turns them into no-ops (benchmarks/timer_overhead.json measures the difference)."""
 
     def __post_init__(self) -> None:
         _check(self.report_every_seconds > 0, "logger.report_every_seconds must be > 0")
@@ -511,8 +516,11 @@ class RunConfig:
     """Where the run writes its outputs (the Hydra run dir under raylab.train)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain nested dict (tuples as lists), as written to config.yaml."""
-        return _plain(dataclasses.asdict(self))
+        """Plain nested dict (tuples as lists), as written to config.yaml, W&B and checkpoints: secrets
+        (keys named like tokens, values of secret environment variables, URL passwords) are redacted."""
+        from raylab.secrets import redact
+
+        return redact(_plain(dataclasses.asdict(self)))
 
 
 def resolve(cfg: Mapping[str, Any], run_dir: str = ".") -> RunConfig:

@@ -34,7 +34,10 @@ def run(cfg: RunConfig) -> RunSummary:
             f"algo={cfg.algo.name} needs discrete actions but {cfg.env.id} has {spaces.action_space}: "
             f"choose an env with a Discrete action space"
         )
+    from raylab.metrics.loggers import check_logger_config
     from raylab.topology import make_topology
+
+    check_logger_config(cfg.logger)
 
     try:
         summary = make_topology(cfg, spaces).run()

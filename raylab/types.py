@@ -107,7 +107,8 @@ class RolloutStats:
     policy_version: int
     episodes: Episodes
     timings: dict[str, float]
-    """Seconds per stage (env, inference) spent producing this chunk."""
+    """Seconds per stage spent producing this chunk: env, inference, weight_sync, and wait (since the
+    previous chunk was handed back: parked by the rate limiter, queued behind the driver or the learner)."""
     env_restarts: int = 0
     """Envs rebuilt after a crash while producing this chunk."""
     lags: list[int] | None = None
@@ -150,7 +151,9 @@ class LearnerStats:
     priorities: Priorities | None = None
     """DQN with prioritized replay: the sampled items' new |TD errors| (for the replay, not the driver)."""
     timings: dict[str, float] | None = None
-    """Seconds spent in the learner's stages during this call (e.g. waiting for the prefetched batch)."""
+    """Seconds per learner stage, each name ending in _s: batch_wait_s (inside the call, waiting for the
+    prefetched batch), wait_s (before the call, since the previous one returned: the driver, the replay's
+    batch transfer), publish_s (putting the new weights, Ray hosts only)."""
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from raylab.bench import compare, e2e, envs, learn, learner_speed, scaling, snake_loop, timed
+from raylab.bench import compare, e2e, envs, learn, learner_speed, scaling, snake_loop, timed, timer_overhead
 from raylab.errors import EXIT_USAGE, RaylabError
 
 
@@ -20,6 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     snake_loop.add_parser(commands)
     learner_speed.add_parser(commands)
     e2e.add_parser(commands)
+    timer_overhead.add_parser(commands)
     args, overrides = parser.parse_known_args(argv)
     try:
         return int(args.func(args, overrides) or 0)

@@ -96,12 +96,12 @@ def summarize(
     for key, value in (replay.get("timings") or {}).items():
         timing[f"replay/{key}"] = float(value)
     rollout = {k: v / (train_s * workers) for k, v in timing.items() if k.startswith("rollout/")}
-    learner_busy = timing.get("learner/update_s", 0.0) / train_s
+    learner = {k: v / train_s for k, v in timing.items() if k.startswith("learner/")}
     shares = {
         **{f"{k} (per worker)": v for k, v in rollout.items()},
         **{k: v / train_s for k, v in timing.items() if k.startswith("replay/")},
-        "learner/update_s": learner_busy,
-        "learner/idle (waiting for batches: transfer + queueing)": max(0.0, 1.0 - learner_busy),
+        **learner,
+        "learner/untimed (Ray calls, serialization)": max(0.0, 1.0 - sum(learner.values())),
         **{k: v / train_s for k, v in timing.items() if k.startswith("driver/")},
     }
     curve = [

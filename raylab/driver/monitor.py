@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from raylab.config import RunConfig
+from raylab.config import A3CConfig, RunConfig
 from raylab.driver.outputs import RunOutputs
 from raylab.driver.progress import Progress
 from raylab.driver.resources import ResourceSampler
@@ -26,6 +26,19 @@ from raylab.envs.registry import EnvSpaces
 from raylab.metrics.loggers import Logger, build_loggers
 from raylab.replay.buffer import ReplayStats
 from raylab.types import EvalResult, LearnerStats, RolloutStats, Weights
+
+
+def actor_counts(cfg: RunConfig) -> dict[str, int]:
+    """How many actors of each type share the stage timings (the share denominators), so that a share is of
+    one actor's own timeline: its stages plus its wait add up to about 1. The serial topology runs them in
+    turn in one process, with the same accounting (a worker waits while the others and the learner run)."""
+    workers = cfg.topology.num_workers
+    counts = {"rollout": workers, "learner": 1, "replay": 1, "driver": 1}
+    if cfg.topology.name == "apex_dqn":
+        counts["replay"] = cfg.replay.num_shards
+    if isinstance(cfg.algo, A3CConfig):  # each A3C worker is its own learner; the server is params.num_shards
+        counts.update(learner=workers, server=cfg.params.num_shards)
+    return counts
 
 
 @dataclass
@@ -48,6 +61,7 @@ class RunMonitor:
         self.outputs = RunOutputs(cfg.run_dir)
         self.outputs.write_config(cfg.to_dict())
         self.progress = Progress(spaces.frames_per_step)
+        self.progress.actor_counts = actor_counts(cfg)
         self.stop = StopCondition(cfg.stop)
         if loggers is None:
             loggers = build_loggers(cfg.logger, cfg.run_dir, cfg.to_dict(), cfg.stop.env_steps)
@@ -84,6 +98,10 @@ class RunMonitor:
     def add_time(self, stage: str, seconds: float) -> None:
         """Seconds the driver spent in ``stage`` (e.g. waiting on actors), reported per row as timing/<stage>."""
         self.progress.add_time(stage, seconds)
+
+    def add_timings(self, actor: str, timings: dict[str, float]) -> None:
+        """Seconds per stage of ``actor`` (e.g. "replay": {"add_s": ...}), reported as timing/<actor>/<stage>."""
+        self.progress.add_timings(actor, timings)
 
     def gauge(self, values: dict[str, float]) -> None:
         """Set values reported as they stand in the next row (queue depths, transitions inserted)."""

@@ -42,6 +42,10 @@ class Progress:
         self._lags: list[int] = []
         self._interval_returns: list[float] = []
         self._timings: defaultdict[str, float] = defaultdict(float)
+        self._worker_wait: defaultdict[int, float] = defaultdict(float)
+        self.actor_counts: dict[str, int] = {}
+        """Actors per timing prefix (rollout, learner, replay, server, driver): a stage's share of an
+        interval is its seconds over (count x interval). A prefix not listed counts as one actor."""
         self._mark = (self.start, 0, 0, 0)
         self.last_rates: dict[str, float] = {}
         self.end: float | None = None
@@ -85,6 +89,7 @@ class Progress:
             self.extras.setdefault(key, deque(maxlen=100)).extend(values.tolist())
         for name, secs in stats.timings.items():
             self._timings[f"rollout/{name}_s"] += secs
+        self._worker_wait[stats.worker_id] += stats.timings.get("wait", 0.0)
         for ret, length in zip(stats.episodes.returns.tolist(), stats.episodes.lengths.tolist(), strict=True):
             self.episodes += 1
             self.returns.append(ret)
@@ -103,9 +108,17 @@ class Progress:
         self.updates += stats.updates
         self.samples += stats.samples
         self.learner_metrics = stats.metrics
-        self._timings["learner/update_s"] += stats.seconds
-        for name, secs in (stats.timings or {}).items():
+        timings = stats.timings or {}
+        # stages are disjoint so that shares stack: the wait for the next prefetched batch happens inside
+        # the update call but is reported as learner/batch_wait_s, not as update time
+        self._timings["learner/update_s"] += stats.seconds - timings.get("batch_wait_s", 0.0)
+        for name, secs in timings.items():
             self._timings[f"learner/{name}"] += secs
+
+    def add_timings(self, prefix: str, timings: dict[str, float]) -> None:
+        """Seconds per stage of another actor type (e.g. prefix "replay", stages add_s, sample_s)."""
+        for name, secs in timings.items():
+            self._timings[f"{prefix}/{name}"] += secs
 
     def add_eval(self, result: EvalResult) -> None:
         self.last_eval = result
@@ -163,8 +176,28 @@ class Progress:
             row["eval/return_std"] = self.last_eval.std
             row["eval/version"] = self.last_eval.version
         row.update({f"learner/{k}": v for k, v in self.learner_metrics.items()})
+        if replay_size is not None and self.env_steps > steps0:
+            row["replay/samples_per_insert"] = (self.samples - samples0) / (self.env_steps - steps0)
         row.update({f"timing/{k}": v for k, v in self._timings.items()})
+        row.update(self._shares(dt))
         self._lags.clear()
         self._interval_returns.clear()
         self._timings.clear()
+        self._worker_wait.clear()
         return row
+
+    def _shares(self, dt: float) -> dict[str, float]:
+        """share/<actor>/<stage>: the interval's seconds in a stage over (actors of that type x interval);
+        wait/worker_<i>_share: the share of the interval worker i sat waiting (for the driver, the rate
+        limiter, the learner, or A3C's parameter server)."""
+        out = {}
+        for key, secs in self._timings.items():
+            actor, _, stage = key.partition("/")
+            out[f"share/{actor}/{stage.removesuffix('_s')}"] = secs / (max(self.actor_counts.get(actor, 1), 1) * dt)
+        waits = {i: secs / dt for i, secs in sorted(self._worker_wait.items())}
+        for i, share in waits.items():
+            out[f"wait/worker_{i}_share"] = share
+        if waits:
+            out["wait/worker_max_share"] = max(waits.values())
+            out["wait/worker_mean_share"] = sum(waits.values()) / len(waits)
+        return out

@@ -12,6 +12,7 @@ and a run is reproducible from ``seed``.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import importlib.util
 from dataclasses import dataclass
@@ -74,6 +75,10 @@ class EnvFamily:
     def make_raw(self, cfg: EnvConfig) -> gym.Env:
         raise NotImplementedError
 
+    def make_render(self, cfg: EnvConfig) -> gym.Env:
+        """The raw env with ``render()`` returning RGB frames (evaluation videos)."""
+        return self.make_raw(cfg)
+
     def make_vector(self, cfg: EnvConfig, num_envs: int, seed: int, name: str) -> VectorEnv | None:
         """A natively batched vector env, or None to step ``num_envs`` wrapped single envs in turn."""
         return None
@@ -107,6 +112,9 @@ class GymnasiumFamily(EnvFamily):
             return gym.make(cfg.id, disable_env_checker=True, **kwargs)
         except TypeError as err:
             raise ConfigError(f"{cfg.id} rejected env.options {dict(cfg.options)} ({err}): fix env.options") from err
+
+    def make_render(self, cfg: EnvConfig) -> gym.Env:
+        return self.make_raw(dataclasses.replace(cfg, options={**cfg.options, "render_mode": "rgb_array"}))
 
     def max_return(self, cfg: EnvConfig) -> float | None:
         spec = gym.spec(cfg.id)
@@ -248,6 +256,14 @@ def make_env(cfg: EnvConfig, seed: int, worker_index: int = 0) -> gym.Env:
     """One preprocessed env of ``cfg``'s family, reset once with seed ``seed + worker_index``."""
     fam = family(cfg)
     env = wrap(fam.make_raw(cfg), cfg, fam)
+    env.reset(seed=seed + worker_index)
+    return env
+
+
+def make_render_env(cfg: EnvConfig, seed: int, worker_index: int = 0) -> gym.Env:
+    """Like ``make_env``, but ``render()`` gives the raw game's RGB frame after each step."""
+    fam = family(cfg)
+    env = wrap(fam.make_render(cfg), cfg, fam)
     env.reset(seed=seed + worker_index)
     return env
 

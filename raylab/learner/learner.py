@@ -31,6 +31,7 @@ import torch
 from raylab.algos.dqn.loss import DQNLoss
 from raylab.algos.dqn.objective import DQN, TensorBatch
 from raylab.errors import ConfigError
+from raylab.metrics.timing import GapTimer
 from raylab.types import Batch, LearnerStats, Priorities, Weights
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -143,6 +144,7 @@ class Learner:
         self.grad_accumulation = int(grad_accumulation)
         self.prefetch = prefetch
         self.version = 0
+        self._gap = GapTimer()
         self._loss: Callable[[TensorBatch], DQNLoss] = objective.loss
         self._apply: Callable[[], torch.Tensor | None] = self._clip_and_step
         if compile:
@@ -162,6 +164,7 @@ class Learner:
         ``batches`` may be a lazy iterable (e.g. draws from a replay): with ``prefetch`` a thread pulls and
         converts the next batch while the current one trains.
         """
+        waited = self._gap.begin()
         start = time.perf_counter()
         before = self.version
         sums: dict[str, torch.Tensor] = {}
@@ -188,6 +191,10 @@ class Learner:
         if keys:
             priorities = Priorities(np.concatenate(keys), torch.cat(tds).abs().float().cpu().numpy())
         published = self.version // self.publish_every > before // self.publish_every
+        timings = {"wait_s": waited}
+        if prefetcher is not None:
+            timings["batch_wait_s"] = prefetcher.wait_s
+        self._gap.end()
         return LearnerStats(
             updates=count,
             samples=samples,
@@ -196,7 +203,7 @@ class Learner:
             seconds=time.perf_counter() - start,
             published=published,
             priorities=priorities,
-            timings={"batch_wait_s": prefetcher.wait_s} if prefetcher is not None else None,
+            timings=timings,
         )
 
     def _convert(self, batch: Batch) -> tuple[np.ndarray | None, TensorBatch]:

@@ -1,17 +1,24 @@
-"""Loggers behind one small interface: console (progress bar or summary lines) and Weights & Biases.
+"""Loggers behind one small interface: console (progress bar or summary lines), Weights & Biases and
+TensorBoard. Each gets every metrics row (flat keys like ``throughput/env_frames_per_s``, see the README's
+"Metrics" table) with ``env_steps`` as its x-axis.
 
 metrics.jsonl is not a logger here: RunOutputs always writes it, whatever loggers are on.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import netrc
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
 from raylab.config import LoggerConfig, WandbConfig
+from raylab.errors import ConfigError
+from raylab.secrets import redact
 
 
 class Logger(Protocol):
@@ -100,24 +107,44 @@ def wandb_mode() -> str:
     return "offline"
 
 
+@contextmanager
+def _redacted_argv() -> Any:
+    """W&B records sys.argv in the run's metadata: hand it the command line with secrets redacted."""
+    argv = sys.argv
+    sys.argv = redact(list(argv))
+    try:
+        yield
+    finally:
+        sys.argv = argv
+
+
 class WandbLogger:
-    """Logs each row to W&B with env_steps as the x-axis."""
+    """Logs each row to W&B with env_steps as the x-axis of every panel.
+
+    ``config`` must already be redacted (RunConfig.to_dict() is); the command line in W&B's metadata is
+    redacted here.
+    """
 
     def __init__(self, cfg: WandbConfig, run_dir: str, config: dict[str, Any]):
         import wandb
 
-        self.run = wandb.init(
-            project=cfg.project,
-            entity=cfg.entity,
-            group=cfg.group,
-            tags=list(cfg.tags),
-            name=cfg.name or Path(run_dir).name,
-            dir=run_dir,
-            config=config,
-            mode=wandb_mode(),  # type: ignore[arg-type]
-        )
+        with _redacted_argv():
+            self.run = wandb.init(
+                project=cfg.project,
+                entity=cfg.entity,
+                group=redact(cfg.group),
+                tags=redact(list(cfg.tags)),
+                name=redact(cfg.name or Path(run_dir).name),
+                dir=run_dir,
+                config=config,
+                mode=wandb_mode(),  # type: ignore[arg-type]
+            )
         self.run.define_metric("env_steps")
         self.run.define_metric("*", step_metric="env_steps")
+        # the run table's summary columns: best return, mean throughput
+        self.run.define_metric("episode/return_mean", step_metric="env_steps", summary="max,last")
+        self.run.define_metric("eval/return_mean", step_metric="env_steps", summary="max,last")
+        self.run.define_metric("throughput/*", step_metric="env_steps", summary="mean,last")
 
     def progress(self, env_steps: int, postfix: dict[str, Any]) -> None:
         pass
@@ -129,10 +156,45 @@ class WandbLogger:
         self.run.finish()
 
 
+class TensorBoardLogger:
+    """Scalars to <run_dir>/tensorboard, env_steps as the global step (``tensorboard --logdir outputs``)."""
+
+    def __init__(self, run_dir: str, config: dict[str, Any]):
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(log_dir=str(Path(run_dir) / "tensorboard"))
+        self.writer.add_text("config", "```\n" + json.dumps(config, indent=2) + "\n```")
+
+    def progress(self, env_steps: int, postfix: dict[str, Any]) -> None:
+        pass
+
+    def log(self, row: dict[str, Any]) -> None:
+        step = int(row["env_steps"])
+        for key, value in row.items():
+            if key != "env_steps" and isinstance(value, int | float) and not isinstance(value, bool):
+                self.writer.add_scalar(key, value, global_step=step, walltime=None)
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+TENSORBOARD_HINT = "pip install 'raylab[tensorboard]' (or set logger.tensorboard=false)"
+
+
+def check_logger_config(cfg: LoggerConfig) -> None:
+    """Before anything starts: the optional packages the chosen loggers need are installed."""
+    if cfg.tensorboard and importlib.util.find_spec("tensorboard") is None:
+        raise ConfigError(f"logger.tensorboard=true needs the tensorboard package: {TENSORBOARD_HINT}")
+
+
 def build_loggers(cfg: LoggerConfig, run_dir: str, config: dict[str, Any], total_env_steps: int | None) -> list[Logger]:
+    check_logger_config(cfg)
     loggers: list[Logger] = []
     if cfg.console:
         loggers.append(ConsoleLogger(total_env_steps))
     if cfg.wandb.enabled:
         loggers.append(WandbLogger(cfg.wandb, run_dir, config))
+    if cfg.tensorboard:
+        loggers.append(TensorBoardLogger(run_dir, config))
     return loggers

@@ -56,7 +56,7 @@ class ReplayClient(_Client):
     def update_priorities(self, priorities: ObjectRef[Priorities | None]) -> ObjectRef[int]:
         return self.handle.update_priorities.remote(priorities)
 
-    def add(self, chunk: ObjectRef[Chunk]) -> ObjectRef[int]:
+    def add(self, chunk: ObjectRef[Chunk]) -> ObjectRef[tuple[int, dict[str, float]]]:
         return self.handle.add.remote(chunk)
 
     def sample_many(self, batch_size: int, num_batches: int) -> ObjectRef[list[Batch]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import resource
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -62,8 +63,10 @@ class ReplayHost(_Host):
         with self._deferring_user_errors():
             self.replay = build_replay(cfg, spaces, shard)
 
-    def add(self, chunk: Chunk) -> int:
-        return self.replay.add_chunk(chunk)
+    def add(self, chunk: Chunk) -> tuple[int, dict[str, float]]:
+        """(transitions completed, seconds per replay stage since the last add: add, sample, priority
+        update) — the driver's per-interval view of this shard's time, riding on a reply it fetches anyway."""
+        return self.replay.add_chunk(chunk), self.replay.interval_timings()
 
     def sample_many(self, batch_size: int, num_batches: int) -> list[Batch]:
         """Batches, or none while this shard is still empty (its workers' first chunks are in flight)."""
@@ -89,7 +92,11 @@ class LearnerHost(_Host):
         """Train on ``batches``: (stats for the driver, new weights only when this call published, the
         batches' new priorities for the replay, which travel to it without passing through the driver)."""
         stats = self.learner.update_many(batches)
-        weights = self.learner.get_weights() if stats.published else None
+        weights = None
+        if stats.published:
+            start = time.perf_counter()
+            weights = self.learner.get_weights()
+            stats.timings = {**(stats.timings or {}), "publish_s": time.perf_counter() - start}
         return dataclasses.replace(stats, priorities=None), weights, stats.priorities
 
     def get_weights(self) -> Weights:

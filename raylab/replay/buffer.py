@@ -144,6 +144,7 @@ class ReplayBuffer:
         prioritized: PrioritizedSpec | None = None,
         frame_stack: int = 1,
         dedup: bool = False,
+        timer: StageTimer | None = None,
     ):
         obs_dtype = np.dtype(obs_dtype)
         if dedup:
@@ -180,7 +181,7 @@ class ReplayBuffer:
         self.priority_updates = 0
         self.stale_priority_updates = 0
         self.inserted_by_worker: Counter[int] = Counter()
-        self.timer = StageTimer()
+        self.timer = timer if timer is not None else StageTimer()
         self._timings: Counter[str] = Counter()
 
     def __len__(self) -> int:
@@ -302,8 +303,15 @@ class ReplayBuffer:
 
     def timings(self) -> dict[str, float]:
         """Cumulative seconds per replay stage."""
-        self._timings.update(self.timer.pop())
+        self.interval_timings()
         return dict(self._timings)
+
+    def interval_timings(self) -> dict[str, float]:
+        """Seconds per replay stage since the last call (the driver's per-interval view; also summed into
+        ``timings()``)."""
+        out = self.timer.pop()
+        self._timings.update(out)
+        return out
 
 
 _FIELDS = ("obs", "actions", "rewards", "discounts", "next_obs")

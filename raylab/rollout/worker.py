@@ -5,12 +5,13 @@ Plain Python: the apex_dqn topology wraps it in a Ray actor, the local topology 
 
 from __future__ import annotations
 
+import time
 from typing import Protocol
 
 import numpy as np
 
 from raylab.envs.vector import VectorEnv
-from raylab.metrics.timing import StageTimer
+from raylab.metrics.timing import GapTimer, StageTimer
 from raylab.types import Chunk, Episodes, RolloutStats, Weights
 
 
@@ -30,12 +31,19 @@ class Policy(Protocol):
 class RolloutWorker:
     """Owns a vector env and a policy; ``sample()`` takes ``rollout_length`` steps of every env."""
 
-    def __init__(self, env: VectorEnv, policy: Policy, worker_id: int, rollout_length: int):
+    def __init__(
+        self, env: VectorEnv, policy: Policy, worker_id: int, rollout_length: int, timer: StageTimer | None = None
+    ):
         self.env = env
         self.policy = policy
         self.worker_id = worker_id
         self.rollout_length = rollout_length
-        self.timer = StageTimer()
+        self.timer = timer if timer is not None else StageTimer()
+        self._gap = GapTimer()
+        """Time between handing back a chunk and being asked for the next one ("wait"): parked by the
+        rate limiter, queued behind the driver, or (serial topology) the learner's and other workers' turn;
+        weight loads in between are weight_sync, not wait."""
+        self._sync_s = 0.0
         self._obs = env.reset().copy()
         self._seq = 0
         self.env_steps = 0
@@ -46,10 +54,16 @@ class RolloutWorker:
 
     def set_weights(self, weights: Weights) -> bool:
         """Load newer weights; a no-op (no copy) when ``weights`` is not newer than the policy's."""
-        with self.timer.stage("weight_sync"):
-            return self.policy.set_weights(weights)
+        start = time.perf_counter()
+        loaded = self.policy.set_weights(weights)
+        seconds = time.perf_counter() - start
+        self._sync_s += seconds
+        self.timer.add("weight_sync", seconds)
+        return loaded
 
     def sample(self) -> tuple[Chunk, RolloutStats]:
+        gap, self._sync_s = self._gap.begin() - self._sync_s, 0.0
+        self.timer.add("wait", max(gap, 0.0))
         steps, num_envs = self.rollout_length, self.env.num_envs
         obs = np.empty((steps + 1, *self._obs.shape), self._obs.dtype)
         actions = np.empty((steps, num_envs), np.int64)
@@ -114,6 +128,7 @@ class RolloutWorker:
             env_restarts=self.env.restarts - restarts_before,
             epsilon=getattr(self.policy, "epsilon", None),
         )
+        self._gap.end()
         return chunk, stats
 
 

@@ -122,6 +122,8 @@ class A3CTopology:
 
         def on_report(report: WorkerReport) -> None:
             account.add(report)
+            # the parameter server's busy time, as its shards measured it for this worker's pushes
+            monitor.add_time("server/apply_s", report.timings.get("server_apply", 0.0))
             monitor.on_rollout(report.rollout_stats(), report.policy_version_last)
             if report.segments:
                 monitor.on_learner(report.learner_stats())

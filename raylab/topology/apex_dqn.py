@@ -166,7 +166,9 @@ class ApexDQNTopology:
                                 learner_stats.version,
                             )
                     elif isinstance(job, _Add):
-                        added += ray.get(ref)
+                        inserted, replay_timings = ray.get(ref)
+                        added += inserted
+                        monitor.add_timings("replay", replay_timings)
                         monitor.replay_size = min(added, cfg.replay.capacity)
                     else:
                         result: EvalResult = ray.get(ref)

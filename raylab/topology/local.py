@@ -127,6 +127,7 @@ class LocalTopology:
                     break  # unlimited: one call per round keeps acting and learning interleaved
             monitor.replay_size = len(replay)
             monitor.gauge({"replay/inserted": replay.writer.total})
+            monitor.add_timings("replay", replay.interval_timings())
 
         stop, policy, final_eval = run_serial(
             cfg, monitor, self.evaluator, step, learner.get_weights, learner.state_dict

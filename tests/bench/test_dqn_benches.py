@@ -66,7 +66,7 @@ def test_e2e_summary_shares_and_ratio_from_run_outputs(tmp_path):
     shares = s["busy_share"]
     assert shares["rollout/env_s (per worker)"] == approx(12.0 / (10 * 2))
     assert shares["learner/update_s"] == approx(0.9)
-    assert shares["learner/idle (waiting for batches: transfer + queueing)"] == approx(0.1)
+    assert shares["learner/untimed (Ray calls, serialization)"] == approx(0.1)
     assert shares["replay/sample_s"] == approx(0.2) and shares["driver/wait_s"] == approx(0.7)
     assert [c["return_mean"] for c in s["curve"]] == [100.0, 480.0]
 

@@ -40,4 +40,7 @@ def test_experiment_runs_and_writes_outputs(experiment, overrides, extras, tmp_p
     assert set(bm["episode_extras"]) == extras
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert rows and rows[-1]["env_steps"] == summary.env_steps
+    keys = {k for row in rows for k in row}
+    assert {"share/rollout/env", "share/rollout/inference", "share/learner/update", "wait/worker_0_share"} <= keys
+    assert {f"episode/{extra}_mean" for extra in extras} <= keys  # Mario's x_pos reaches the dashboard
     assert (out / "checkpoints" / "final.pt").exists() and (out / "config.yaml").exists()

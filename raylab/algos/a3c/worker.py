@@ -94,6 +94,7 @@ class A3CWorker:
         cut_at_episode_end: bool,
         pushes_in_flight: int,
         seed: int,
+        timer: StageTimer | None = None,
     ):
         self.env = env
         self.model = model
@@ -108,7 +109,7 @@ class A3CWorker:
         self.pushes_in_flight = pushes_in_flight
         self.generator = torch.Generator().manual_seed(int(seed))
         self.version = -1
-        self.timer = StageTimer()
+        self.timer = timer if timer is not None else StageTimer()
         self._obs = env.reset().copy()
         self._lags: list[int] = []
 

@@ -29,7 +29,7 @@ class APPOLearner(ActorCriticLearner):
         self.dropped_chunks = 0
         """Chunks dropped so far for being more than max_policy_lag updates old."""
 
-    def update(self, chunks: list[Chunk]) -> LearnerStats:
+    def _update(self, chunks: list[Chunk]) -> LearnerStats:
         start = time.perf_counter()
         cfg = self.cfg
         fresh = [c for c in chunks if self.version - c.policy_version <= cfg.max_policy_lag]

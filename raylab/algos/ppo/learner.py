@@ -21,6 +21,7 @@ from raylab.algos.ppo.loss import PPOLoss, ppo_loss
 from raylab.algos.returns import gae
 from raylab.config import PPOConfig
 from raylab.learner.learner import resolve_device
+from raylab.metrics.timing import GapTimer
 from raylab.models.factory import ActorCritic
 from raylab.params.flat import readonly_tensor
 from raylab.types import Chunk, LearnerStats, Weights
@@ -98,6 +99,19 @@ class ActorCriticLearner:
         self.max_grad_norm = max_grad_norm
         self.generator = np.random.default_rng(seed)
         self.version = 0
+        self._gap = GapTimer()
+
+    def update(self, chunks: list[Chunk]) -> LearnerStats:
+        """One update on a round of rollouts; its timings hold ``wait_s``, the time since the previous
+        update returned (waiting for the round's rollouts, in the synchronous topology)."""
+        waited = self._gap.begin()
+        stats = self._update(chunks)
+        stats.timings = {**(stats.timings or {}), "wait_s": waited}
+        self._gap.end()
+        return stats
+
+    def _update(self, chunks: list[Chunk]) -> LearnerStats:
+        raise NotImplementedError
 
     def _tensor(self, array: np.ndarray) -> torch.Tensor:
         return readonly_tensor(array).to(self.device)
@@ -186,7 +200,7 @@ class PPOLearner(ActorCriticLearner):
         super().__init__(model, **kwargs)
         self.cfg = cfg
 
-    def update(self, chunks: list[Chunk]) -> LearnerStats:
+    def _update(self, chunks: list[Chunk]) -> LearnerStats:
         """One PPO update on a round of rollouts; the new weights are always published (version + 1)."""
         start = time.perf_counter()
         cfg = self.cfg

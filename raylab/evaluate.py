@@ -1,0 +1,286 @@
+"""Evaluate a finished (or running) run: ``python -m raylab.evaluate run_dir=outputs/... episodes=10 video=true``.
+
+Loads the run's config.yaml and a checkpoint (final.pt by default: the run's policy; or a periodic
+checkpoints/step_*.pt, whose learner state holds the policy too), runs the greedy policy for ``episodes``
+fresh episodes on the run's own preprocessing, prints mean ± std of the raw game return, and with
+``video=true`` records one more episode as an mp4 (or gif) of the game's RGB frames. No display is needed:
+frames come from ``render_mode="rgb_array"`` (classic-control envs draw them with pygame, off screen).
+No Ray is started. Results also go to <run_dir>/eval/<checkpoint>.json.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from raylab.errors import EXIT_USAGE, ConfigError, RaylabError
+
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame (classic-control frames) without a display
+os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+
+VIDEO_HINT = "pip install 'raylab[video]'"
+DEFAULT_FPS = 30
+
+
+@dataclass(frozen=True)
+class EvaluateArgs:
+    run_dir: str
+    checkpoint: str = "final.pt"
+    """A file under <run_dir>/checkpoints, a path, or "latest" (the newest periodic or final checkpoint)."""
+    episodes: int = 10
+    video: bool = False
+    video_format: str = "mp4"
+    """mp4 (H.264 through imageio-ffmpeg) or gif (Pillow)."""
+    video_path: str | None = None
+    """Default: <run_dir>/videos/<checkpoint name>.<format>."""
+    max_video_steps: int = 5000
+    """Agent steps recorded at most (an agent that never ends an episode still gives a finite file)."""
+    fps: int | None = None
+    """Video frame rate; default: the env's render_fps over the frame skip, else 30."""
+    seed: int | None = None
+    """Seed of the evaluation envs; default: the run's seed (the same envs as its final evaluation)."""
+
+
+FIELDS = {f.name: f for f in dataclasses.fields(EvaluateArgs)}
+
+
+def parse_args(argv: list[str]) -> EvaluateArgs:
+    """``key=value`` pairs (a leading + is accepted, as in raylab.train)."""
+    values: dict[str, Any] = {}
+    for arg in argv:
+        key, eq, value = arg.lstrip("+").partition("=")
+        if not eq:
+            raise ConfigError(f"expected key=value, got '{arg}': e.g. python -m raylab.evaluate run_dir=outputs/<run>")
+        if key not in FIELDS:
+            raise ConfigError(f"unknown option '{key}': valid options are {', '.join(FIELDS)}")
+        values[key] = _parse_value(key, value)
+    if "run_dir" not in values:
+        raise ConfigError("run_dir is required: python -m raylab.evaluate run_dir=outputs/<date>/<time> [episodes=10]")
+    args = EvaluateArgs(**values)
+    if args.episodes < 1:
+        raise ConfigError(f"episodes must be >= 1, got {args.episodes}")
+    if args.video_format not in ("mp4", "gif"):
+        raise ConfigError(f"unknown video_format '{args.video_format}': choose mp4 or gif")
+    return args
+
+
+def _parse_value(key: str, value: str) -> Any:
+    kind = FIELDS[key].type
+    if value.lower() in ("null", "none") and "None" in str(kind):
+        return None
+    if "bool" in str(kind):
+        if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+            raise ConfigError(f"{key} must be true or false, got '{value}'")
+        return value.lower() in ("true", "1", "yes")
+    if "int" in str(kind):
+        try:
+            return int(value)
+        except ValueError:
+            raise ConfigError(f"{key} must be an integer, got '{value}'") from None
+    return value
+
+
+def find_checkpoint(run_dir: Path, name: str) -> Path:
+    ckpt_dir = run_dir / "checkpoints"
+    if name == "latest":
+        candidates = sorted(ckpt_dir.glob("step_*.pt")) + sorted(ckpt_dir.glob("final.pt"))
+        if not candidates:
+            raise RaylabError(f"no checkpoints in {ckpt_dir}: the run wrote none yet (checkpoint.every_seconds)")
+        return max(candidates, key=lambda p: p.stat().st_mtime)
+    for path in (Path(name), ckpt_dir / name, ckpt_dir / f"{name}.pt"):
+        if path.is_file():
+            return path
+    found = ", ".join(sorted(p.name for p in ckpt_dir.glob("*.pt"))) or "none"
+    raise RaylabError(f"checkpoint '{name}' not found in {ckpt_dir} (found: {found}): pass checkpoint=<one of them>")
+
+
+def policy_weights(state: dict[str, Any], path: Path) -> Any:
+    """The policy's inference Weights from any raylab checkpoint (final, periodic; every topology)."""
+    from raylab.types import Weights
+
+    if "policy" in state:
+        policy = state["policy"]
+        return Weights(int(policy["version"]), {k: v.numpy() for k, v in policy["params"].items()})
+    learner = state.get("learner")
+    if isinstance(learner, dict) and "modules" in learner:  # DQN (q_net) or actor-critic (model) learners
+        modules = learner["modules"]
+        params = modules.get("q_net", modules.get("model"))
+        if params is not None:
+            return Weights(int(learner["version"]), {k: v.numpy() for k, v in params.items()})
+    if isinstance(learner, dict) and "shards" in learner:  # A3C: the parameter server's shards, in order
+        shards = sorted(learner["shards"], key=lambda s: int(s["shard"]))
+        flat = np.concatenate([s["params"].numpy() for s in shards])
+        layout = learner["layout"]
+        params, offset = {}, 0
+        for name, shape in zip(layout["names"], layout["shapes"], strict=True):
+            size = int(np.prod(shape))
+            params[name] = flat[offset : offset + size].reshape(shape)
+            offset += size
+        return Weights(min(int(s["version"]) for s in shards), params)
+    raise RaylabError(f"checkpoint {path} holds no policy weights: pass a raylab checkpoint (checkpoints/*.pt)")
+
+
+def load_run_config(run_dir: Path, args: EvaluateArgs) -> Any:
+    import yaml
+
+    from raylab.config import resolve
+
+    path = run_dir / "config.yaml"
+    if not path.is_file():
+        raise RaylabError(f"{path} not found: run_dir must be a raylab run directory (it has config.yaml)")
+    cfg = resolve(yaml.safe_load(path.read_text()), run_dir=str(run_dir))
+    ev = dataclasses.replace(cfg.eval, episodes=args.episodes)
+    return dataclasses.replace(cfg, eval=ev, seed=cfg.seed if args.seed is None else args.seed)
+
+
+def record_episode(cfg: Any, spaces: Any, weights: Any, max_steps: int) -> tuple[list[np.ndarray], dict[str, float]]:
+    """One greedy episode on a rendering env: (RGB frames, its episode statistics)."""
+    from raylab.builders import build_eval_policy
+    from raylab.envs.registry import EVAL_WORKER_INDEX, make_render_env
+    from raylab.envs.wrappers import EPISODE_KEY
+
+    policy = build_eval_policy(cfg, spaces, num_envs=1)
+    policy.set_weights(weights)
+    env = make_render_env(cfg.env, cfg.seed + 7, worker_index=EVAL_WORKER_INDEX)
+    try:
+        obs, _ = env.reset()
+        frames = [_frame(env, obs)]
+        stats: dict[str, float] = {}
+        for _ in range(max_steps):
+            action = int(policy.act(np.asarray(obs)[None])[0])
+            obs, _, terminated, truncated, info = env.step(action)
+            frames.append(_frame(env, obs))
+            if terminated or truncated:
+                stats = dict(info.get(EPISODE_KEY, {}))
+                break
+        return frames, stats
+    finally:
+        env.close()
+
+
+def _frame(env: Any, obs: Any) -> np.ndarray:
+    """The game's RGB frame; envs that cannot render but whose observations are images give those."""
+    frame = env.render()
+    if frame is None:
+        frame = np.asarray(obs)
+        if frame.dtype != np.uint8 or frame.ndim not in (2, 3):
+            raise RaylabError(f"{env.spec.id if env.spec else 'this env'} cannot render frames: run with video=false")
+        if frame.ndim == 3 and frame.shape[0] in (1, 3, 4) and frame.shape[-1] not in (1, 3, 4):
+            frame = np.moveaxis(frame, 0, -1)  # channels first -> last
+        if frame.ndim == 3 and frame.shape[-1] not in (1, 3):
+            frame = frame[..., -1]  # a frame stack: its newest frame
+    frame = np.asarray(frame, dtype=np.uint8)
+    if frame.ndim == 2:
+        frame = np.repeat(frame[..., None], 3, axis=-1)
+    elif frame.shape[-1] == 1:
+        frame = np.repeat(frame, 3, axis=-1)
+    return frame
+
+
+def write_video(frames: list[np.ndarray], path: Path, fps: int, fmt: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "gif":
+        from PIL import Image
+
+        images = [Image.fromarray(f) for f in frames]
+        images[0].save(path, save_all=True, append_images=images[1:], duration=max(1, round(1000 / fps)), loop=0)
+        return path
+    if importlib.util.find_spec("imageio") is None or importlib.util.find_spec("imageio_ffmpeg") is None:
+        raise ConfigError(f"video_format=mp4 needs imageio and imageio-ffmpeg: {VIDEO_HINT} (or video_format=gif)")
+    import imageio.v2 as imageio
+
+    # H.264 in yuv420p wants even sizes: pad by one black row/column where needed (no resampling)
+    h, w = frames[0].shape[:2]
+    pad = ((0, h % 2), (0, w % 2), (0, 0))
+    writer: Any = imageio.get_writer(path, fps=fps, codec="libx264", pixelformat="yuv420p", macro_block_size=1)
+    with writer:
+        for frame in frames:
+            writer.append_data(np.pad(frame, pad) if (h % 2 or w % 2) else frame)
+    return path
+
+
+def video_fps(cfg: Any, args: EvaluateArgs) -> int:
+    if args.fps is not None:
+        return args.fps
+    from raylab.envs.registry import family
+
+    render_fps = {"mario": 60, "snake": 10, "procgen": 15}.get(family(cfg.env).name)
+    if cfg.env.family == "gymnasium":
+        import gymnasium as gym
+
+        render_fps = gym.spec(cfg.env.id).kwargs.get("render_fps") or 50
+    if render_fps is None:
+        return DEFAULT_FPS
+    return max(1, round(render_fps / max(cfg.env.frame_skip, 1)))
+
+
+def evaluate(args: EvaluateArgs) -> dict[str, Any]:
+    """Score the checkpoint's policy (and record a video): the Python API behind the CLI."""
+    from raylab.builders import build_evaluator
+    from raylab.envs.registry import env_spaces
+    from raylab.learner.checkpoint import load_checkpoint
+
+    run_dir = Path(args.run_dir)
+    if not run_dir.is_dir():
+        raise RaylabError(f"run_dir {run_dir} does not exist: pass a run directory (outputs/<date>/<time>)")
+    cfg = load_run_config(run_dir, args)
+    if args.video and args.video_format == "mp4" and importlib.util.find_spec("imageio_ffmpeg") is None:
+        raise ConfigError(f"video_format=mp4 needs imageio and imageio-ffmpeg: {VIDEO_HINT} (or video_format=gif)")
+    ckpt_path = find_checkpoint(run_dir, args.checkpoint)
+    weights = policy_weights(load_checkpoint(ckpt_path), ckpt_path)
+    spaces = env_spaces(cfg.env)
+    evaluator = build_evaluator(cfg, spaces)
+    try:
+        result = evaluator.evaluate(weights, args.episodes)
+    finally:
+        evaluator.env.close()
+    out: dict[str, Any] = {
+        "run_dir": str(run_dir),
+        "checkpoint": str(ckpt_path),
+        "policy_version": result.version,
+        "episodes": int(result.returns.size),
+        "return_mean": result.mean,
+        "return_std": result.std,
+        "returns": result.returns.tolist(),
+        "lengths": result.lengths.tolist(),
+    }
+    if args.video:
+        frames, stats = record_episode(cfg, spaces, weights, args.max_video_steps)
+        path = Path(args.video_path or run_dir / "videos" / f"{ckpt_path.stem}.{args.video_format}")
+        fps = video_fps(cfg, args)
+        write_video(frames, path, fps, args.video_format)
+        episode = {f"episode_{k}": v for k, v in stats.items()}
+        out["video"] = {"path": str(path), "frames": len(frames), "fps": fps, **episode}
+    eval_dir = run_dir / "eval"
+    eval_dir.mkdir(exist_ok=True)
+    (eval_dir / f"{ckpt_path.stem}.json").write_text(json.dumps(out, indent=2) + "\n")
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        out = evaluate(parse_args(sys.argv[1:] if argv is None else argv))
+    except RaylabError as err:
+        print(f"raylab: error: {err}", file=sys.stderr, flush=True)
+        sys.exit(EXIT_USAGE)
+    print(
+        f"raylab: {out['checkpoint']} (policy version {out['policy_version']}): return "
+        f"{out['return_mean']:.1f} ± {out['return_std']:.1f} over {out['episodes']} episodes",
+        flush=True,
+    )
+    if "video" in out:
+        video = out["video"]
+        ret = f", return {video['episode_return']:.1f}" if "episode_return" in video else ""
+        print(f"raylab: video of one episode ({video['frames']} frames{ret}) -> {video['path']}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

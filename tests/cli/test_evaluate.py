@@ -1,0 +1,113 @@
+"""``python -m raylab.evaluate``: scores a run's checkpoint with the greedy policy and writes a playable video."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from raylab.evaluate import EvaluateArgs, evaluate, parse_args
+from raylab.train import run
+from tests.conftest import make_config
+
+ENV = {**os.environ, "WANDB_MODE": "disabled"}
+SHORT = (
+    "logger.console=false", "eval.every_seconds=null", "stop.mean_return=null", "eval.final_episodes=2",
+    "checkpoint.every_seconds=1",
+)  # fmt: skip
+
+
+def evaluate_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "raylab.evaluate", *args], capture_output=True, text=True, env=ENV, timeout=300
+    )
+
+
+@pytest.fixture(scope="module")
+def dqn_run(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("dqn")
+    run(make_config(run_dir, "+experiment=cartpole_dqn", "topology=local", "stop.seconds=3", *SHORT))
+    return run_dir
+
+
+def test_cli_prints_the_score_and_writes_a_playable_mp4(dqn_run):
+    import imageio.v2 as imageio
+
+    proc = evaluate_cli(f"run_dir={dqn_run}", "episodes=3", "video=true")
+    assert proc.returncode == 0, proc.stderr
+    assert "return" in proc.stdout and "over 3 episodes" in proc.stdout
+    out = json.loads((dqn_run / "eval" / "final.json").read_text())
+    assert out["episodes"] == 3 and len(out["returns"]) == 3
+    assert np.isclose(out["return_mean"], np.mean(out["returns"]))
+    video = Path(out["video"]["path"])
+    assert video == dqn_run / "videos" / "final.mp4" and str(video) in proc.stdout
+    reader = imageio.get_reader(video)  # decodes: the file plays
+    assert reader.count_frames() == out["video"]["frames"] == out["video"]["episode_length"] + 1
+    frame = reader.get_data(0)
+    assert frame.shape == (400, 600, 3) and frame.std() > 0  # CartPole drawn off screen, not a blank frame
+
+
+def test_periodic_checkpoint_and_gif(dqn_run, tmp_path):
+    from PIL import Image
+
+    steps = sorted((dqn_run / "checkpoints").glob("step_*.pt"))
+    assert steps, "checkpoint.every_seconds=1 wrote periodic checkpoints"
+    args = EvaluateArgs(
+        run_dir=str(dqn_run), checkpoint=steps[0].name, episodes=2, video=True, video_format="gif",
+        video_path=str(tmp_path / "ep.gif"), max_video_steps=40,
+    )  # fmt: skip
+    out = evaluate(args)
+    assert out["episodes"] == 2 and out["checkpoint"] == str(steps[0])
+    gif = Image.open(tmp_path / "ep.gif")
+    assert out["video"]["frames"] <= 41 and gif.n_frames > 1
+    durations = []
+    for i in range(gif.n_frames):  # Pillow merges repeated frames into longer ones: the total time is kept
+        gif.seek(i)
+        durations.append(gif.info["duration"])
+    assert sum(durations) == out["video"]["frames"] * round(1000 / out["video"]["fps"])
+
+
+def test_a3c_checkpoints_hold_the_policy_too(tmp_path):
+    run(make_config(tmp_path, "+experiment=cartpole_a3c", "topology=local", "stop.seconds=2", *SHORT))
+    for name in ("final.pt", "latest"):
+        out = evaluate(EvaluateArgs(run_dir=str(tmp_path), checkpoint=name, episodes=2))
+        assert out["episodes"] == 2 and out["policy_version"] > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["episodes=3"], "run_dir is required"),
+        (["run_dir=/nonexistent/run"], "run_dir /nonexistent/run does not exist"),
+        (["run_dir=.", "epsiodes=3"], "unknown option 'epsiodes': valid options are run_dir, checkpoint, episodes"),
+        (["run_dir=.", "video=maybe"], "video must be true or false"),
+        (["run_dir=.", "video_format=avi"], "choose mp4 or gif"),
+        (["run_dir=."], "config.yaml not found: run_dir must be a raylab run directory"),
+    ],
+)
+def test_bad_input_is_one_line(args, expected, tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "raylab.evaluate", *args], capture_output=True, text=True, env=ENV, timeout=120,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("raylab: error: ") and expected in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+def test_missing_or_corrupt_checkpoint_is_one_line(dqn_run, tmp_path):
+    proc = evaluate_cli(f"run_dir={dqn_run}", "checkpoint=step_9.pt")
+    assert proc.returncode == 2 and "checkpoint 'step_9.pt' not found" in proc.stderr and "final.pt" in proc.stderr
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint")
+    proc = evaluate_cli(f"run_dir={dqn_run}", f"checkpoint={bad}")
+    assert proc.returncode == 2 and "is corrupt or not a raylab checkpoint" in proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+def test_parse_args_types():
+    args = parse_args(["+run_dir=x", "episodes=4", "video=true", "fps=12", "seed=null"])
+    assert args == EvaluateArgs(run_dir="x", episodes=4, video=True, fps=12, seed=None)

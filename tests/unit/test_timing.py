@@ -1,0 +1,126 @@
+"""Stage timers, the wait they measure, and the per-interval shares the driver turns them into."""
+
+import time
+
+import numpy as np
+import pytest
+
+from raylab.driver.progress import Progress
+from raylab.metrics.timing import GapTimer, StageTimer
+from raylab.rollout.worker import RolloutWorker
+from raylab.types import Episodes, LearnerStats, RolloutStats, Weights
+
+
+def test_stage_timer_accumulates_and_pops():
+    timer = StageTimer()
+    for _ in range(3):
+        with timer.stage("env"):
+            time.sleep(0.01)
+    timer.add("wait", 0.5)
+    out = timer.pop()
+    assert 0.03 <= out["env"] < 0.2 and out["wait"] == 0.5
+    assert timer.pop() == {}
+
+
+def test_stage_timer_records_a_stage_that_raises():
+    timer = StageTimer()
+    with pytest.raises(ValueError), timer.stage("env"):
+        raise ValueError
+    assert "env" in timer.pop()
+
+
+def test_disabled_timer_is_a_no_op():
+    timer = StageTimer(enabled=False)
+    with timer.stage("env"):
+        time.sleep(0.005)
+    timer.add("wait", 1.0)
+    assert timer.pop() == {}
+
+
+def test_gap_timer_counts_the_time_between_calls_once():
+    gap = GapTimer()
+    assert gap.begin() == 0.0  # the first call waited for nothing
+    gap.end()
+    time.sleep(0.02)
+    assert 0.02 <= gap.begin() < 0.2
+    assert gap.begin() == 0.0  # a second begin before the next end adds nothing
+
+
+class _Env:
+    num_envs = 2
+    restarts = 0
+
+    def reset(self):
+        return np.zeros((2, 3), np.float32)
+
+    def step(self, actions):
+        from raylab.envs.vector import VectorStep
+
+        time.sleep(0.002)
+        z = np.zeros(2, bool)
+        return VectorStep(np.zeros((2, 3), np.float32), np.ones(2, np.float32), z, z, [], [], None)
+
+
+class _Policy:
+    version = 0
+    last_log_probs = None
+
+    def act(self, obs):
+        return np.zeros(len(obs), np.int64)
+
+    def set_weights(self, weights):
+        time.sleep(0.01)
+        self.version = weights.version
+        return True
+
+
+def test_rollout_worker_reports_wait_between_chunks_apart_from_weight_sync():
+    worker = RolloutWorker(_Env(), _Policy(), worker_id=3, rollout_length=5)
+    _, first = worker.sample()
+    assert first.timings["wait"] == 0.0 and first.timings["env"] >= 0.01
+    time.sleep(0.05)  # the driver holds the worker back
+    worker.set_weights(Weights(1, {}))
+    _, second = worker.sample()
+    assert 0.05 <= second.timings["wait"] < 0.05 + 0.01  # the 10 ms weight load is not wait
+    assert second.timings["weight_sync"] >= 0.01
+
+
+def test_rollout_worker_with_timing_off_reports_no_stages():
+    worker = RolloutWorker(_Env(), _Policy(), worker_id=0, rollout_length=3, timer=StageTimer(enabled=False))
+    worker.sample()
+    _, stats = worker.sample()
+    assert stats.timings == {}
+
+
+def _rollout(worker: int, steps: int, timings: dict[str, float]) -> RolloutStats:
+    return RolloutStats(worker_id=worker, num_steps=steps, policy_version=0, episodes=Episodes(), timings=timings)
+
+
+def test_progress_turns_stage_seconds_into_shares_per_actor_and_worker_wait():
+    progress = Progress()
+    progress.actor_counts = {"rollout": 2, "learner": 1, "replay": 1}
+    progress.restart_clock()
+    progress.add_rollout(_rollout(0, 100, {"env": 0.4, "inference": 0.1, "wait": 0.3}), learner_version=0)
+    progress.add_rollout(_rollout(1, 100, {"env": 0.2, "inference": 0.1, "wait": 0.6}), learner_version=0)
+    progress.add_learner(
+        LearnerStats(updates=4, samples=400, version=4, metrics={}, seconds=0.8,
+                     timings={"batch_wait_s": 0.2, "wait_s": 0.1, "publish_s": 0.01})
+    )  # fmt: skip
+    progress.add_timings("replay", {"add_s": 0.05, "sample_s": 0.1})
+    time.sleep(0.02)
+    progress.stop_clock()
+    dt = progress.seconds
+    row = progress.row(replay_size=200)
+    assert row["share/rollout/env"] == pytest.approx(0.6 / (2 * dt))
+    assert row["share/rollout/wait"] == pytest.approx(0.9 / (2 * dt))
+    assert row["timing/learner/update_s"] == pytest.approx(0.6)  # the batch wait inside the call is its own stage
+    assert row["share/learner/update"] == pytest.approx(0.6 / dt)
+    assert row["share/learner/batch_wait"] == pytest.approx(0.2 / dt)
+    assert row["share/replay/sample"] == pytest.approx(0.1 / dt)
+    assert row["wait/worker_0_share"] == pytest.approx(0.3 / dt)
+    assert row["wait/worker_1_share"] == pytest.approx(0.6 / dt)
+    assert row["wait/worker_max_share"] == pytest.approx(0.6 / dt)
+    assert row["replay/samples_per_insert"] == pytest.approx(400 / 200)
+    # the next interval starts from zero
+    later = progress.row(replay_size=200)
+    assert not any(k.startswith(("share/", "wait/")) for k in later)
