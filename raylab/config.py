@@ -489,8 +489,11 @@ class RayConfig:
     """Interface the dashboard binds to (loopback unless you mean to expose it)."""
     object_store_memory: int | None = None
     """Bytes for the embedded Ray's object store (None = Ray's default)."""
+    connect_timeout_s: float = 30.0
+    """How long to keep trying a ``host:port`` / ``ray://`` address before giving up with an error."""
 
     def __post_init__(self) -> None:
+        _check(self.connect_timeout_s > 0, "ray.connect_timeout_s must be > 0")
         _positive_or_none(self.num_cpus, "ray.num_cpus")
         _positive_or_none(self.object_store_memory, "ray.object_store_memory")
 

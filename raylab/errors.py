@@ -15,3 +15,7 @@ class RaylabError(Exception):
 
 class ConfigError(RaylabError):
     """The composed config is invalid."""
+
+
+class NonFiniteLossError(RaylabError):
+    """Training diverged (a NaN or infinite loss): the run stops, keeping its last good checkpoint."""

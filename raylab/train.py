@@ -2,21 +2,25 @@
 
 Hydra composes conf/ (shipped as ``raylab.conf``); ``raylab.config.resolve`` validates it once into a
 frozen RunConfig; the topology it names runs; everything lands in the Hydra run dir. User mistakes end in
-one line on stderr that names the fix and exit status 2; Ctrl-C ends the run cleanly with status 130.
+one line on stderr that names the fix and exit status 2; Ctrl-C ends the run cleanly with status 130, SIGTERM
+(``ray job stop``, a scheduler's preemption, ``docker stop``) the same way with status 0.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+import signal
 import sys
 from importlib import resources
+from types import FrameType
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from raylab.config import RunConfig, resolve
 from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.driver.stop import terminate, terminated
 from raylab.envs.registry import env_spaces
 from raylab.errors import EXIT_USAGE, ConfigError, RaylabError
 
@@ -143,13 +147,22 @@ def _hydra_main(dict_cfg: DictConfig) -> None:
         print(f"raylab: error: {err}", file=sys.stderr, flush=True)
         sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:  # outside the training loop (start-up, final evaluation): nothing to save
-        print("raylab: interrupted", file=sys.stderr, flush=True)
-        sys.exit(EXIT_INTERRUPTED)
+        print(f"raylab: {'terminated' if terminated() else 'interrupted'}", file=sys.stderr, flush=True)
+        sys.exit(0 if terminated() else EXIT_INTERRUPTED)
     if summary.stop_reason == "interrupted":
         sys.exit(EXIT_INTERRUPTED)
 
 
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """The first SIGTERM stops the run like Ctrl-C (outputs written, exit 0); later ones are ignored so that
+    the final checkpoint and metrics are not cut short."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print("raylab: SIGTERM: stopping (final checkpoint and metrics)", file=sys.stderr, flush=True)
+    terminate()
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _on_sigterm)
     sys.argv[1:] = normalize_overrides(sys.argv[1:])
     try:
         check_overrides(sys.argv[1:])
@@ -157,7 +170,7 @@ def main() -> None:
         print(f"raylab: error: {err}", file=sys.stderr, flush=True)
         sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(0 if terminated() else EXIT_INTERRUPTED)
     _hydra_main()
 
 

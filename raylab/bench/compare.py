@@ -265,8 +265,8 @@ def mismatches(seq: Sequence[Run], par: Sequence[Run]) -> list[str]:
             mode = run.metrics.get("training_mode")
             if mode != side:
                 out.append(f"{run.path} is a {mode} run but was given as --{side}")
-            if run.metrics.get("stop_reason") == "interrupted":
-                out.append(f"{run.path} was interrupted")
+            if run.metrics.get("stop_reason") in ("interrupted", "terminated"):
+                out.append(f"{run.path} was {run.metrics['stop_reason']}")
 
     def distinct(get: Callable[[Run], Any]) -> set[str]:
         return {json.dumps(get(r), sort_keys=True, default=str) for r in [*seq, *par]}

@@ -7,6 +7,7 @@ writes the checkpoint and benchmark_metrics.json (seed 003's format plus through
 from __future__ import annotations
 
 import datetime as dt
+import math
 import resource
 import time
 import weakref
@@ -23,6 +24,7 @@ from raylab.driver.progress import Progress
 from raylab.driver.resources import ResourceSampler
 from raylab.driver.stop import StopCondition
 from raylab.envs.registry import EnvSpaces
+from raylab.errors import NonFiniteLossError
 from raylab.metrics.loggers import Logger, build_loggers
 from raylab.replay.buffer import ReplayStats
 from raylab.types import EvalResult, LearnerStats, RolloutStats, Weights
@@ -75,6 +77,8 @@ class RunMonitor:
         self.checkpoints: list[str] = []
         """Periodic checkpoints written so far (file names under checkpoints/), oldest first."""
         self.replay_size: int | None = None
+        self.placement: dict[str, str] = {}
+        """Ray topologies: {actor name: node id} (where each actor ran)."""
         self.resources = ResourceSampler()
         RunMonitor._open.add(self)
 
@@ -108,10 +112,32 @@ class RunMonitor:
         self.progress.gauges.update(values)
 
     def on_learner(self, stats: LearnerStats) -> None:
+        """Count a learner call; a NaN or infinite loss stops the run (NonFiniteLossError) after one last
+        metrics row, before any checkpoint could store the diverged weights."""
         self.progress.add_learner(stats)
+        bad = {k: v for k, v in stats.metrics.items() if k.endswith("loss") and not math.isfinite(v)}
+        if bad:
+            self.tick(force_report=True)
+            key, value = next(iter(bad.items()))
+            last = (
+                f"the last good checkpoint is {self.outputs.checkpoint_dir / self.checkpoints[-1]}"
+                if self.checkpoints
+                else "no checkpoint was written yet (checkpoint.every_seconds keeps periodic ones)"
+            )
+            raise NonFiniteLossError(
+                f"learner {key} became {value} by update {self.progress.updates:,} (env step "
+                f"{self.progress.env_steps:,}): the run stopped without writing final.pt; {last}; lower learner.lr "
+                f"or set learner.max_grad_norm"
+            )
 
     def on_eval(self, result: EvalResult) -> None:
         self.progress.add_eval(result)
+
+    def record_placement(self, actors: dict[str, str]) -> None:
+        """Where the actors run (benchmark_metrics.json's ``placement``); says so on the console."""
+        self.placement = dict(actors)
+        nodes = len(set(actors.values()))
+        print(f"raylab: {len(actors)} actors on {nodes} Ray node{'s' if nodes != 1 else ''}", flush=True)
 
     # -- decisions -----------------------------------------------------------------------------------------
     def eval_due(self) -> bool:
@@ -290,6 +316,9 @@ class RunMonitor:
             "episodes": p.episodes,
             "episode_extras": {k: float(np.mean(v)) for k, v in p.extras.items() if v},
             "env_restarts": p.env_restarts,
+            "placement": {"nodes": len(set(self.placement.values())), "actors": self.placement}
+            if self.placement
+            else None,
             "checkpoints": [*self.checkpoints, "final.pt"],
             **(extra or {}),
             "config": self.cfg.to_dict(),

@@ -7,6 +7,33 @@ from collections.abc import Sequence
 
 from raylab.config import StopConfig
 
+INTERRUPTED = ("interrupted", "terminated")
+"""Stop reasons of a run stopped from outside (Ctrl-C, SIGTERM): outputs are written, no final evaluation."""
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread on SIGTERM (``raylab.train`` installs the handler): a run stops as on Ctrl-C,
+    writing its final checkpoint, metrics and benchmark_metrics.json, and the process exits 0."""
+
+
+_terminated = False
+
+
+def terminate() -> None:
+    """Record that SIGTERM arrived and raise Terminated. The record matters: a blocking Ray call (ray.wait,
+    ray.get) turns any exception its signal check raises into a plain KeyboardInterrupt."""
+    global _terminated
+    _terminated = True
+    raise Terminated
+
+
+def terminated() -> bool:
+    return _terminated
+
+
+def interrupted_reason(err: KeyboardInterrupt) -> str:
+    return "terminated" if isinstance(err, Terminated) or _terminated else "interrupted"
+
 
 class StopCondition:
     def __init__(self, cfg: StopConfig):

@@ -24,6 +24,7 @@ from raylab.envs.registry import EnvSpaces
 from raylab.params.link import ServerUpdate, shard_slices
 from raylab.params.server import PushReply, ServerStats
 from raylab.remote.hosts import _Host, _single_thread_torch
+from raylab.remote.runtime import SPREAD, actor_class
 
 
 class RayServerLink:
@@ -108,8 +109,8 @@ class A3CWorkerHost(_Host):
         return self.worker.restart()
 
 
-ShardActor = ray.remote(ShardHost)
-A3CWorkerActor = ray.remote(A3CWorkerHost)
+ShardActor = actor_class(ShardHost)
+A3CWorkerActor = actor_class(A3CWorkerHost)
 
 
 class ShardClient:
@@ -151,7 +152,7 @@ class A3CWorkerClient:
         incarnation: int = 0,
         name: str | None = None,
     ) -> A3CWorkerClient:
-        options: dict[str, Any] = {"num_cpus": cfg.topology.worker_cpus}
+        options: dict[str, Any] = {"num_cpus": cfg.topology.worker_cpus, "scheduling_strategy": SPREAD}
         if name:
             options["name"] = name
         handles = [s.handle for s in shards]

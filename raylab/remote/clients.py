@@ -15,14 +15,15 @@ from ray import ObjectRef
 from raylab.config import RunConfig
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.hosts import EvalHost, LearnerHost, ReplayHost, RolloutHost
+from raylab.remote.runtime import SPREAD, actor_class
 from raylab.replay.buffer import ReplayStats
 from raylab.types import Batch, Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, Weights
 
 # The Ray actor classes; create them through the clients below, which set their resources.
-RolloutActor = ray.remote(RolloutHost)
-ReplayActor = ray.remote(ReplayHost)
-LearnerActor = ray.remote(LearnerHost)
-EvalActor = ray.remote(EvalHost)
+RolloutActor = actor_class(RolloutHost)
+ReplayActor = actor_class(ReplayHost)
+LearnerActor = actor_class(LearnerHost)
+EvalActor = actor_class(EvalHost)
 
 
 class _Client:
@@ -39,7 +40,8 @@ class _Client:
 class RolloutClient(_Client):
     @classmethod
     def create(cls, cfg: RunConfig, spaces: EnvSpaces, worker_id: int) -> RolloutClient:
-        handle = RolloutActor.options(num_cpus=cfg.topology.worker_cpus).remote(cfg, spaces, worker_id)
+        options = {"num_cpus": cfg.topology.worker_cpus, "scheduling_strategy": SPREAD}
+        handle = RolloutActor.options(**options).remote(cfg, spaces, worker_id)
         return cls(handle)
 
     def sample(self, weights: ObjectRef[Weights] | None) -> tuple[ObjectRef[Chunk], ObjectRef[RolloutStats]]:

@@ -11,6 +11,7 @@ from raylab.builders import build_ppo_learner
 from raylab.config import RunConfig
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.hosts import _Host
+from raylab.remote.runtime import actor_class
 from raylab.types import Chunk, LearnerStats, Weights
 
 
@@ -31,7 +32,7 @@ class PPOLearnerHost(_Host):
         return self.learner.state_dict()
 
 
-PPOLearnerActor = ray.remote(PPOLearnerHost)
+PPOLearnerActor = actor_class(PPOLearnerHost)
 
 
 class PPOLearnerClient:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import logging
 import math
 import os
+import signal
+import socket
+import threading
+import time
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import ray
 from ray import ObjectRef
@@ -29,6 +33,28 @@ def run_on_ray(cfg: RayConfig, required_cpus: float, body: Callable[[], T]) -> T
     finally:
         if started:
             ray.shutdown()
+
+
+class _Located:
+    def node_id(self) -> str:
+        """The Ray node this actor runs on."""
+        return str(ray.get_runtime_context().get_node_id())
+
+
+def actor_class(host: type) -> Any:
+    """``ray.remote(host)`` with a ``node_id()`` method added, so that a run can record where each of its
+    actors ran (benchmark_metrics.json's ``placement``)."""
+    return ray.remote(type(host.__name__, (host, _Located), {"__doc__": host.__doc__}))
+
+
+def placement(handles: dict[str, Any]) -> dict[str, str]:
+    """{actor name: node id} for actors made with ``actor_class``."""
+    nodes = ray.get([h.node_id.remote() for h in handles.values()])
+    return dict(zip(handles, nodes, strict=True))
+
+
+SPREAD = "SPREAD"
+"""Rollout actors' scheduling strategy: across the cluster's nodes, not packed onto the first."""
 
 
 def learner_gpus(cfg: LearnerConfig) -> float:
@@ -60,6 +86,9 @@ def init_ray(cfg: RayConfig, required_cpus: float) -> bool:
         kwargs["num_cpus"] = cfg.num_cpus or max(os.cpu_count() or 1, math.ceil(required_cpus))
         if cfg.object_store_memory:
             kwargs["object_store_memory"] = cfg.object_store_memory
+    if address not in (None, "local", "auto"):
+        wait_reachable(address, cfg.connect_timeout_s)
+    on_sigterm = signal.getsignal(signal.SIGTERM)
     try:
         ray.init(address=address, **kwargs)
     except (ConnectionError, RuntimeError, ValueError) as err:
@@ -68,7 +97,32 @@ def init_ray(cfg: RayConfig, required_cpus: float) -> bool:
             f"cannot start or reach Ray at '{where}' ({' '.join(str(err).split())[:160]}): "
             f"check ray.address (empty = embedded local Ray)"
         ) from err
+    if callable(on_sigterm) and threading.current_thread() is threading.main_thread():
+        # Ray's driver installs a C-level SIGTERM handler that dumps a stack and exits 15; keep raylab's
+        # graceful stop (raylab.train's handler: final checkpoint, metrics, exit 0)
+        signal.signal(signal.SIGTERM, on_sigterm)
     return True
+
+
+def wait_reachable(address: str, timeout_s: float) -> None:
+    """Retry a TCP connection to a cluster address until it answers or ``timeout_s`` passes: ray.init on an
+    address nobody listens on can wait far longer, and says less, than this."""
+    target = address.removeprefix("ray://").rsplit("/", 1)[0]
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit():
+        raise RaylabError(f"ray.address '{address}' is not host:port, ray://host:port or auto: fix ray.address")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=min(2.0, timeout_s)):
+                return
+        except OSError as err:
+            if time.monotonic() >= deadline:
+                raise RaylabError(
+                    f"cannot reach Ray at '{address}' within {timeout_s:g} s ({err.strerror or err}): start the "
+                    f"cluster (ray start --head) or fix ray.address (empty = embedded local Ray)"
+                ) from None
+            time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
 
 
 def wait_ready(refs: Sequence[ObjectRef], what: str, timeout_s: float = ACTOR_START_TIMEOUT_S) -> None:

@@ -29,13 +29,14 @@ from raylab.algos.a3c import WorkerReport
 from raylab.builders import build_parameter_servers
 from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
 from raylab.errors import RaylabError
 from raylab.params.link import ServerUpdate
 from raylab.params.server import ServerStats
 from raylab.remote.a3c import A3CWorkerClient, ShardClient
 from raylab.remote.clients import EvalClient
-from raylab.remote.runtime import run_on_ray, wait_ready
+from raylab.remote.runtime import placement, run_on_ray, wait_ready
 from raylab.types import EvalResult, Weights
 
 WINDOW_S = 0.25
@@ -113,6 +114,10 @@ class A3CTopology:
 
         workers = [create_worker(i) for i in range(cfg.topology.num_workers)]
         wait_ready([s.ready() for s in shards] + [evaluator.ready()] + [w.ready() for w in workers], "raylab actors")
+        monitor.record_placement(placement({
+            **{f"server_{k}": s.handle for k, s in enumerate(shards)}, "eval": evaluator.handle,
+            **{f"rollout_{i}": w.handle for i, w in enumerate(workers)},
+        }))  # fmt: skip
 
         account = WaitAccount()
         pending: dict[ObjectRef, _Window | _Eval] = {}
@@ -174,8 +179,8 @@ class A3CTopology:
                         evaluated_ref = job.weights
                 monitor.tick(state=lambda: self._state(shards))
                 stop = monitor.stop_reason()
-        except KeyboardInterrupt:
-            stop = "interrupted"
+        except KeyboardInterrupt as err:
+            stop = interrupted_reason(err)
         monitor.stopped()
 
         # Let every worker finish its window and every push land, so counts and the checkpoint agree; a worker
@@ -192,7 +197,7 @@ class A3CTopology:
             workers[i].kill()
         policy = ray.get(evaluated_ref) if monitor.target_reached() and evaluated_ref else self._weights(shards)
         final_eval = None
-        if cfg.eval.final_episodes and stop != "interrupted":
+        if cfg.eval.final_episodes and stop not in INTERRUPTED:
             final_eval = ray.get(evaluator.evaluate(ray.put(policy), cfg.eval.final_episodes))
         learner_state = self._state(shards)
         server: list[ServerStats] = ray.get([s.stats() for s in shards])

@@ -31,10 +31,11 @@ from ray import ObjectRef
 from raylab.builders import build_rate_limiter, check_replay_fits
 from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
 from raylab.errors import ConfigError
 from raylab.remote.clients import EvalClient, LearnerClient, ReplayClient, RolloutClient
-from raylab.remote.runtime import learner_gpus, run_on_ray, wait_ready
+from raylab.remote.runtime import learner_gpus, placement, run_on_ray, wait_ready
 from raylab.replay.buffer import ReplayStats
 from raylab.types import Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, Weights
 
@@ -92,6 +93,10 @@ class ApexDQNTopology:
         evaluator = EvalClient.create(cfg, spaces)
         workers = [RolloutClient.create(cfg, spaces, i) for i in range(cfg.topology.num_workers)]
         wait_ready([c.ready() for c in (learner, *shards, evaluator, *workers)], "raylab actors")
+        monitor.record_placement(placement({
+            "learner": learner.handle, **{f"replay_{k}": s.handle for k, s in enumerate(shards)},
+            "eval": evaluator.handle, **{f"rollout_{i}": w.handle for i, w in enumerate(workers)},
+        }))  # fmt: skip
         prioritized = cfg.replay.kind == "prioritized"
 
         batch, calls = cfg.learner.batch_size, cfg.learner.updates_per_call
@@ -181,8 +186,8 @@ class ApexDQNTopology:
                 })  # fmt: skip
                 monitor.tick(state=learner.state_dict_blocking)
                 stop = monitor.stop_reason()
-        except KeyboardInterrupt:
-            stop = "interrupted"
+        except KeyboardInterrupt as err:
+            stop = interrupted_reason(err)
         monitor.stopped()
 
         # Drain the learner so the checkpoint holds its final state and every update is counted.
@@ -191,7 +196,7 @@ class ApexDQNTopology:
         # The run's policy: the evaluated weights that met stop.mean_return, else the learner's last ones.
         policy_ref = evaluated_ref if monitor.target_reached() else learner.weights()
         final_eval = None
-        if cfg.eval.final_episodes and stop != "interrupted":
+        if cfg.eval.final_episodes and stop not in INTERRUPTED:
             final_eval = ray.get(evaluator.evaluate(policy_ref, cfg.eval.final_episodes))
         policy: Weights = ray.get(policy_ref)
         state = learner.state_dict_blocking()

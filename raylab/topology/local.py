@@ -45,6 +45,7 @@ from raylab.builders import (
 )
 from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
 from raylab.params.link import LocalServerLink
 from raylab.rollout.evaluator import Evaluator
@@ -77,12 +78,12 @@ def run_serial(
                 )
             monitor.tick(state=state)
             stop = monitor.stop_reason()
-    except KeyboardInterrupt:
-        stop = "interrupted"
+    except KeyboardInterrupt as err:
+        stop = interrupted_reason(err)
     monitor.stopped()
     policy = evaluated if monitor.target_reached() else weights()
     final_eval = None
-    if cfg.eval.final_episodes and stop != "interrupted":
+    if cfg.eval.final_episodes and stop not in INTERRUPTED:
         final_eval = evaluator.evaluate(policy, cfg.eval.final_episodes)
     return stop, policy, final_eval
 

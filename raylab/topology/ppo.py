@@ -17,10 +17,11 @@ from ray import ObjectRef
 
 from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.clients import EvalClient, RolloutClient
 from raylab.remote.ppo import PPOLearnerClient
-from raylab.remote.runtime import learner_gpus, run_on_ray, wait_ready
+from raylab.remote.runtime import learner_gpus, placement, run_on_ray, wait_ready
 from raylab.types import EvalResult, LearnerStats, Weights
 
 
@@ -42,6 +43,10 @@ class PPOTopology:
         evaluator = EvalClient.create(cfg, spaces)
         workers = [RolloutClient.create(cfg, spaces, i) for i in range(cfg.topology.num_workers)]
         wait_ready([learner.ready(), evaluator.ready(), *[w.ready() for w in workers]], "raylab actors")
+        monitor.record_placement(placement({
+            "learner": learner.handle, "eval": evaluator.handle,
+            **{f"rollout_{i}": w.handle for i, w in enumerate(workers)},
+        }))  # fmt: skip
 
         weights_ref: ObjectRef[Weights] = learner.weights()
         evaluated_ref = weights_ref
@@ -70,12 +75,12 @@ class PPOTopology:
                     )
                 monitor.tick(state=learner.state_dict_blocking)
                 stop = monitor.stop_reason()
-        except KeyboardInterrupt:
-            stop = "interrupted"
+        except KeyboardInterrupt as err:
+            stop = interrupted_reason(err)
         monitor.stopped()
         policy_ref = evaluated_ref if monitor.target_reached() else weights_ref
         final_eval = None
-        if cfg.eval.final_episodes and stop != "interrupted":
+        if cfg.eval.final_episodes and stop not in INTERRUPTED:
             final_eval = ray.get(evaluator.evaluate(policy_ref, cfg.eval.final_episodes))
         policy: Weights = ray.get(policy_ref)
         state = learner.state_dict_blocking()

@@ -55,8 +55,13 @@ def test_smoke_run_in_serial_mode(tmp_path):
         (["topology=local", "replay.frame_dedup=true"], "set replay.frame_dedup=auto"),
         (["replay.num_shards=3"], "set replay.num_shards <= 2"),
         (["topology=local", "model.norm=batch"], "model.norm=batch is available for model=nature_cnn only"),
+        (["env=fake", "ray.address=127.0.0.1:1", "ray.connect_timeout_s=2"],
+         "cannot reach Ray at '127.0.0.1:1' within 2 s (Connection refused): start the cluster (ray start --head)"),
+        (["env=fake", "ray.address=nohost"], "ray.address 'nohost' is not host:port, ray://host:port or auto"),
+        (["+experiment=cartpole_dqn", "topology=local", "learner.lr=1e38", "stop.mean_return=null"],
+         "became nan by update"),
     ],
-)
+)  # fmt: skip
 def test_bad_input_is_one_line_that_names_the_fix(args, expected, tmp_path):
     proc = train(*args, tmp_path=tmp_path)
     assert proc.returncode == 2, proc.stderr
@@ -92,6 +97,32 @@ def test_ctrl_c_stops_cleanly_with_outputs(topology, tmp_path):
     bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
     assert bm["stop_reason"] == "interrupted" and bm["total_timesteps"] > 0
     assert (run_dir / "checkpoints" / "final.pt").exists()
+
+
+@pytest.mark.parametrize("topology", ["local", "apex_dqn"])
+def test_sigterm_stops_cleanly_with_exit_0(topology, tmp_path):
+    """SIGTERM (ray job stop, a scheduler's preemption, docker stop): outputs written, exit 0, promptly."""
+    run_dir = tmp_path / "run"
+    cmd = [
+        sys.executable, "-m", "raylab.train", "env=fake", f"topology={topology}", "stop.seconds=300",
+        "stop.env_steps=null", "logger.report_every_seconds=0.5", f"hydra.run.dir={run_dir}",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while not (run_dir / "metrics.jsonl").exists() or not (run_dir / "metrics.jsonl").read_text().strip():
+        assert proc.poll() is None and time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    start = time.monotonic()
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    assert time.monotonic() - start < 30
+    assert b"SIGTERM: stopping" in out
+    bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
+    assert bm["stop_reason"] == "terminated" and bm["total_timesteps"] > 0
+    assert (run_dir / "checkpoints" / "final.pt").exists()
+    rows = (run_dir / "metrics.jsonl").read_text().splitlines()
+    assert json.loads(rows[-1])["env_steps"] == bm["total_timesteps"]  # the last row was flushed
 
 
 def test_bad_gymnasium_options_are_one_line(tmp_path):
