@@ -6,6 +6,8 @@ topology in the driver process and the Ray actors on any node.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from raylab.algos.a3c import A3CWorker, ActorCriticPolicy
@@ -54,9 +56,12 @@ def _q_network(cfg: RunConfig, spaces: EnvSpaces) -> QNetwork:
     return build_q_network(cfg.model, spaces, atoms=algo.num_quantiles if algo.loss == "quantile" else 1)
 
 
-def build_rollout_worker(cfg: RunConfig, spaces: EnvSpaces, worker_id: int) -> RolloutWorker:
+def build_rollout_worker(cfg: RunConfig, spaces: EnvSpaces, worker_id: int, incarnation: int = 0) -> RolloutWorker:
     """Worker ``worker_id`` with its envs seeded apart: DQN acts epsilon-greedily with its slice of the Ape-X
-    epsilon ladder, PPO samples from its categorical policy."""
+    epsilon ladder, PPO samples from its categorical policy. ``incarnation`` > 0 (a restarted actor) gives
+    fresh env seeds, so a restart does not replay the episodes it already played."""
+    if incarnation:
+        cfg = dataclasses.replace(cfg, seed=cfg.seed + RESTART_SEED_STRIDE * incarnation)
     if isinstance(cfg.algo, PPOConfig | APPOConfig):
         sampler = ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=cfg.seed * 7919 + worker_id)
         env = make_vector_env(cfg.env, cfg.topology.envs_per_worker, cfg.seed, worker_index=worker_id)

@@ -247,8 +247,12 @@ class TopologyConfig:
     """Steps per env in one chunk; a chunk moves rollout_length x envs_per_worker steps at once."""
     worker_cpus: float = 1.0
     """Logical Ray CPUs reserved per rollout actor."""
+    max_actor_restarts: int = -1
+    """apex_dqn: how often Ray restarts a crashed rollout, replay or learner actor (-1 = always, 0 = never;
+    then a crash ends the run). The learner comes back from the latest periodic checkpoint."""
 
     def __post_init__(self) -> None:
+        _check(self.max_actor_restarts >= -1, "topology.max_actor_restarts must be -1 (always), 0 or more")
         _check(
             self.name in TOPOLOGY_ALGOS,
             f"unknown topology '{self.name}': choose one of {', '.join(TOPOLOGY_ALGOS)} (e.g. topology=apex_dqn)",

@@ -25,6 +25,7 @@ from raylab.driver.resources import ResourceSampler
 from raylab.driver.stop import StopCondition
 from raylab.envs.registry import EnvSpaces
 from raylab.errors import NonFiniteLossError
+from raylab.learner.checkpoint import load_checkpoint
 from raylab.metrics.loggers import Logger, build_loggers
 from raylab.replay.buffer import ReplayStats
 from raylab.types import EvalResult, LearnerStats, RolloutStats, Weights
@@ -160,17 +161,19 @@ class RunMonitor:
         p = self.progress
         return self.stop.reason(p.env_steps, p.seconds, last.mean if last else None, p.returns)
 
-    def tick(self, force_report: bool = False, state: Callable[[], dict[str, Any]] | None = None) -> None:
+    def tick(self, force_report: bool = False, state: Callable[[], dict[str, Any] | None] | None = None) -> None:
         """Cheap; call every loop iteration. Updates live progress and writes a row when one is due.
 
-        ``state`` returns the topology's full training state; it is called only when a periodic checkpoint
-        (checkpoint.every_seconds) is due.
+        ``state`` returns the topology's full training state (None: not available now, e.g. the learner is
+        restarting); it is called only when a periodic checkpoint (checkpoint.every_seconds) is due.
         """
         now = time.perf_counter()
         every = self.cfg.checkpoint.every_seconds
         if state is not None and every is not None and now - self._last_checkpoint >= every:
             self._last_checkpoint = now
-            self.save_periodic_checkpoint(state())
+            learner_state = state()
+            if learner_state is not None:
+                self.save_periodic_checkpoint(learner_state)
         if now - self._last_progress >= 0.2:
             self._last_progress = now
             p = self.progress
@@ -211,6 +214,12 @@ class RunMonitor:
         while len(self.checkpoints) > self.cfg.checkpoint.keep:
             (self.outputs.checkpoint_dir / self.checkpoints.pop(0)).unlink(missing_ok=True)
         return name
+
+    def latest_checkpoint(self) -> dict[str, Any] | None:
+        """The newest periodic checkpoint this run wrote, loaded (None when there is none yet)."""
+        if not self.checkpoints:
+            return None
+        return load_checkpoint(self.outputs.checkpoint_dir / self.checkpoints[-1])
 
     # -- the end -------------------------------------------------------------------------------------------
     def finish(

@@ -7,6 +7,7 @@ caller needs now block and say so in their name.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import ray
@@ -19,8 +20,18 @@ from raylab.remote.runtime import SPREAD, actor_class
 from raylab.replay.buffer import ReplayStats
 from raylab.types import Batch, Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, Weights
 
+
 # The Ray actor classes; create them through the clients below, which set their resources.
-RolloutActor = actor_class(RolloutHost)
+class _RestartableRolloutHost(RolloutHost):
+    """A rollout actor Ray restarts after a crash (topology.max_actor_restarts): the restarted one plays
+    fresh env seeds instead of replaying its first episodes."""
+
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, worker_id: int):
+        restarted = ray.get_runtime_context().was_current_actor_reconstructed
+        super().__init__(cfg, spaces, worker_id, incarnation=os.getpid() if restarted else 0)
+
+
+RolloutActor = actor_class(_RestartableRolloutHost, name="RolloutHost")
 ReplayActor = actor_class(ReplayHost)
 LearnerActor = actor_class(LearnerHost)
 EvalActor = actor_class(EvalHost)
@@ -36,11 +47,17 @@ class _Client:
     def peak_memory_bytes(self) -> ObjectRef[int]:
         return self.handle.peak_memory_bytes.remote()
 
+    def pid(self) -> ObjectRef[int]:
+        return self.handle.pid.remote()
+
 
 class RolloutClient(_Client):
     @classmethod
     def create(cls, cfg: RunConfig, spaces: EnvSpaces, worker_id: int) -> RolloutClient:
-        options = {"num_cpus": cfg.topology.worker_cpus, "scheduling_strategy": SPREAD}
+        options = {
+            "num_cpus": cfg.topology.worker_cpus, "scheduling_strategy": SPREAD,
+            "max_restarts": cfg.topology.max_actor_restarts,
+        }  # fmt: skip
         handle = RolloutActor.options(**options).remote(cfg, spaces, worker_id)
         return cls(handle)
 
@@ -53,7 +70,9 @@ class RolloutClient(_Client):
 class ReplayClient(_Client):
     @classmethod
     def create(cls, cfg: RunConfig, spaces: EnvSpaces, shard: int = 0) -> ReplayClient:
-        return cls(ReplayActor.options(num_cpus=0).remote(cfg, spaces, shard))
+        return cls(
+            ReplayActor.options(num_cpus=0, max_restarts=cfg.topology.max_actor_restarts).remote(cfg, spaces, shard)
+        )
 
     def update_priorities(self, priorities: ObjectRef[Priorities | None]) -> ObjectRef[int]:
         return self.handle.update_priorities.remote(priorities)
@@ -71,7 +90,12 @@ class ReplayClient(_Client):
 class LearnerClient(_Client):
     @classmethod
     def create(cls, cfg: RunConfig, spaces: EnvSpaces, num_gpus: float) -> LearnerClient:
-        return cls(LearnerActor.options(num_cpus=cfg.learner.num_cpus, num_gpus=num_gpus).remote(cfg, spaces))
+        options = {
+            "num_cpus": cfg.learner.num_cpus,
+            "num_gpus": num_gpus,
+            "max_restarts": cfg.topology.max_actor_restarts,
+        }
+        return cls(LearnerActor.options(**options).remote(cfg, spaces))
 
     def update(
         self, batches: ObjectRef[list[Batch]]
@@ -84,6 +108,9 @@ class LearnerClient(_Client):
 
     def state_dict_blocking(self) -> dict[str, Any]:
         return ray.get(self.handle.state_dict.remote())
+
+    def load_state_dict(self, state: dict[str, Any] | None, min_version: int = 0) -> ObjectRef[int]:
+        return self.handle.load_state_dict.remote(state, min_version)
 
 
 class EvalClient(_Client):

@@ -47,10 +47,10 @@ class _Host:
 
 
 class RolloutHost(_Host):
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, worker_id: int):
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, worker_id: int, incarnation: int = 0):
         _single_thread_torch()
         with self._deferring_user_errors():
-            self.worker = build_rollout_worker(cfg, spaces, worker_id)
+            self.worker = build_rollout_worker(cfg, spaces, worker_id, incarnation)
 
     def sample(self, weights: Weights | None) -> tuple[Chunk, RolloutStats]:
         if weights is not None:
@@ -104,6 +104,16 @@ class LearnerHost(_Host):
 
     def state_dict(self) -> dict:
         return self.learner.state_dict()
+
+    def load_state_dict(self, state: dict | None, min_version: int = 0) -> int:
+        """Resume from a checkpoint's learner state (after a restart; None: no checkpoint yet, start fresh).
+        Versions never go back: the restored learner continues from ``min_version`` when that is ahead of
+        the checkpoint's, so that rollout actors holding newer weights accept its next ones. Returns the
+        version."""
+        if state is not None:
+            self.learner.load_state_dict(state)
+        self.learner.version = max(self.learner.version, min_version)
+        return self.learner.version
 
 
 class EvalHost(_Host):

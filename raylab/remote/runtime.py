@@ -40,11 +40,14 @@ class _Located:
         """The Ray node this actor runs on."""
         return str(ray.get_runtime_context().get_node_id())
 
+    def pid(self) -> int:
+        return os.getpid()
 
-def actor_class(host: type) -> Any:
-    """``ray.remote(host)`` with a ``node_id()`` method added, so that a run can record where each of its
-    actors ran (benchmark_metrics.json's ``placement``)."""
-    return ray.remote(type(host.__name__, (host, _Located), {"__doc__": host.__doc__}))
+
+def actor_class(host: type, name: str | None = None) -> Any:
+    """``ray.remote(host)`` with ``node_id()`` and ``pid()`` added, so that a run can record where each of its
+    actors ran (benchmark_metrics.json's ``placement``) and tests can kill one."""
+    return ray.remote(type(name or host.__name__, (host, _Located), {"__doc__": host.__doc__}))
 
 
 def placement(handles: dict[str, Any]) -> dict[str, str]:

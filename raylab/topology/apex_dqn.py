@@ -21,8 +21,9 @@ fresh episodes, at the end.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 import ray
@@ -35,7 +36,7 @@ from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
 from raylab.errors import ConfigError
 from raylab.remote.clients import EvalClient, LearnerClient, ReplayClient, RolloutClient
-from raylab.remote.runtime import learner_gpus, placement, run_on_ray, wait_ready
+from raylab.remote.runtime import ACTOR_START_TIMEOUT_S, learner_gpus, placement, run_on_ray, wait_ready
 from raylab.replay.buffer import ReplayStats
 from raylab.types import Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, Weights
 
@@ -64,6 +65,45 @@ class _Add:
 @dataclass
 class _Eval:
     weights: ObjectRef[Weights]
+
+
+@dataclass
+class _Probe:
+    worker: int
+    """A restarting rollout actor asked whether it is back."""
+
+
+PROBE_EVERY_S = 0.5
+
+
+@dataclass
+class Restarts:
+    """Crashed actors Ray restarted (topology.max_actor_restarts), as the driver saw them: each death
+    counts once however many of the actor's calls it failed. A rollout actor's death loses the one chunk it
+    had in flight; a replay shard's, the transitions it held (it comes back empty); the learner's, the
+    updates since the latest periodic checkpoint, which it resumes from."""
+
+    rollout: int = 0
+    replay: int = 0
+    learner: int = 0
+    lost_chunks: int = 0
+    down: set[str] = field(default_factory=set)
+    """Actors whose last call failed and that have not answered since."""
+
+    def died(self, kind: str, name: str) -> bool:
+        """Record a failed call of ``name``; True when it is a new death (not a second call failing)."""
+        if name in self.down:
+            return False
+        self.down.add(name)
+        setattr(self, kind, getattr(self, kind) + 1)
+        return True
+
+    def answered(self, name: str) -> None:
+        self.down.discard(name)
+
+    def metrics(self) -> dict[str, float]:
+        return {"restarts/rollout": self.rollout, "restarts/replay": self.replay, "restarts/learner": self.learner,
+                "restarts/lost_chunks": self.lost_chunks}  # fmt: skip
 
 
 class ApexDQNTopology:
@@ -104,12 +144,44 @@ class ApexDQNTopology:
         weights_ref, published_version = learner.weights(), 0
         worker_version = [-1] * len(workers)
         learner_version = 0
-        pending: dict[ObjectRef, _Rollout | _Update | _Add | _Eval] = {}
+        pending: dict[ObjectRef, _Rollout | _Update | _Add | _Eval | _Probe] = {}
+        probe_at: dict[int, float] = {}
+        """Restarting rollout actors and when to ask them next whether they are back."""
         parked: list[int] = []
         rollouts_in_flight = learner_calls = calls_made = 0
         added = 0
         eval_in_flight = False
         evaluated_ref = weights_ref
+        restarts = Restarts()
+        learner_id = learner.handle._actor_id.hex()
+
+        def check_restartable(err: Exception) -> None:
+            if cfg.topology.max_actor_restarts == 0:
+                raise err
+
+        def restore_learner() -> None:
+            """The learner comes back fresh: wait for it, load the latest periodic checkpoint, versions
+            moving on. The driver blocks meanwhile (seconds); the rollout actors finish their chunks."""
+            nonlocal learner_version, weights_ref, published_version
+            deadline = time.monotonic() + ACTOR_START_TIMEOUT_S
+            while True:
+                try:
+                    ray.get(learner.ready())
+                    break
+                except ray.exceptions.RayActorError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+            state = monitor.latest_checkpoint()
+            learner_version = ray.get(learner.load_state_dict(state["learner"] if state else None, learner_version + 1))
+            weights_ref, published_version = learner.weights(), learner_version
+            worker_version[:] = [-1] * len(workers)
+
+        def learner_state() -> dict | None:
+            try:
+                return learner.state_dict_blocking()
+            except ray.exceptions.RayActorError:
+                return None  # the learner is restarting: no periodic checkpoint this time
 
         def submit_rollout(i: int) -> None:
             nonlocal rollouts_in_flight
@@ -142,13 +214,32 @@ class ApexDQNTopology:
                     pending[eval_ref] = _Eval(weights_ref)
                     eval_in_flight = True
 
+                for i, when in list(probe_at.items()):
+                    if time.monotonic() >= when:
+                        del probe_at[i]
+                        pending[workers[i].ready()] = _Probe(i)
+
                 waited = time.perf_counter()
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_TIMEOUT_S)
+                ready: list[ObjectRef] = []
+                if pending:
+                    ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_TIMEOUT_S)
+                else:  # every rollout actor is restarting and nothing else is in flight
+                    time.sleep(WAIT_TIMEOUT_S)
                 monitor.add_time("driver/wait_s", time.perf_counter() - waited)
                 for ref in ready:
                     job = pending.pop(ref)
                     if isinstance(job, _Rollout):
-                        stats: RolloutStats = ray.get(ref)
+                        try:
+                            stats: RolloutStats = ray.get(ref)
+                        except ray.exceptions.RayActorError as err:  # its in-flight chunk is lost
+                            check_restartable(err)
+                            rollouts_in_flight -= 1
+                            restarts.died("rollout", f"rollout_{job.worker}")
+                            restarts.lost_chunks += 1
+                            worker_version[job.worker] = -1  # the restarted actor needs the weights
+                            probe_at[job.worker] = time.monotonic()  # resubmitted once it is back
+                            continue
+                        restarts.answered(f"rollout_{job.worker}")
                         rollouts_in_flight -= 1
                         shard = job.worker % len(shards)  # a worker's stream stays on one shard (n-step, frames)
                         pending[shards[shard].add(job.chunk)] = _Add(shard)
@@ -159,8 +250,18 @@ class ApexDQNTopology:
                         else:
                             parked.append(job.worker)
                     elif isinstance(job, _Update):
-                        learner_stats: LearnerStats = ray.get(ref)
                         learner_calls -= 1
+                        try:
+                            learner_stats: LearnerStats = ray.get(ref)
+                        except ray.exceptions.RayActorError as err:
+                            check_restartable(err)
+                            if getattr(err, "actor_id", None) == learner_id:
+                                if restarts.died("learner", "learner"):
+                                    restore_learner()
+                            else:  # the replay shard died while sampling: this call's batches are lost
+                                restarts.died("replay", f"replay_{job.shard}")
+                            continue
+                        restarts.answered("learner")
                         learner_version = learner_stats.version
                         monitor.on_learner(learner_stats)
                         if prioritized:  # sent only now: a call waiting on its argument would hold up add()
@@ -170,8 +271,22 @@ class ApexDQNTopology:
                                 cast(ObjectRef[Weights], job.weights),
                                 learner_stats.version,
                             )
+                    elif isinstance(job, _Probe):
+                        try:
+                            ray.get(ref)
+                        except ray.exceptions.RayActorError:
+                            probe_at[job.worker] = time.monotonic() + PROBE_EVERY_S
+                            continue
+                        restarts.answered(f"rollout_{job.worker}")
+                        submit_rollout(job.worker)
                     elif isinstance(job, _Add):
-                        inserted, replay_timings = ray.get(ref)
+                        try:
+                            inserted, replay_timings = ray.get(ref)
+                        except ray.exceptions.RayActorError as err:  # the shard comes back empty
+                            check_restartable(err)
+                            restarts.died("replay", f"replay_{job.shard}")
+                            continue
+                        restarts.answered(f"replay_{job.shard}")
                         added += inserted
                         monitor.add_timings("replay", replay_timings)
                         monitor.replay_size = min(added, cfg.replay.capacity)
@@ -184,7 +299,8 @@ class ApexDQNTopology:
                     "replay/inserted": added, "queue/rollouts_in_flight": rollouts_in_flight,
                     "queue/learner_calls": learner_calls, "queue/parked_workers": len(parked),
                 })  # fmt: skip
-                monitor.tick(state=learner.state_dict_blocking)
+                monitor.gauge(restarts.metrics())
+                monitor.tick(state=learner_state)
                 stop = monitor.stop_reason()
         except KeyboardInterrupt as err:
             stop = interrupted_reason(err)
@@ -192,7 +308,8 @@ class ApexDQNTopology:
 
         # Drain the learner so the checkpoint holds its final state and every update is counted.
         for ref in [ref for ref, job in pending.items() if isinstance(job, _Update)]:
-            monitor.on_learner(ray.get(ref))
+            with contextlib.suppress(ray.exceptions.RayActorError):  # a call lost to a crash counts nothing
+                monitor.on_learner(ray.get(ref))
         # The run's policy: the evaluated weights that met stop.mean_return, else the learner's last ones.
         policy_ref = evaluated_ref if monitor.target_reached() else learner.weights()
         final_eval = None
@@ -203,4 +320,5 @@ class ApexDQNTopology:
         clients = [learner, *shards, evaluator, *workers]
         peak = sum(ray.get([c.peak_memory_bytes() for c in clients]))
         replay_stats = ReplayStats.merge([s.stats_blocking() for s in shards])
-        return monitor.finish(stop, state, policy, final_eval, replay_stats, extra_peak_memory_bytes=peak)
+        extra = {"restarts": restarts.metrics()}
+        return monitor.finish(stop, state, policy, final_eval, replay_stats, extra_peak_memory_bytes=peak, extra=extra)
