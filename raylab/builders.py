@@ -56,10 +56,13 @@ def _q_network(cfg: RunConfig, spaces: EnvSpaces) -> QNetwork:
     return build_q_network(cfg.model, spaces, atoms=algo.num_quantiles if algo.loss == "quantile" else 1)
 
 
-def build_rollout_worker(cfg: RunConfig, spaces: EnvSpaces, worker_id: int, incarnation: int = 0) -> RolloutWorker:
+def build_rollout_worker(
+    cfg: RunConfig, spaces: EnvSpaces, worker_id: int, incarnation: int = 0, env_steps: int = 0
+) -> RolloutWorker:
     """Worker ``worker_id`` with its envs seeded apart: DQN acts epsilon-greedily with its slice of the Ape-X
     epsilon ladder, PPO samples from its categorical policy. ``incarnation`` > 0 (a restarted actor) gives
-    fresh env seeds, so a restart does not replay the episodes it already played."""
+    fresh env seeds, so a restart does not replay the episodes it already played; ``env_steps`` (a resumed
+    run) puts its exploration schedule where the worker left it."""
     if incarnation:
         cfg = dataclasses.replace(cfg, seed=cfg.seed + RESTART_SEED_STRIDE * incarnation)
     if isinstance(cfg.algo, PPOConfig | APPOConfig):
@@ -81,8 +84,11 @@ def build_rollout_worker(cfg: RunConfig, spaces: EnvSpaces, worker_id: int, inca
     policy = EpsilonGreedyPolicy(
         _q_network(cfg, spaces), schedule, spaces.num_actions, seed=cfg.seed * 7919 + worker_id
     )
+    policy.steps = env_steps // num_envs
     env = make_vector_env(cfg.env, num_envs, cfg.seed, worker_index=worker_id)
-    return RolloutWorker(env, policy, worker_id=worker_id, rollout_length=topo.rollout_length, timer=_timer(cfg))
+    worker = RolloutWorker(env, policy, worker_id=worker_id, rollout_length=topo.rollout_length, timer=_timer(cfg))
+    worker.env_steps = env_steps
+    return worker
 
 
 def build_evaluator(cfg: RunConfig, spaces: EnvSpaces) -> Evaluator:

@@ -521,6 +521,9 @@ class RunConfig:
     ray: RayConfig = field(default_factory=RayConfig)
     run_dir: str = "."
     """Where the run writes its outputs (the Hydra run dir under raylab.train)."""
+    resume: str | None = None
+    """A run dir to continue from its newest checkpoint, counters intact; the run then writes into that dir
+    (raylab/driver/resume.py). Stop conditions count the totals: raise stop.* to train further."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (tuples as lists), as written to config.yaml, W&B and checkpoints: secrets

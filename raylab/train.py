@@ -8,11 +8,13 @@ one line on stderr that names the fix and exit status 2; Ctrl-C ends the run cle
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 import signal
 import sys
 from importlib import resources
+from pathlib import Path
 from types import FrameType
 
 import hydra
@@ -38,13 +40,18 @@ def run(cfg: RunConfig) -> RunSummary:
             f"algo={cfg.algo.name} needs discrete actions but {cfg.env.id} has {spaces.action_space}: "
             f"choose an env with a Discrete action space"
         )
+    from raylab.driver.resume import load_resume
     from raylab.metrics.loggers import check_logger_config
     from raylab.topology import make_topology
 
     check_logger_config(cfg.logger)
+    resume = None
+    if cfg.resume:  # read and checked before anything is written
+        resume = load_resume(cfg.resume, cfg.to_dict())
+        cfg = dataclasses.replace(cfg, run_dir=str(Path(cfg.resume)))
 
     try:
-        summary = make_topology(cfg, spaces).run()
+        summary = make_topology(cfg, spaces, resume).run()
     finally:
         RunMonitor.close_open()  # a run that raised leaves nothing running or open; a finished one is closed
     ev = summary.benchmark["eval"]

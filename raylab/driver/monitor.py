@@ -22,6 +22,7 @@ from raylab.config import A3CConfig, RunConfig
 from raylab.driver.outputs import RunOutputs
 from raylab.driver.progress import Progress
 from raylab.driver.resources import ResourceSampler
+from raylab.driver.resume import ResumeState, rng_state, set_rng_state
 from raylab.driver.stop import StopCondition
 from raylab.envs.registry import EnvSpaces
 from raylab.errors import NonFiniteLossError
@@ -59,7 +60,9 @@ class RunMonitor:
     _open: ClassVar[weakref.WeakSet[RunMonitor]] = weakref.WeakSet()
     """Monitors not closed yet: ``raylab.train.run`` closes them when a run raises."""
 
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, loggers: list[Logger] | None = None):
+    def __init__(
+        self, cfg: RunConfig, spaces: EnvSpaces, loggers: list[Logger] | None = None, resume: ResumeState | None = None
+    ):
         self.cfg = cfg
         self.outputs = RunOutputs(cfg.run_dir)
         self.outputs.write_config(cfg.to_dict())
@@ -79,9 +82,26 @@ class RunMonitor:
         """Periodic checkpoints written so far (file names under checkpoints/), oldest first."""
         self.replay_size: int | None = None
         self.placement: dict[str, str] = {}
+        self.resumed_from: str | None = None
         """Ray topologies: {actor name: node id} (where each actor ran)."""
         self.resources = ResourceSampler()
+        if resume is not None:
+            self._restore(resume)
         RunMonitor._open.add(self)
+
+    def _restore(self, resume: ResumeState) -> None:
+        """Continue the counters, the worker accounts, the checkpoint rotation and the driver's RNG."""
+        p = self.progress
+        p.env_steps, p.updates, p.episodes, p.seconds_offset = (
+            resume.env_steps, resume.updates, resume.episodes, resume.train_seconds,
+        )  # fmt: skip
+        for worker_id, steps in resume.workers.items():
+            p.workers[worker_id] = {"chunks": 0, "env_steps": steps, "policy_version_first": 0}
+        self.checkpoints = sorted(f.name for f in self.outputs.checkpoint_dir.glob("step_*.pt"))
+        if resume.rng is not None:
+            set_rng_state(resume.rng)
+        self.resumed_from = str(resume.path)
+        print(f"raylab: resuming from {resume.path} at {resume.env_steps:,} env steps", flush=True)
 
     # -- events from the topology --------------------------------------------------------------------------
     def start(self) -> None:
@@ -206,6 +226,8 @@ class RunMonitor:
                 "learner": learner_state,
                 "counters": {"env_steps": p.env_steps, "updates": p.updates, "episodes": p.episodes},
                 "train_seconds": p.seconds,
+                "workers": self._worker_steps(),
+                "rng": rng_state(),
                 "config": self.cfg.to_dict(),
             },
         )
@@ -214,6 +236,9 @@ class RunMonitor:
         while len(self.checkpoints) > self.cfg.checkpoint.keep:
             (self.outputs.checkpoint_dir / self.checkpoints.pop(0)).unlink(missing_ok=True)
         return name
+
+    def _worker_steps(self) -> dict[str, int]:
+        return {str(k): int(v["env_steps"]) for k, v in self.progress.workers.items()}
 
     def latest_checkpoint(self) -> dict[str, Any] | None:
         """The newest periodic checkpoint this run wrote, loaded (None when there is none yet)."""
@@ -257,6 +282,9 @@ class RunMonitor:
                     "params": {k: torch.from_numpy(np.array(v)) for k, v in policy.params.items()},
                 },
                 "counters": {"env_steps": p.env_steps, "updates": p.updates, "episodes": p.episodes},
+                "train_seconds": train_seconds,
+                "workers": self._worker_steps(),
+                "rng": rng_state(),
                 "config": self.cfg.to_dict(),
             },
         )
@@ -322,6 +350,7 @@ class RunMonitor:
                 "timings": replay_stats.timings,
             },
             "stop_reason": stop_reason,
+            "resumed_from": self.resumed_from,
             "episodes": p.episodes,
             "episode_extras": {k: float(np.mean(v)) for k, v in p.extras.items() if v},
             "env_restarts": p.env_restarts,

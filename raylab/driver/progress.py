@@ -18,6 +18,8 @@ class Progress:
     def __init__(self, frames_per_step: int = 1):
         self.frames_per_step = frames_per_step
         self.start = time.perf_counter()
+        self.seconds_offset = 0.0
+        """Training seconds of the run this one resumes."""
         self.env_steps = 0
         self.updates = 0
         self.samples = 0
@@ -65,7 +67,8 @@ class Progress:
 
     @property
     def seconds(self) -> float:
-        return self._now() - self.start
+        """Training seconds, including those before a resume."""
+        return self.seconds_offset + self._now() - self.start
 
     def seconds_since_row(self) -> float:
         return self._now() - self._mark[0]
@@ -145,7 +148,7 @@ class Progress:
         }
         self.last_rates = rates
         row: dict[str, Any] = {
-            "time_s": now - self.start,
+            "time_s": self.seconds_offset + now - self.start,
             "env_steps": self.env_steps,
             "env_frames": self.env_steps * self.frames_per_step,
             "updates": self.updates,

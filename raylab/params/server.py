@@ -124,6 +124,15 @@ class ParameterServer:
         self.version = version
         self._stats = ServerStats(self.shard, version)
 
+    def load_state_dict(self, state: dict) -> None:
+        """Resume from ``state_dict()``: weights, RMSProp statistics and version."""
+        if int(state["shard"]) != self.shard or state["params"].numel() != self.flat.numel():
+            raise ValueError(f"shard {self.shard} cannot load the state of shard {state['shard']}")
+        self.flat = state["params"].clone()
+        self.mean_sq = state["mean_sq"].clone()
+        self.version = int(state["version"])
+        self._stats = ServerStats(self.shard, self.version)
+
     def stats(self, reset: bool = False) -> ServerStats:
         out = self._stats
         out.version = self.version

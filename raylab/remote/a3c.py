@@ -82,6 +82,9 @@ class ShardHost(_Host):
     def state_dict(self) -> dict:
         return self.server.state_dict()
 
+    def load_state_dict(self, state: dict) -> None:
+        self.server.load_state_dict(state)
+
 
 class A3CWorkerHost(_Host):
     def __init__(
@@ -135,6 +138,9 @@ class ShardClient:
 
     def state_dict(self) -> ObjectRef[dict]:
         return self.handle.state_dict.remote()
+
+    def load_state_dict(self, state: dict) -> ObjectRef[None]:
+        return self.handle.load_state_dict.remote(state)
 
     def peak_memory_bytes(self) -> ObjectRef[int]:
         return self.handle.peak_memory_bytes.remote()

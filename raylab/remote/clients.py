@@ -26,9 +26,10 @@ class _RestartableRolloutHost(RolloutHost):
     """A rollout actor Ray restarts after a crash (topology.max_actor_restarts): the restarted one plays
     fresh env seeds instead of replaying its first episodes."""
 
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, worker_id: int):
-        restarted = ray.get_runtime_context().was_current_actor_reconstructed
-        super().__init__(cfg, spaces, worker_id, incarnation=os.getpid() if restarted else 0)
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, worker_id: int, incarnation: int = 0, env_steps: int = 0):
+        if ray.get_runtime_context().was_current_actor_reconstructed:
+            incarnation = 1000 + os.getpid() % 100_000  # seeds stay within 32 bits (EnvPool's)
+        super().__init__(cfg, spaces, worker_id, incarnation, env_steps)
 
 
 RolloutActor = actor_class(_RestartableRolloutHost, name="RolloutHost")
@@ -53,12 +54,15 @@ class _Client:
 
 class RolloutClient(_Client):
     @classmethod
-    def create(cls, cfg: RunConfig, spaces: EnvSpaces, worker_id: int) -> RolloutClient:
+    def create(
+        cls, cfg: RunConfig, spaces: EnvSpaces, worker_id: int, incarnation: int = 0, env_steps: int = 0
+    ) -> RolloutClient:
+        """``incarnation`` and ``env_steps``: a resumed run's fresh seeds and exploration position."""
         options = {
             "num_cpus": cfg.topology.worker_cpus, "scheduling_strategy": SPREAD,
             "max_restarts": cfg.topology.max_actor_restarts,
         }  # fmt: skip
-        handle = RolloutActor.options(**options).remote(cfg, spaces, worker_id)
+        handle = RolloutActor.options(**options).remote(cfg, spaces, worker_id, incarnation, env_steps)
         return cls(handle)
 
     def sample(self, weights: ObjectRef[Weights] | None) -> tuple[ObjectRef[Chunk], ObjectRef[RolloutStats]]:

@@ -47,10 +47,10 @@ class _Host:
 
 
 class RolloutHost(_Host):
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, worker_id: int, incarnation: int = 0):
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, worker_id: int, incarnation: int = 0, env_steps: int = 0):
         _single_thread_torch()
         with self._deferring_user_errors():
-            self.worker = build_rollout_worker(cfg, spaces, worker_id, incarnation)
+            self.worker = build_rollout_worker(cfg, spaces, worker_id, incarnation, env_steps)
 
     def sample(self, weights: Weights | None) -> tuple[Chunk, RolloutStats]:
         if weights is not None:

@@ -31,6 +31,10 @@ class PPOLearnerHost(_Host):
     def state_dict(self) -> dict:
         return self.learner.state_dict()
 
+    def load_state_dict(self, state: dict) -> int:
+        self.learner.load_state_dict(state)
+        return self.learner.version
+
 
 PPOLearnerActor = actor_class(PPOLearnerHost)
 
@@ -56,6 +60,9 @@ class PPOLearnerClient:
 
     def state_dict_blocking(self) -> dict[str, Any]:
         return ray.get(self.handle.state_dict.remote())
+
+    def load_state_dict(self, state: dict[str, Any]) -> ObjectRef[int]:
+        return self.handle.load_state_dict.remote(state)
 
     def peak_memory_bytes(self) -> ObjectRef[int]:
         return self.handle.peak_memory_bytes.remote()

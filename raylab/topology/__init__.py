@@ -13,6 +13,7 @@ from typing import Protocol
 
 from raylab.config import RunConfig
 from raylab.driver.monitor import RunSummary
+from raylab.driver.resume import ResumeState
 from raylab.envs.registry import EnvSpaces
 
 
@@ -20,28 +21,30 @@ class Topology(Protocol):
     def run(self) -> RunSummary: ...
 
 
-def make_topology(cfg: RunConfig, spaces: EnvSpaces) -> Topology:
+def make_topology(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None) -> Topology:
     """The topology ``cfg.topology.name`` names (imported lazily: the local one never imports Ray)."""
     if cfg.topology.name == "local":
         from raylab.topology.local import LocalA3CTopology, LocalPPOTopology, LocalTopology
 
         if cfg.algo.name == "a3c":
-            return LocalA3CTopology(cfg, spaces)
-        return LocalPPOTopology(cfg, spaces) if cfg.algo.name in ("ppo", "appo") else LocalTopology(cfg, spaces)
+            return LocalA3CTopology(cfg, spaces, resume)
+        if cfg.algo.name in ("ppo", "appo"):
+            return LocalPPOTopology(cfg, spaces, resume)
+        return LocalTopology(cfg, spaces, resume)
     if cfg.topology.name == "apex_dqn":
         from raylab.topology.apex_dqn import ApexDQNTopology
 
-        return ApexDQNTopology(cfg, spaces)
+        return ApexDQNTopology(cfg, spaces, resume)
     if cfg.topology.name == "appo":
         from raylab.topology.appo import APPOTopology
 
-        return APPOTopology(cfg, spaces)
+        return APPOTopology(cfg, spaces, resume)
     if cfg.topology.name == "ppo":
         from raylab.topology.ppo import PPOTopology
 
-        return PPOTopology(cfg, spaces)
+        return PPOTopology(cfg, spaces, resume)
     if cfg.topology.name == "a3c":
         from raylab.topology.a3c import A3CTopology
 
-        return A3CTopology(cfg, spaces)
+        return A3CTopology(cfg, spaces, resume)
     raise AssertionError(f"config validation let through topology {cfg.topology.name!r}")

@@ -29,6 +29,7 @@ from raylab.algos.a3c import WorkerReport
 from raylab.builders import build_parameter_servers
 from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.driver.resume import ResumeState
 from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
 from raylab.errors import RaylabError
@@ -79,8 +80,9 @@ class WaitAccount:
 
 
 class A3CTopology:
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
         self.cfg = cfg
+        self.resume = resume
         self.spaces = spaces
         self.layout, self.bounds, self.initial = build_parameter_servers(cfg, spaces)
 
@@ -102,11 +104,11 @@ class A3CTopology:
 
     def _run(self) -> RunSummary:
         cfg, spaces = self.cfg, self.spaces
-        monitor = RunMonitor(cfg, spaces)
+        monitor = RunMonitor(cfg, spaces, resume=self.resume)
         token = uuid.uuid4().hex[:8]
         shards = [ShardClient.create(cfg, params, k) for k, params in enumerate(self.initial)]
         evaluator = EvalClient.create(cfg, spaces)
-        incarnations = [0] * cfg.topology.num_workers
+        incarnations = [0 if self.resume is None else self.resume.incarnation] * cfg.topology.num_workers
 
         def create_worker(i: int) -> A3CWorkerClient:
             name = f"raylab-a3c-{token}-worker-{i}-{incarnations[i]}"
@@ -114,6 +116,8 @@ class A3CTopology:
 
         workers = [create_worker(i) for i in range(cfg.topology.num_workers)]
         wait_ready([s.ready() for s in shards] + [evaluator.ready()] + [w.ready() for w in workers], "raylab actors")
+        if self.resume is not None:  # before any worker's first run pulls the weights
+            ray.get([s.load_state_dict(st) for s, st in zip(shards, self.resume.learner["shards"], strict=True)])
         monitor.record_placement(placement({
             **{f"server_{k}": s.handle for k, s in enumerate(shards)}, "eval": evaluator.handle,
             **{f"rollout_{i}": w.handle for i, w in enumerate(workers)},

@@ -32,6 +32,7 @@ from ray import ObjectRef
 from raylab.builders import build_rate_limiter, check_replay_fits
 from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.driver.resume import ResumeState, resumed
 from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
 from raylab.errors import ConfigError
@@ -107,8 +108,9 @@ class Restarts:
 
 
 class ApexDQNTopology:
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
         self.cfg = cfg
+        self.resume = resume
         self.spaces = spaces
         # validate what can be validated before Ray starts
         self.limiter = build_rate_limiter(cfg)
@@ -127,11 +129,13 @@ class ApexDQNTopology:
 
     def _run(self) -> RunSummary:
         cfg, spaces, limiter = self.cfg, self.spaces, self.limiter
-        monitor = RunMonitor(cfg, spaces)
+        monitor = RunMonitor(cfg, spaces, resume=self.resume)
         learner = LearnerClient.create(cfg, spaces, learner_gpus(cfg.learner))
         shards = [ReplayClient.create(cfg, spaces, k) for k in range(cfg.replay.num_shards)]
         evaluator = EvalClient.create(cfg, spaces)
-        workers = [RolloutClient.create(cfg, spaces, i) for i in range(cfg.topology.num_workers)]
+        workers = [
+            RolloutClient.create(cfg, spaces, i, *resumed(self.resume, i)) for i in range(cfg.topology.num_workers)
+        ]
         wait_ready([c.ready() for c in (learner, *shards, evaluator, *workers)], "raylab actors")
         monitor.record_placement(placement({
             "learner": learner.handle, **{f"replay_{k}": s.handle for k, s in enumerate(shards)},
@@ -141,9 +145,11 @@ class ApexDQNTopology:
 
         batch, calls = cfg.learner.batch_size, cfg.learner.updates_per_call
         chunk_size = cfg.topology.rollout_length * cfg.topology.envs_per_worker
-        weights_ref, published_version = learner.weights(), 0
-        worker_version = [-1] * len(workers)
         learner_version = 0
+        if self.resume is not None:
+            learner_version = ray.get(learner.load_state_dict(self.resume.learner))
+        weights_ref, published_version = learner.weights(), learner_version
+        worker_version = [-1] * len(workers)
         pending: dict[ObjectRef, _Rollout | _Update | _Add | _Eval | _Probe] = {}
         probe_at: dict[int, float] = {}
         """Restarting rollout actors and when to ask them next whether they are back."""

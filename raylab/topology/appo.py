@@ -19,6 +19,7 @@ from ray import ObjectRef
 
 from raylab.config import APPOConfig, RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.driver.resume import ResumeState, resumed
 from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.clients import EvalClient, RolloutClient
@@ -30,9 +31,10 @@ WAIT_TIMEOUT_S = 0.1
 
 
 class APPOTopology:
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
         assert isinstance(cfg.algo, APPOConfig), f"topology=appo got algo={cfg.algo.name}"
         self.cfg = cfg
+        self.resume = resume
         self.algo = cfg.algo
         self.spaces = spaces
 
@@ -44,16 +46,19 @@ class APPOTopology:
 
     def _run(self) -> RunSummary:
         cfg, spaces, algo = self.cfg, self.spaces, self.algo
-        monitor = RunMonitor(cfg, spaces)
+        monitor = RunMonitor(cfg, spaces, resume=self.resume)
         learner = PPOLearnerClient.create(cfg, spaces, learner_gpus(cfg.learner))
         evaluator = EvalClient.create(cfg, spaces)
-        workers = [RolloutClient.create(cfg, spaces, i) for i in range(cfg.topology.num_workers)]
+        workers = [
+            RolloutClient.create(cfg, spaces, i, *resumed(self.resume, i)) for i in range(cfg.topology.num_workers)
+        ]
         wait_ready([learner.ready(), evaluator.ready(), *[w.ready() for w in workers]], "raylab actors")
         monitor.record_placement(placement({
             "learner": learner.handle, "eval": evaluator.handle,
             **{f"rollout_{i}": w.handle for i, w in enumerate(workers)},
         }))  # fmt: skip
 
+        resumed_version = 0 if self.resume is None else ray.get(learner.load_state_dict(self.resume.learner))
         weights_ref: ObjectRef[Weights] = learner.weights()
         evaluated_ref = weights_ref
         rollouts: dict[ObjectRef[RolloutStats], tuple[int, ObjectRef[Chunk]]] = {}
@@ -61,7 +66,7 @@ class APPOTopology:
         parked: list[int] = []
         update: tuple[ObjectRef[LearnerStats], ObjectRef[Weights]] | None = None
         eval_job: tuple[ObjectRef[EvalResult], ObjectRef[Weights]] | None = None
-        version = 0
+        version = resumed_version
         queue_limit = 2 * algo.chunks_per_update
 
         def submit(i: int) -> None:

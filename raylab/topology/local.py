@@ -45,6 +45,7 @@ from raylab.builders import (
 )
 from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.driver.resume import ResumeState, resumed
 from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
 from raylab.params.link import LocalServerLink
@@ -89,14 +90,19 @@ def run_serial(
 
 
 class LocalTopology:
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
         self.cfg = cfg
+        self.resume = resume
         self.limiter = build_rate_limiter(cfg)
         self.replay = build_replay(cfg, spaces)
         self.learner = build_learner(cfg, spaces)
-        self.workers = [build_rollout_worker(cfg, spaces, i) for i in range(cfg.topology.num_workers)]
+        self.workers = [
+            build_rollout_worker(cfg, spaces, i, *resumed(resume, i)) for i in range(cfg.topology.num_workers)
+        ]
+        if resume is not None:
+            self.learner.load_state_dict(resume.learner)
         self.evaluator = build_evaluator(cfg, spaces)
-        self.monitor = RunMonitor(cfg, spaces)
+        self.monitor = RunMonitor(cfg, spaces, resume=self.resume)
 
     def run(self) -> RunSummary:
         cfg, limiter, replay, learner, monitor = self.cfg, self.limiter, self.replay, self.learner, self.monitor
@@ -137,14 +143,21 @@ class LocalTopology:
 
 
 class LocalA3CTopology:
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
         self.cfg = cfg
+        self.resume = resume
         self.layout, self.bounds, initial = build_parameter_servers(cfg, spaces)
         self.servers = [build_parameter_server(cfg, params, k) for k, params in enumerate(initial)]
+        if resume is not None:
+            for server, state in zip(self.servers, resume.learner["shards"], strict=True):
+                server.load_state_dict(state)
         self.link = LocalServerLink(self.servers, self.bounds)
-        self.workers = [build_a3c_worker(cfg, spaces, i, self.link) for i in range(cfg.topology.num_workers)]
+        incarnation = 0 if resume is None else resume.incarnation
+        self.workers = [
+            build_a3c_worker(cfg, spaces, i, self.link, incarnation) for i in range(cfg.topology.num_workers)
+        ]
         self.evaluator = build_evaluator(cfg, spaces)
-        self.monitor = RunMonitor(cfg, spaces)
+        self.monitor = RunMonitor(cfg, spaces, resume=self.resume)
 
     def weights(self) -> Weights:
         update = self.link.pull()
@@ -171,12 +184,17 @@ class LocalA3CTopology:
 
 
 class LocalPPOTopology:
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
         self.cfg = cfg
+        self.resume = resume
         self.learner = build_ppo_learner(cfg, spaces)
-        self.workers = [build_rollout_worker(cfg, spaces, i) for i in range(cfg.topology.num_workers)]
+        self.workers = [
+            build_rollout_worker(cfg, spaces, i, *resumed(resume, i)) for i in range(cfg.topology.num_workers)
+        ]
+        if resume is not None:
+            self.learner.load_state_dict(resume.learner)
         self.evaluator = build_evaluator(cfg, spaces)
-        self.monitor = RunMonitor(cfg, spaces)
+        self.monitor = RunMonitor(cfg, spaces, resume=self.resume)
 
     def run(self) -> RunSummary:
         learner, monitor = self.learner, self.monitor

@@ -17,6 +17,7 @@ from ray import ObjectRef
 
 from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.driver.resume import ResumeState, resumed
 from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.clients import EvalClient, RolloutClient
@@ -26,8 +27,9 @@ from raylab.types import EvalResult, LearnerStats, Weights
 
 
 class PPOTopology:
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
         self.cfg = cfg
+        self.resume = resume
         self.spaces = spaces
 
     def required_cpus(self) -> float:
@@ -38,21 +40,24 @@ class PPOTopology:
 
     def _run(self) -> RunSummary:
         cfg, spaces = self.cfg, self.spaces
-        monitor = RunMonitor(cfg, spaces)
+        monitor = RunMonitor(cfg, spaces, resume=self.resume)
         learner = PPOLearnerClient.create(cfg, spaces, learner_gpus(cfg.learner))
         evaluator = EvalClient.create(cfg, spaces)
-        workers = [RolloutClient.create(cfg, spaces, i) for i in range(cfg.topology.num_workers)]
+        workers = [
+            RolloutClient.create(cfg, spaces, i, *resumed(self.resume, i)) for i in range(cfg.topology.num_workers)
+        ]
         wait_ready([learner.ready(), evaluator.ready(), *[w.ready() for w in workers]], "raylab actors")
         monitor.record_placement(placement({
             "learner": learner.handle, "eval": evaluator.handle,
             **{f"rollout_{i}": w.handle for i, w in enumerate(workers)},
         }))  # fmt: skip
 
+        resumed_version = 0 if self.resume is None else ray.get(learner.load_state_dict(self.resume.learner))
         weights_ref: ObjectRef[Weights] = learner.weights()
         evaluated_ref = weights_ref
         eval_ref: ObjectRef[EvalResult] | None = None
         eval_weights = weights_ref
-        version = 0
+        version = resumed_version
         monitor.start()
         stop: str | None = None
         try:

@@ -79,3 +79,7 @@ class APPOLearner(ActorCriticLearner):
 
     def state_dict(self) -> dict[str, Any]:
         return {**super().state_dict(), "dropped_chunks": self.dropped_chunks}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.dropped_chunks = int(state.get("dropped_chunks", 0))

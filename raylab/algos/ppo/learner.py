@@ -194,6 +194,12 @@ class ActorCriticLearner:
             "optimizer": self.optimizer.state_dict(),
         }
 
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume from ``state_dict()``."""
+        self.model.load_state_dict(state["modules"]["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.version = int(state["version"])
+
 
 class PPOLearner(ActorCriticLearner):
     def __init__(self, model: ActorCritic, cfg: PPOConfig, **kwargs: Any):

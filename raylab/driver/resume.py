@@ -1,0 +1,151 @@
+"""``resume=<run_dir>``: continue a run from its newest checkpoint, counters intact.
+
+What a checkpoint holds (periodic ``step_<env steps>.pt`` and ``final.pt``, written atomically): the
+learner's full state (modules, optimizer, version; A3C: every parameter-server shard with its RMSProp
+state), the counters (env steps, updates, episodes, training seconds, each rollout worker's env steps, so
+that exploration schedules continue where they were), the driver's RNG states and the config. The replay
+buffer is not saved (a resumed DQN run refills it to ``replay.min_size`` before learning again), and
+rollout actors restart their envs on fresh seeds.
+
+A resumed run writes into the run dir it resumes: metrics.jsonl continues, newer checkpoints join the old
+ones. Everything that shapes the networks or the data must match the checkpoint's config (env, algo, model,
+topology name); a mismatch, or a corrupt checkpoint, is a one-line error before anything is written.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from raylab.errors import ConfigError, RaylabError
+from raylab.learner.checkpoint import load_checkpoint
+
+MUST_MATCH = ("env", "algo", "model", "topology.name", "topology.envs_per_worker")
+"""Config sections a resumed run must share with its checkpoint (the networks' shapes, the data they see)."""
+
+
+@dataclass
+class ResumeState:
+    path: Path
+    learner: dict[str, Any]
+    env_steps: int
+    updates: int
+    episodes: int
+    train_seconds: float
+    workers: dict[int, int] = field(default_factory=dict)
+    """Env steps of each rollout worker at the checkpoint."""
+    rng: dict[str, Any] | None = None
+
+    def worker_steps(self, worker_id: int) -> int:
+        return self.workers.get(worker_id, 0)
+
+    @property
+    def incarnation(self) -> int:
+        """Seeds offset of resumed rollout workers (fresh episodes, not the first run's again)."""
+        return self.env_steps % 997 + 1
+
+
+def resumed(resume: ResumeState | None, worker_id: int) -> tuple[int, int]:
+    """(incarnation, env steps) of a rollout worker: fresh seeds, and its exploration schedule's position."""
+    return (0, 0) if resume is None else (resume.incarnation, resume.worker_steps(worker_id))
+
+
+def newest_checkpoint(run_dir: Path) -> Path:
+    """The checkpoint with the most env steps (final.pt after a finished run, else the latest periodic one)."""
+    ckpt_dir = run_dir / "checkpoints"
+    candidates = sorted(ckpt_dir.glob("step_*.pt")) + (
+        [ckpt_dir / "final.pt"] if (ckpt_dir / "final.pt").exists() else []
+    )
+    if not candidates:
+        raise RaylabError(
+            f"resume={run_dir}: no checkpoints in {ckpt_dir}: pass a run dir that has checkpoints/*.pt "
+            f"(runs write final.pt at the end and step_*.pt with checkpoint.every_seconds)"
+        )
+
+    def env_steps(path: Path) -> tuple[int, float]:
+        if path.name.startswith("step_"):
+            return int(path.stem.removeprefix("step_")), path.stat().st_mtime
+        return int(load_checkpoint(path).get("counters", {}).get("env_steps", -1)), path.stat().st_mtime
+
+    return max(candidates, key=env_steps)
+
+
+def load_resume(run_dir: str | Path, config: dict[str, Any]) -> ResumeState:
+    """Read ``run_dir``'s newest checkpoint and check it against ``config`` (the new run's, as a dict)."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise RaylabError(f"resume={run_dir} does not exist: pass the run dir of the run to continue")
+    path = newest_checkpoint(run_dir)
+    state = load_checkpoint(path)
+    if "learner" not in state or "counters" not in state or "config" not in state:
+        raise RaylabError(f"checkpoint {path} is not a raylab training checkpoint: pass a raylab run dir")
+    check_compatible(state["config"], config, path)
+    counters = state["counters"]
+    return ResumeState(
+        path=path,
+        learner=state["learner"],
+        env_steps=int(counters["env_steps"]),
+        updates=int(counters["updates"]),
+        episodes=int(counters.get("episodes", 0)),
+        train_seconds=float(state.get("train_seconds", 0.0)),
+        workers={int(k): int(v) for k, v in state.get("workers", {}).items()},
+        rng=state.get("rng"),
+    )
+
+
+def check_compatible(saved: dict[str, Any], new: dict[str, Any], path: Path) -> None:
+    for key in MUST_MATCH:
+        old_value, new_value = _select(saved, key), _select(new, key)
+        if old_value != new_value:
+            diff = _first_difference(old_value, new_value, key)
+            raise ConfigError(
+                f"cannot resume from {path}: {diff[0]} was {diff[1]!r}, now {diff[2]!r}: resume with the "
+                f"checkpoint's value (or start a new run without resume=)"
+            )
+
+
+def _select(config: dict[str, Any], dotted: str) -> Any:
+    value: Any = config
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _first_difference(old: Any, new: Any, key: str) -> tuple[str, Any, Any]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for sub in sorted(set(old) | set(new)):
+            if old.get(sub) != new.get(sub):
+                return _first_difference(old.get(sub), new.get(sub), f"{key}.{sub}")
+    return key, old, new
+
+
+# -- RNG states (the driver's; the learner keeps its own in its state dict) --------------------------------
+def rng_state() -> dict[str, Any]:
+    """Python, NumPy and torch global RNG states, as checkpoint-safe (weights_only) values."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    return {
+        "python": list(random.getstate()[1]),
+        "python_version": random.getstate()[0],
+        "python_gauss": random.getstate()[2],
+        "numpy": {
+            "keys": torch.from_numpy(np.asarray(keys, np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "gauss": float(gauss),
+            "kind": str(kind),
+        },
+        "torch": torch.get_rng_state(),
+    }
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate((state["python_version"], tuple(state["python"]), state.get("python_gauss")))
+    np_state = state["numpy"]
+    keys = np_state["keys"].numpy().astype(np.uint32)
+    np.random.set_state((np_state["kind"], keys, np_state["pos"], np_state["has_gauss"], np_state["gauss"]))
+    torch.set_rng_state(state["torch"])

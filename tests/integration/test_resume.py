@@ -1,0 +1,116 @@
+"""``resume=<run_dir>``: a run continues from its newest checkpoint with its counters, learner state, version
+and exploration schedule intact, writing into the same run dir; a mismatched or corrupt checkpoint is one line
+and nothing is written."""
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from raylab.driver.resume import newest_checkpoint, rng_state, set_rng_state
+from raylab.errors import ConfigError, RaylabError
+from raylab.learner.checkpoint import load_checkpoint
+from raylab.train import run
+from tests.conftest import FAKE, make_config
+
+SHORT = (
+    *FAKE, "eval.every_seconds=null", "eval.final_episodes=2", "stop.seconds=120", "checkpoint.every_seconds=0.3",
+    "logger.report_every_seconds=0.1",
+)  # fmt: skip
+
+CASES = {
+    "dqn_local": ("topology=local", "algo.epsilon.anneal_env_steps=3000"),
+    "ppo_local": ("topology=local", "algo=ppo", "model.hidden_sizes=[16]"),
+    "a3c_local": ("topology=local", "algo=a3c", "model.hidden_sizes=[16]"),
+}
+
+
+def rows(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def resume_pair(tmp_path: Path, overrides: tuple[str, ...], ray: bool = False):
+    first = run(make_config(tmp_path, *SHORT, *overrides, "stop.env_steps=2000"))
+    saved = load_checkpoint(newest_checkpoint(tmp_path))
+    second = run(make_config(tmp_path / "ignored", *SHORT, *overrides, "stop.env_steps=4000", f"resume={tmp_path}"))
+    return first, saved, second
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_resume_continues_counters_and_learner(case, tmp_path):
+    first, saved, second = resume_pair(tmp_path, CASES[case])
+    assert second.run_dir == str(tmp_path)  # the resumed run writes into the run it continues
+    assert second.env_steps >= 4000 and second.updates > first.updates
+    bm = json.loads((tmp_path / "benchmark_metrics.json").read_text())
+    assert bm["resumed_from"] == str(tmp_path / "checkpoints" / "final.pt")
+    assert bm["total_timesteps"] == second.env_steps
+    steps = [r["env_steps"] for r in rows(tmp_path)]
+    assert steps == sorted(steps) and steps[0] <= first.env_steps < steps[-1]  # one metrics file, both runs
+    resumed_rows = [r for r in rows(tmp_path) if r["env_steps"] > first.env_steps]
+    assert resumed_rows[0]["time_s"] > first.train_seconds  # training time continues too
+    assert resumed_rows[0]["updates"] > first.updates
+    # the learner's state came back: the final policy version continues from the first run's
+    assert bm["eval"]["policy_version"] > (saved["policy"]["version"] if "policy" in saved else 0)
+    assert not (tmp_path / "ignored" / "checkpoints").exists()
+
+
+def test_resumed_exploration_continues_where_it_was(tmp_path):
+    first, _, _ = resume_pair(tmp_path, CASES["dqn_local"])
+    first_rows = [r for r in rows(tmp_path) if r["env_steps"] <= first.env_steps]
+    resumed = [r for r in rows(tmp_path) if r["env_steps"] > first.env_steps]
+    eps_before, eps_after = first_rows[-1]["rollout/epsilon_mean"], resumed[0]["rollout/epsilon_mean"]
+    assert eps_after <= eps_before + 1e-6  # annealing goes on; a fresh worker would be back near 1.0
+
+
+RAY_CASES = {
+    "apex_dqn": ("topology=apex_dqn", "replay.min_size=200", "topology.rollout_length=16"),
+    "ppo": ("topology=ppo", "algo=ppo", "model.hidden_sizes=[16]"),
+    "a3c": ("topology=a3c", "algo=a3c", "model.hidden_sizes=[16]"),
+}
+
+
+@pytest.mark.distributed
+@pytest.mark.usefixtures("ray_session")
+@pytest.mark.parametrize("case", list(RAY_CASES))
+def test_ray_topologies_resume_their_learner(case, tmp_path):
+    _, saved, second = resume_pair(tmp_path, RAY_CASES[case])
+    bm = json.loads((tmp_path / "benchmark_metrics.json").read_text())
+    assert bm["resumed_from"] and second.env_steps >= 4000
+    assert bm["eval"]["policy_version"] > saved["policy"]["version"]  # the learner (or server) state came back
+
+
+def test_mismatched_config_is_one_line_and_writes_nothing(tmp_path):
+    run(make_config(tmp_path, *SHORT, *CASES["dqn_local"], "stop.env_steps=1000"))
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    cfg = make_config(tmp_path / "new", *SHORT, *CASES["dqn_local"], "model.hidden_sizes=[7]", f"resume={tmp_path}")
+    with pytest.raises(
+        ConfigError, match=r"cannot resume from .*final.pt: model.hidden_sizes was \[256, 256\], now \[7\]"
+    ):
+        run(cfg)
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and "new" not in p.parts} == before
+
+
+def test_corrupt_checkpoint_is_one_line_and_writes_nothing(tmp_path):
+    run(make_config(tmp_path, *SHORT, *CASES["dqn_local"], "stop.env_steps=1000"))
+    (tmp_path / "checkpoints" / "final.pt").write_bytes(b"truncated")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    with pytest.raises(RaylabError, match="is corrupt or not a raylab checkpoint"):
+        run(make_config(tmp_path / "new", *SHORT, *CASES["dqn_local"], f"resume={tmp_path}"))
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and "new" not in p.parts} == before
+
+
+def test_resume_without_checkpoints_names_the_fix(tmp_path):
+    (tmp_path / "old").mkdir()
+    with pytest.raises(RaylabError, match="no checkpoints in"):
+        run(make_config(tmp_path / "new", *SHORT, *CASES["dqn_local"], f"resume={tmp_path / 'old'}"))
+
+
+def test_driver_rng_state_round_trips():
+    state = rng_state()
+    expected = (random.random(), np.random.rand(), torch.rand(1).item())
+    random.random(), np.random.rand(), torch.rand(3)
+    set_rng_state(state)
+    assert (random.random(), np.random.rand(), torch.rand(1).item()) == expected
