@@ -8,7 +8,6 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 EXTRAS ?= dev,bench,mario,procgen
-SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.raylab-installed
 ARGS ?=
@@ -20,19 +19,13 @@ help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
 
 system-deps: ## Debian packages: Qt5 runtime for EnvPool's Procgen, g++ for nes-py (skipped when present)
-	@if $$(command -v ldconfig || echo /sbin/ldconfig) -p | grep -q libQt5Gui.so.5 && command -v g++ >/dev/null; then echo "system packages present"; \
-	elif command -v apt-get >/dev/null; then \
-		$(SUDO) apt-get update -qq && { DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends libqt5gui5 g++ \
-		|| DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends libqt5gui5t64 g++; }; \
-	else echo "warning: install Qt5 (libqt5gui5) and g++ with your package manager: Procgen and Mario need them"; fi
+	@bash scripts/install.sh --system-deps-only
 
 install: system-deps $(STAMP) ## system packages, then $(VENV) with raylab, its dev/bench/mario/procgen extras (torch pinned)
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	@if [ -n "$(TORCH_SPEC)" ]; then echo "pip install $(TORCH_SPEC)"; $(PY) -m pip install --quiet $(TORCH_SPEC); fi
-	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
+# scripts/install.sh is the one install procedure (the Docker images run it too)
+$(STAMP): pyproject.toml scripts/install.sh
+	SKIP_SYSTEM_DEPS=1 VENV="$(VENV)" PYTHON="$(PYTHON)" TORCH_SPEC="$(TORCH_SPEC)" EXTRAS="$(EXTRAS)" bash scripts/install.sh
 	@touch $(STAMP)
 
 train: install ## the main job: Ape-X DQN on CartPole with 2 rollout actors on an embedded local Ray
@@ -54,6 +47,7 @@ lint: install ## ruff (lint + format check) and mypy
 	$(PY) -m ruff check raylab tests benchmarks
 	$(PY) -m ruff format --check raylab tests benchmarks
 	$(PY) -m mypy
+	$(VENV)/bin/hadolint --config .hadolint.yaml docker/Dockerfile.cpu docker/Dockerfile.cuda
 
 format: install ## apply ruff's fixes and formatting
 	$(PY) -m ruff check --fix raylab tests benchmarks

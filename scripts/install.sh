@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# raylab's one install procedure: `make install`, both Docker images and the README all run this script.
+#
+#   VENV=.venv PYTHON=python3.11 TORCH_SPEC="torch==2.13.0" EXTRAS="dev,bench,mario,procgen" scripts/install.sh
+#
+# 1. System packages the environments need (Debian/Ubuntu): Qt5 runtime for EnvPool's Procgen, g++ for
+#    nes-py. Skipped when present, or with SKIP_SYSTEM_DEPS=1; apt-get runs as root or through sudo.
+# 2. A virtual environment at $VENV (VENV=system: install into the current interpreter, as the images do).
+# 3. torch first, pinned by $TORCH_SPEC (the CPU build by default: an unpinned `torch` pulls GB of CUDA
+#    wheels; TORCH_SPEC="" keeps the torch already there), then raylab with $EXTRAS, editable.
+# RAYLAB_PIP_ARGS adds arguments to the raylab install (tests use --no-deps). `--system-deps-only` stops
+# after step 1 (`make system-deps`).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${VENV:-.venv}"
+PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
+TORCH_SPEC="${TORCH_SPEC-torch==2.13.0}"
+EXTRAS="${EXTRAS-dev,bench,mario,procgen}"
+RAYLAB_PIP_ARGS="${RAYLAB_PIP_ARGS:-}"
+
+system_deps() {
+  if [ "${SKIP_SYSTEM_DEPS:-0}" = 1 ]; then return; fi
+  if "$(command -v ldconfig || echo /sbin/ldconfig)" -p | grep -q libQt5Gui.so.5 && command -v g++ >/dev/null; then
+    echo "system packages present"; return
+  fi
+  if ! command -v apt-get >/dev/null; then
+    echo "warning: install Qt5 (libqt5gui5) and g++ with your package manager: Procgen and Mario need them" >&2
+    return
+  fi
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends libqt5gui5 g++ \
+    || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends libqt5gui5t64 g++
+}
+
+system_deps
+if [ "${1:-}" = --system-deps-only ]; then exit 0; fi
+if [ "$VENV" = system ]; then
+  PY="$PYTHON"
+else
+  "$PYTHON" -m venv "$VENV"
+  PY="$VENV/bin/python"
+fi
+"$PY" -m pip install --quiet --upgrade pip
+if [ -n "$TORCH_SPEC" ]; then
+  echo "pip install $TORCH_SPEC"
+  # shellcheck disable=SC2086  # TORCH_SPEC may carry --index-url
+  "$PY" -m pip install --quiet $TORCH_SPEC
+fi
+SPEC="$ROOT"
+if [ -n "$EXTRAS" ]; then SPEC="$ROOT[$EXTRAS]"; fi
+# shellcheck disable=SC2086
+"$PY" -m pip install --quiet $RAYLAB_PIP_ARGS -e "$SPEC"
+echo "raylab installed into $("$PY" -c 'import sys; print(sys.prefix)')"
