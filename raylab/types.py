@@ -116,6 +116,9 @@ class RolloutStats:
     per push); None lets the driver measure learner version minus ``policy_version``."""
     epsilon: float | None = None
     """Epsilon-greedy workers: the mean exploration rate over this worker's env slots at the chunk's end."""
+    actor_restarted: bool = False
+    """The first chunk of a rollout actor Ray restarted after a crash (the driver counts the restart even when
+    the crash happened between calls and no call failed)."""
 
 
 @dataclass

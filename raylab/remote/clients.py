@@ -27,9 +27,11 @@ class _RestartableRolloutHost(RolloutHost):
     fresh env seeds instead of replaying its first episodes."""
 
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces, worker_id: int, incarnation: int = 0, env_steps: int = 0):
-        if ray.get_runtime_context().was_current_actor_reconstructed:
+        restarted = ray.get_runtime_context().was_current_actor_reconstructed
+        if restarted:
             incarnation = 1000 + os.getpid() % 100_000  # seeds stay within 32 bits (EnvPool's)
         super().__init__(cfg, spaces, worker_id, incarnation, env_steps)
+        self.restarted = restarted
 
 
 RolloutActor = actor_class(_RestartableRolloutHost, name="RolloutHost")

@@ -52,10 +52,16 @@ class RolloutHost(_Host):
         with self._deferring_user_errors():
             self.worker = build_rollout_worker(cfg, spaces, worker_id, incarnation, env_steps)
 
+    restarted = False
+    """Set by a restarted actor (raylab.remote.clients): its next chunk says so."""
+
     def sample(self, weights: Weights | None) -> tuple[Chunk, RolloutStats]:
         if weights is not None:
             self.worker.set_weights(weights)
-        return self.worker.sample()
+        chunk, stats = self.worker.sample()
+        if self.restarted:
+            stats.actor_restarted, self.restarted = True, False
+        return chunk, stats
 
 
 class ReplayHost(_Host):

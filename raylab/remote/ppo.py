@@ -11,7 +11,7 @@ from raylab.builders import build_ppo_learner
 from raylab.config import RunConfig
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.hosts import _Host
-from raylab.remote.runtime import actor_class
+from raylab.remote.runtime import actor_class, wait_back
 from raylab.types import Chunk, LearnerStats, Weights
 
 
@@ -31,8 +31,12 @@ class PPOLearnerHost(_Host):
     def state_dict(self) -> dict:
         return self.learner.state_dict()
 
-    def load_state_dict(self, state: dict) -> int:
-        self.learner.load_state_dict(state)
+    def load_state_dict(self, state: dict | None, min_version: int = 0) -> int:
+        """Resume from a checkpoint's learner state (None: none yet, start fresh); versions never go back,
+        so that rollout actors holding newer weights accept the next ones. Returns the version."""
+        if state is not None:
+            self.learner.load_state_dict(state)
+        self.learner.version = max(self.learner.version, min_version)
         return self.learner.version
 
 
@@ -42,7 +46,10 @@ PPOLearnerActor = actor_class(PPOLearnerHost)
 class PPOLearnerClient:
     @classmethod
     def create(cls, cfg: RunConfig, spaces: EnvSpaces, num_gpus: float) -> PPOLearnerClient:
-        return cls(PPOLearnerActor.options(num_cpus=cfg.learner.num_cpus, num_gpus=num_gpus).remote(cfg, spaces))
+        options = {
+            "num_cpus": cfg.learner.num_cpus, "num_gpus": num_gpus, "max_restarts": cfg.topology.max_actor_restarts,
+        }  # fmt: skip
+        return cls(PPOLearnerActor.options(**options).remote(cfg, spaces))
 
     def __init__(self, handle: Any):
         self.handle = handle
@@ -61,8 +68,21 @@ class PPOLearnerClient:
     def state_dict_blocking(self) -> dict[str, Any]:
         return ray.get(self.handle.state_dict.remote())
 
-    def load_state_dict(self, state: dict[str, Any]) -> ObjectRef[int]:
-        return self.handle.load_state_dict.remote(state)
+    def load_state_dict(self, state: dict[str, Any] | None, min_version: int = 0) -> ObjectRef[int]:
+        return self.handle.load_state_dict.remote(state, min_version)
+
+    def restore_blocking(self, state: dict[str, Any] | None, min_version: int) -> int:
+        """After a crash Ray restarted this learner: wait for it, then load ``state`` (the latest periodic
+        checkpoint's) with versions moving on past ``min_version``."""
+        wait_back(self.ready, "the learner")
+        return int(ray.get(self.load_state_dict(state, min_version)))
+
+    def state_dict_or_none(self) -> dict[str, Any] | None:
+        """The learner's state, or None while it is restarting (no periodic checkpoint then)."""
+        try:
+            return self.state_dict_blocking()
+        except ray.exceptions.RayActorError:
+            return None
 
     def peak_memory_bytes(self) -> ObjectRef[int]:
         return self.handle.peak_memory_bytes.remote()

@@ -128,6 +128,19 @@ def wait_reachable(address: str, timeout_s: float) -> None:
             time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
 
 
+def wait_back(ready: Callable[[], ObjectRef], what: str, timeout_s: float = ACTOR_START_TIMEOUT_S) -> None:
+    """Block until a restarting actor answers ``ready()`` again (Ray refuses its calls meanwhile)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            ray.get(ready())
+            return
+        except ray.exceptions.RayActorError as err:
+            if time.monotonic() > deadline:
+                raise RaylabError(f"{what} did not come back within {timeout_s:.0f} s after a crash ({err})") from None
+            time.sleep(0.2)
+
+
 def wait_ready(refs: Sequence[ObjectRef], what: str, timeout_s: float = ACTOR_START_TIMEOUT_S) -> None:
     """Block until every actor answers ``ready``; a cluster too small to place them is a one-line error."""
     ready, not_ready = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import cast
 
 import ray
@@ -32,6 +32,7 @@ from ray import ObjectRef
 from raylab.builders import build_rate_limiter, check_replay_fits
 from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.driver.restarts import Restarts
 from raylab.driver.resume import ResumeState, resumed
 from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
@@ -75,36 +76,6 @@ class _Probe:
 
 
 PROBE_EVERY_S = 0.5
-
-
-@dataclass
-class Restarts:
-    """Crashed actors Ray restarted (topology.max_actor_restarts), as the driver saw them: each death
-    counts once however many of the actor's calls it failed. A rollout actor's death loses the one chunk it
-    had in flight; a replay shard's, the transitions it held (it comes back empty); the learner's, the
-    updates since the latest periodic checkpoint, which it resumes from."""
-
-    rollout: int = 0
-    replay: int = 0
-    learner: int = 0
-    lost_chunks: int = 0
-    down: set[str] = field(default_factory=set)
-    """Actors whose last call failed and that have not answered since."""
-
-    def died(self, kind: str, name: str) -> bool:
-        """Record a failed call of ``name``; True when it is a new death (not a second call failing)."""
-        if name in self.down:
-            return False
-        self.down.add(name)
-        setattr(self, kind, getattr(self, kind) + 1)
-        return True
-
-    def answered(self, name: str) -> None:
-        self.down.discard(name)
-
-    def metrics(self) -> dict[str, float]:
-        return {"restarts/rollout": self.rollout, "restarts/replay": self.replay, "restarts/learner": self.learner,
-                "restarts/lost_chunks": self.lost_chunks}  # fmt: skip
 
 
 class ApexDQNTopology:
@@ -245,7 +216,7 @@ class ApexDQNTopology:
                             worker_version[job.worker] = -1  # the restarted actor needs the weights
                             probe_at[job.worker] = time.monotonic()  # resubmitted once it is back
                             continue
-                        restarts.answered(f"rollout_{job.worker}")
+                        restarts.rollout_answered(f"rollout_{job.worker}", stats.actor_restarted)
                         rollouts_in_flight -= 1
                         shard = job.worker % len(shards)  # a worker's stream stays on one shard (n-step, frames)
                         pending[shards[shard].add(job.chunk)] = _Add(shard)
@@ -283,8 +254,7 @@ class ApexDQNTopology:
                         except ray.exceptions.RayActorError:
                             probe_at[job.worker] = time.monotonic() + PROBE_EVERY_S
                             continue
-                        restarts.answered(f"rollout_{job.worker}")
-                        submit_rollout(job.worker)
+                        submit_rollout(job.worker)  # it counts as back with its first chunk
                     elif isinstance(job, _Add):
                         try:
                             inserted, replay_timings = ray.get(ref)

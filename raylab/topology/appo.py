@@ -19,12 +19,13 @@ from ray import ObjectRef
 
 from raylab.config import APPOConfig, RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.driver.restarts import Restarts
 from raylab.driver.resume import ResumeState, resumed
 from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.clients import EvalClient, RolloutClient
 from raylab.remote.ppo import PPOLearnerClient
-from raylab.remote.runtime import learner_gpus, placement, run_on_ray, wait_ready
+from raylab.remote.runtime import learner_gpus, placement, run_on_ray, wait_back, wait_ready
 from raylab.types import Chunk, EvalResult, LearnerStats, RolloutStats, Weights
 
 WAIT_TIMEOUT_S = 0.1
@@ -68,6 +69,7 @@ class APPOTopology:
         eval_job: tuple[ObjectRef[EvalResult], ObjectRef[Weights]] | None = None
         version = resumed_version
         queue_limit = 2 * algo.chunks_per_update
+        restarts = Restarts()
 
         def submit(i: int) -> None:
             chunk_ref, stats_ref = workers[i].sample(weights_ref)
@@ -99,14 +101,36 @@ class APPOTopology:
                 for ref in ready:
                     if ref in rollouts:
                         i, chunk_ref = rollouts.pop(ref)
-                        monitor.on_rollout(ray.get(ref), version)
+                        try:
+                            rollout = ray.get(ref)
+                        except ray.exceptions.RayActorError:  # Ray restarts it; its chunk in flight is lost
+                            if cfg.topology.max_actor_restarts == 0:
+                                raise
+                            restarts.died("rollout", f"rollout_{i}")
+                            restarts.lost_chunks += 1
+                            wait_back(workers[i].ready, f"rollout actor {i}")
+                            submit(i)
+                            continue
+                        restarts.rollout_answered(f"rollout_{i}", rollout.actor_restarted)
+                        monitor.on_rollout(rollout, version)
                         queue.append(chunk_ref)
                         if len(queue) < queue_limit:
                             submit(i)
                         else:
                             parked.append(i)
                     elif update is not None and ref == update[0]:
-                        stats: LearnerStats = ray.get(ref)
+                        try:
+                            stats: LearnerStats = ray.get(ref)
+                        except ray.exceptions.RayActorError:  # Ray restarts the learner: from its checkpoint
+                            if cfg.topology.max_actor_restarts == 0:
+                                raise
+                            restarts.died("learner", "learner")
+                            restarts.lost_chunks += algo.chunks_per_update  # the batch it was training on
+                            latest = monitor.latest_checkpoint()
+                            version = learner.restore_blocking(latest["learner"] if latest else None, version + 1)
+                            restarts.answered("learner")
+                            weights_ref, update = learner.weights(), None
+                            continue
                         monitor.on_learner(stats)
                         if stats.published:
                             weights_ref, version = update[1], stats.version
@@ -114,7 +138,8 @@ class APPOTopology:
                     elif eval_job is not None and ref == eval_job[0]:
                         monitor.on_eval(ray.get(ref))
                         evaluated_ref, eval_job = eval_job[1], None
-                monitor.tick(state=learner.state_dict_blocking)
+                monitor.gauge(restarts.metrics())
+                monitor.tick(state=learner.state_dict_or_none)
                 stop = monitor.stop_reason()
         except KeyboardInterrupt as err:
             stop = interrupted_reason(err)
@@ -130,5 +155,5 @@ class APPOTopology:
         state = learner.state_dict_blocking()
         peak_refs = [learner.peak_memory_bytes(), evaluator.peak_memory_bytes()]
         peak = sum(ray.get([*peak_refs, *[w.peak_memory_bytes() for w in workers]]))
-        extra = {"appo": {"dropped_chunks": int(state.get("dropped_chunks", 0))}}
+        extra = {"appo": {"dropped_chunks": int(state.get("dropped_chunks", 0))}, "restarts": restarts.metrics()}
         return monitor.finish(stop, state, policy, final_eval, extra_peak_memory_bytes=peak, extra=extra)

@@ -17,13 +17,14 @@ from ray import ObjectRef
 
 from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.driver.restarts import Restarts
 from raylab.driver.resume import ResumeState, resumed
 from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.clients import EvalClient, RolloutClient
 from raylab.remote.ppo import PPOLearnerClient
-from raylab.remote.runtime import learner_gpus, placement, run_on_ray, wait_ready
-from raylab.types import EvalResult, LearnerStats, Weights
+from raylab.remote.runtime import learner_gpus, placement, run_on_ray, wait_back, wait_ready
+from raylab.types import Chunk, EvalResult, LearnerStats, RolloutStats, Weights
 
 
 class PPOTopology:
@@ -58,15 +59,27 @@ class PPOTopology:
         eval_ref: ObjectRef[EvalResult] | None = None
         eval_weights = weights_ref
         version = resumed_version
+        restarts = Restarts()
         monitor.start()
         stop: str | None = None
         try:
             while stop is None:
                 sampled = [w.sample(weights_ref) for w in workers]
-                stats_ref, weights_ref = learner.update([chunk for chunk, _ in sampled])
-                for rollout in ray.get([stats for _, stats in sampled]):
+                for rollout in self._round(sampled, workers, weights_ref, restarts):
                     monitor.on_rollout(rollout, version)
-                learner_stats: LearnerStats = ray.get(stats_ref)
+                stats_ref, weights_ref = learner.update([chunk for chunk, _ in sampled])
+                try:
+                    learner_stats: LearnerStats = ray.get(stats_ref)
+                except ray.exceptions.RayActorError:  # Ray restarts the learner: from its latest checkpoint
+                    if cfg.topology.max_actor_restarts == 0:
+                        raise
+                    restarts.died("learner", "learner")
+                    restarts.lost_chunks += len(workers)  # the round it was training on
+                    latest = monitor.latest_checkpoint()
+                    version = learner.restore_blocking(latest["learner"] if latest else None, version + 1)
+                    restarts.answered("learner")
+                    weights_ref = learner.weights()
+                    continue
                 version = learner_stats.version
                 monitor.on_learner(learner_stats)
                 if eval_ref is not None and ray.wait([eval_ref], timeout=0)[0]:
@@ -78,7 +91,8 @@ class PPOTopology:
                     eval_ref = evaluator.evaluate(
                         weights_ref, cfg.eval.episodes, cfg.stop.mean_return, cfg.eval.confirm_episodes
                     )
-                monitor.tick(state=learner.state_dict_blocking)
+                monitor.gauge(restarts.metrics())
+                monitor.tick(state=learner.state_dict_or_none)
                 stop = monitor.stop_reason()
         except KeyboardInterrupt as err:
             stop = interrupted_reason(err)
@@ -94,4 +108,33 @@ class PPOTopology:
                 [learner.peak_memory_bytes(), evaluator.peak_memory_bytes(), *[w.peak_memory_bytes() for w in workers]]
             )
         )
-        return monitor.finish(stop, state, policy, final_eval, extra_peak_memory_bytes=peak)
+        extra = {"restarts": restarts.metrics()}
+        return monitor.finish(stop, state, policy, final_eval, extra_peak_memory_bytes=peak, extra=extra)
+
+    def _round(
+        self,
+        sampled: list[tuple[ObjectRef[Chunk], ObjectRef[RolloutStats]]],
+        workers: list[RolloutClient],
+        weights_ref: ObjectRef[Weights],
+        restarts: Restarts,
+    ) -> list[RolloutStats]:
+        """The round's rollout stats. A rollout actor that crashed (Ray restarts it) is waited for and
+        samples its chunk again with the same weights, so the round stays whole and on-policy; only its
+        chunk in flight is lost. ``sampled`` is updated in place."""
+        out = []
+        for i, (_, stats_ref) in enumerate(sampled):
+            while True:
+                try:
+                    stats: RolloutStats = ray.get(stats_ref)
+                    restarts.rollout_answered(f"rollout_{i}", stats.actor_restarted)
+                    out.append(stats)
+                    break
+                except ray.exceptions.RayActorError:
+                    if self.cfg.topology.max_actor_restarts == 0:
+                        raise
+                    restarts.died("rollout", f"rollout_{i}")
+                    restarts.lost_chunks += 1
+                    wait_back(workers[i].ready, f"rollout actor {i}")
+                    sampled[i] = workers[i].sample(weights_ref)
+                    stats_ref = sampled[i][1]
+        return out
