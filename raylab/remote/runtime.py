@@ -61,12 +61,20 @@ SPREAD = "SPREAD"
 
 
 def learner_gpus(cfg: LearnerConfig) -> float:
-    """GPUs to reserve for a learner actor: learner.num_gpus if set, else one when CUDA is here (device=auto)."""
+    """GPUs to reserve for a learner actor: learner.num_gpus if set; with learner.device=auto, one when the
+    Ray cluster has a GPU (any node's, not only the driver's), else none, with a logged warning."""
     if cfg.num_gpus or cfg.device == "cpu":
         return cfg.num_gpus
-    import torch
+    if ray.is_initialized():
+        gpus = float(ray.cluster_resources().get("GPU", 0.0))
+    else:
+        import torch
 
-    return 1.0 if torch.cuda.is_available() else 0.0
+        gpus = float(torch.cuda.device_count())
+    if gpus >= 1:
+        return 1.0
+    logging.getLogger("raylab").warning("no GPU in the Ray cluster: the learner runs on CPU (learner.device=auto)")
+    return 0.0
 
 
 def init_ray(cfg: RayConfig, required_cpus: float) -> bool:

@@ -38,7 +38,7 @@ from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
 from raylab.errors import ConfigError
 from raylab.remote.clients import EvalClient, LearnerClient, ReplayClient, RolloutClient
-from raylab.remote.runtime import ACTOR_START_TIMEOUT_S, learner_gpus, placement, run_on_ray, wait_ready
+from raylab.remote.runtime import learner_gpus, placement, run_on_ray, wait_back, wait_ready
 from raylab.replay.buffer import ReplayStats
 from raylab.types import Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, Weights
 
@@ -140,15 +140,7 @@ class ApexDQNTopology:
             """The learner comes back fresh: wait for it, load the latest periodic checkpoint, versions
             moving on. The driver blocks meanwhile (seconds); the rollout actors finish their chunks."""
             nonlocal learner_version, weights_ref, published_version
-            deadline = time.monotonic() + ACTOR_START_TIMEOUT_S
-            while True:
-                try:
-                    ray.get(learner.ready())
-                    break
-                except ray.exceptions.RayActorError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.2)
+            wait_back(learner.ready, "the learner")
             state = monitor.latest_checkpoint()
             learner_version = ray.get(learner.load_state_dict(state["learner"] if state else None, learner_version + 1))
             weights_ref, published_version = learner.weights(), learner_version

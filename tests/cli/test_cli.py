@@ -70,7 +70,19 @@ def test_bad_input_is_one_line_that_names_the_fix(args, expected, tmp_path):
     assert lines[0].startswith("raylab: error: ") and expected in lines[0]
 
 
-@pytest.mark.parametrize("topology", ["local", "apex_dqn", "a3c", "ppo", "appo"])
+SLOW = pytest.mark.slow  # the same path as apex_dqn's; kept out of the 15-minute default tier
+
+
+@pytest.mark.parametrize(
+    "topology",
+    [
+        "local",
+        "apex_dqn",
+        pytest.param("a3c", marks=SLOW),
+        pytest.param("ppo", marks=SLOW),
+        pytest.param("appo", marks=SLOW),
+    ],
+)
 def test_ctrl_c_stops_cleanly_with_outputs(topology, tmp_path):
     """SIGINT to the whole process group, as a terminal's Ctrl-C sends it: exit 130, every output written."""
     run_dir = tmp_path / "run"

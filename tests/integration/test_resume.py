@@ -65,18 +65,18 @@ def test_resumed_exploration_continues_where_it_was(tmp_path):
     assert eps_after <= eps_before + 1e-6  # annealing goes on; a fresh worker would be back near 1.0
 
 
-RAY_CASES = {
+RAY_CASES = {  # PPO and A3C on Ray run in make test-all (their serial resumes above are in the default tier)
     "apex_dqn": ("topology=apex_dqn", "replay.min_size=200", "topology.rollout_length=16"),
-    "ppo": ("topology=ppo", "algo=ppo", "model.hidden_sizes=[16]"),
-    "a3c": ("topology=a3c", "algo=a3c", "model.hidden_sizes=[16]"),
+    "ppo": pytest.param(("topology=ppo", "algo=ppo", "model.hidden_sizes=[16]"), marks=pytest.mark.slow),
+    "a3c": pytest.param(("topology=a3c", "algo=a3c", "model.hidden_sizes=[16]"), marks=pytest.mark.slow),
 }
 
 
 @pytest.mark.distributed
 @pytest.mark.usefixtures("ray_session")
-@pytest.mark.parametrize("case", list(RAY_CASES))
-def test_ray_topologies_resume_their_learner(case, tmp_path):
-    _, saved, second = resume_pair(tmp_path, RAY_CASES[case])
+@pytest.mark.parametrize("overrides", list(RAY_CASES.values()), ids=list(RAY_CASES))
+def test_ray_topologies_resume_their_learner(overrides, tmp_path):
+    _, saved, second = resume_pair(tmp_path, overrides)
     bm = json.loads((tmp_path / "benchmark_metrics.json").read_text())
     assert bm["resumed_from"] and second.env_steps >= 4000
     assert bm["eval"]["policy_version"] > saved["policy"]["version"]  # the learner (or server) state came back
