@@ -141,8 +141,10 @@ def load_run_config(run_dir: Path, args: EvaluateArgs) -> Any:
     return dataclasses.replace(cfg, eval=ev, seed=cfg.seed if args.seed is None else args.seed)
 
 
-def record_episode(cfg: Any, spaces: Any, weights: Any, max_steps: int) -> tuple[list[np.ndarray], dict[str, float]]:
-    """One greedy episode on a rendering env: (RGB frames, its episode statistics)."""
+def record_episode(
+    cfg: Any, spaces: Any, weights: Any, max_steps: int
+) -> tuple[list[np.ndarray], dict[str, float], float | None]:
+    """One greedy episode on a rendering env: (RGB frames, its episode statistics, the env's render_fps)."""
     from raylab.builders import build_eval_policy
     from raylab.envs.registry import EVAL_WORKER_INDEX, make_render_env
     from raylab.envs.wrappers import EPISODE_KEY
@@ -161,7 +163,7 @@ def record_episode(cfg: Any, spaces: Any, weights: Any, max_steps: int) -> tuple
             if terminated or truncated:
                 stats = dict(info.get(EPISODE_KEY, {}))
                 break
-        return frames, stats
+        return frames, stats, env.metadata.get("render_fps")
     finally:
         env.close()
 
@@ -207,17 +209,11 @@ def write_video(frames: list[np.ndarray], path: Path, fps: int, fmt: str) -> Pat
     return path
 
 
-def video_fps(cfg: Any, args: EvaluateArgs) -> int:
+def video_fps(cfg: Any, args: EvaluateArgs, render_fps: float | None) -> int:
+    """fps=..., else the env's own render_fps over the frame skip (one frame per agent step), else 30."""
     if args.fps is not None:
         return args.fps
-    from raylab.envs.registry import family
-
-    render_fps = {"mario": 60, "snake": 10, "procgen": 15}.get(family(cfg.env).name)
-    if cfg.env.family == "gymnasium":
-        import gymnasium as gym
-
-        render_fps = gym.spec(cfg.env.id).kwargs.get("render_fps") or 50
-    if render_fps is None:
+    if not render_fps:
         return DEFAULT_FPS
     return max(1, round(render_fps / max(cfg.env.frame_skip, 1)))
 
@@ -253,9 +249,9 @@ def evaluate(args: EvaluateArgs) -> dict[str, Any]:
         "lengths": result.lengths.tolist(),
     }
     if args.video:
-        frames, stats = record_episode(cfg, spaces, weights, args.max_video_steps)
+        frames, stats, render_fps = record_episode(cfg, spaces, weights, args.max_video_steps)
         path = Path(args.video_path or run_dir / "videos" / f"{ckpt_path.stem}.{args.video_format}")
-        fps = video_fps(cfg, args)
+        fps = video_fps(cfg, args, render_fps)
         write_video(frames, path, fps, args.video_format)
         episode = {f"episode_{k}": v for k, v in stats.items()}
         out["video"] = {"path": str(path), "frames": len(frames), "fps": fps, **episode}

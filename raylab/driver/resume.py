@@ -57,22 +57,26 @@ def resumed(resume: ResumeState | None, worker_id: int) -> tuple[int, int]:
 
 def newest_checkpoint(run_dir: Path) -> Path:
     """The checkpoint with the most env steps (final.pt after a finished run, else the latest periodic one)."""
+    return _newest(run_dir)[0]
+
+
+def _newest(run_dir: Path) -> tuple[Path, dict[str, Any] | None]:
+    """(newest checkpoint, its state when it had to be loaded to tell: final.pt, read once)."""
     ckpt_dir = run_dir / "checkpoints"
-    candidates = sorted(ckpt_dir.glob("step_*.pt")) + (
-        [ckpt_dir / "final.pt"] if (ckpt_dir / "final.pt").exists() else []
-    )
+    candidates: list[tuple[int, float, Path]] = [
+        (int(p.stem.removeprefix("step_")), p.stat().st_mtime, p) for p in ckpt_dir.glob("step_*.pt")
+    ]
+    final, final_state = ckpt_dir / "final.pt", None
+    if final.exists():  # its env steps are inside it
+        final_state = load_checkpoint(final)
+        candidates.append((int(final_state.get("counters", {}).get("env_steps", -1)), final.stat().st_mtime, final))
     if not candidates:
         raise RaylabError(
             f"resume={run_dir}: no checkpoints in {ckpt_dir}: pass a run dir that has checkpoints/*.pt "
             f"(runs write final.pt at the end and step_*.pt with checkpoint.every_seconds)"
         )
-
-    def env_steps(path: Path) -> tuple[int, float]:
-        if path.name.startswith("step_"):
-            return int(path.stem.removeprefix("step_")), path.stat().st_mtime
-        return int(load_checkpoint(path).get("counters", {}).get("env_steps", -1)), path.stat().st_mtime
-
-    return max(candidates, key=env_steps)
+    path = max(candidates)[2]
+    return path, final_state if path == final else None
 
 
 def load_resume(run_dir: str | Path, config: dict[str, Any]) -> ResumeState:
@@ -80,8 +84,9 @@ def load_resume(run_dir: str | Path, config: dict[str, Any]) -> ResumeState:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise RaylabError(f"resume={run_dir} does not exist: pass the run dir of the run to continue")
-    path = newest_checkpoint(run_dir)
-    state = load_checkpoint(path)
+    path, state = _newest(run_dir)
+    if state is None:
+        state = load_checkpoint(path)
     if "learner" not in state or "counters" not in state or "config" not in state:
         raise RaylabError(f"checkpoint {path} is not a raylab training checkpoint: pass a raylab run dir")
     check_compatible(state["config"], config, path)

@@ -16,7 +16,7 @@ from ray import ObjectRef
 from raylab.config import RunConfig
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.hosts import EvalHost, LearnerHost, ReplayHost, RolloutHost
-from raylab.remote.runtime import SPREAD, actor_class
+from raylab.remote.runtime import SPREAD, actor_class, wait_back
 from raylab.replay.buffer import ReplayStats
 from raylab.types import Batch, Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, Weights
 
@@ -29,7 +29,8 @@ class _RestartableRolloutHost(RolloutHost):
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces, worker_id: int, incarnation: int = 0, env_steps: int = 0):
         restarted = ray.get_runtime_context().was_current_actor_reconstructed
         if restarted:
-            incarnation = 1000 + os.getpid() % 100_000  # seeds stay within 32 bits (EnvPool's)
+            # 998..1997: apart from a resume's 1..997, and seed + stride x incarnation stays below 2**31 (EnvPool)
+            incarnation = 998 + os.getpid() % 1000
         super().__init__(cfg, spaces, worker_id, incarnation, env_steps)
         self.restarted = restarted
 
@@ -93,7 +94,33 @@ class ReplayClient(_Client):
         return ray.get(self.handle.stats.remote())
 
 
-class LearnerClient(_Client):
+class RestorableLearner:
+    """What a learner client adds for crash recovery, on top of the three calls below (each client has them)."""
+
+    def ready(self) -> ObjectRef[bool]:
+        raise NotImplementedError
+
+    def load_state_dict(self, state: dict[str, Any] | None, min_version: int = 0) -> ObjectRef[int]:
+        raise NotImplementedError
+
+    def state_dict_blocking(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def restore_blocking(self, state: dict[str, Any] | None, min_version: int) -> int:
+        """After a crash Ray restarted this learner: wait for it, then load ``state`` (the latest periodic
+        checkpoint's; None: none yet) with versions moving on past ``min_version``. Returns the version."""
+        wait_back(self.ready, "the learner")
+        return int(ray.get(self.load_state_dict(state, min_version)))
+
+    def state_dict_or_none(self) -> dict[str, Any] | None:
+        """The learner's state, or None while it is restarting (no periodic checkpoint then)."""
+        try:
+            return self.state_dict_blocking()
+        except ray.exceptions.RayActorError:
+            return None
+
+
+class LearnerClient(_Client, RestorableLearner):
     @classmethod
     def create(cls, cfg: RunConfig, spaces: EnvSpaces, num_gpus: float) -> LearnerClient:
         options = {

@@ -10,8 +10,9 @@ from ray import ObjectRef
 from raylab.builders import build_ppo_learner
 from raylab.config import RunConfig
 from raylab.envs.registry import EnvSpaces
+from raylab.remote.clients import RestorableLearner
 from raylab.remote.hosts import _Host
-from raylab.remote.runtime import actor_class, wait_back
+from raylab.remote.runtime import actor_class
 from raylab.types import Chunk, LearnerStats, Weights
 
 
@@ -43,7 +44,7 @@ class PPOLearnerHost(_Host):
 PPOLearnerActor = actor_class(PPOLearnerHost)
 
 
-class PPOLearnerClient:
+class PPOLearnerClient(RestorableLearner):
     @classmethod
     def create(cls, cfg: RunConfig, spaces: EnvSpaces, num_gpus: float) -> PPOLearnerClient:
         options = {
@@ -70,19 +71,6 @@ class PPOLearnerClient:
 
     def load_state_dict(self, state: dict[str, Any] | None, min_version: int = 0) -> ObjectRef[int]:
         return self.handle.load_state_dict.remote(state, min_version)
-
-    def restore_blocking(self, state: dict[str, Any] | None, min_version: int) -> int:
-        """After a crash Ray restarted this learner: wait for it, then load ``state`` (the latest periodic
-        checkpoint's) with versions moving on past ``min_version``."""
-        wait_back(self.ready, "the learner")
-        return int(ray.get(self.load_state_dict(state, min_version)))
-
-    def state_dict_or_none(self) -> dict[str, Any] | None:
-        """The learner's state, or None while it is restarting (no periodic checkpoint then)."""
-        try:
-            return self.state_dict_blocking()
-        except ray.exceptions.RayActorError:
-            return None
 
     def peak_memory_bytes(self) -> ObjectRef[int]:
         return self.handle.peak_memory_bytes.remote()

@@ -38,7 +38,7 @@ from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
 from raylab.errors import ConfigError
 from raylab.remote.clients import EvalClient, LearnerClient, ReplayClient, RolloutClient
-from raylab.remote.runtime import learner_gpus, placement, run_on_ray, wait_back, wait_ready
+from raylab.remote.runtime import learner_gpus, placement, run_on_ray, wait_ready
 from raylab.replay.buffer import ReplayStats
 from raylab.types import Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, Weights
 
@@ -137,20 +137,13 @@ class ApexDQNTopology:
                 raise err
 
         def restore_learner() -> None:
-            """The learner comes back fresh: wait for it, load the latest periodic checkpoint, versions
-            moving on. The driver blocks meanwhile (seconds); the rollout actors finish their chunks."""
+            """The learner comes back fresh from the latest periodic checkpoint, versions moving on. The
+            driver blocks meanwhile (seconds); the rollout actors finish their chunks."""
             nonlocal learner_version, weights_ref, published_version
-            wait_back(learner.ready, "the learner")
-            state = monitor.latest_checkpoint()
-            learner_version = ray.get(learner.load_state_dict(state["learner"] if state else None, learner_version + 1))
+            latest = monitor.latest_checkpoint()
+            learner_version = learner.restore_blocking(latest["learner"] if latest else None, learner_version + 1)
             weights_ref, published_version = learner.weights(), learner_version
             worker_version[:] = [-1] * len(workers)
-
-        def learner_state() -> dict | None:
-            try:
-                return learner.state_dict_blocking()
-            except ray.exceptions.RayActorError:
-                return None  # the learner is restarting: no periodic checkpoint this time
 
         def submit_rollout(i: int) -> None:
             nonlocal rollouts_in_flight
@@ -268,7 +261,7 @@ class ApexDQNTopology:
                     "queue/learner_calls": learner_calls, "queue/parked_workers": len(parked),
                 })  # fmt: skip
                 monitor.gauge(restarts.metrics())
-                monitor.tick(state=learner_state)
+                monitor.tick(state=learner.state_dict_or_none)
                 stop = monitor.stop_reason()
         except KeyboardInterrupt as err:
             stop = interrupted_reason(err)
