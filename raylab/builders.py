@@ -7,6 +7,8 @@ topology in the driver process and the Ray actors on any node.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +34,9 @@ from raylab.replay.buffer import (
 from raylab.replay.rate_limiter import SamplesPerInsertLimiter
 from raylab.rollout.evaluator import Evaluator
 from raylab.rollout.worker import Policy, RolloutWorker
+
+if TYPE_CHECKING:
+    from raylab.driver.resume import ResumeState
 
 MAX_EVAL_ENVS = 16
 
@@ -148,6 +153,26 @@ def build_replay(cfg: RunConfig, spaces: EnvSpaces, shard: int = 0) -> ReplayBuf
         dedup=replay_dedup(cfg, spaces),
         timer=_timer(cfg),
     )
+
+
+def replay_snapshots_to_load(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None) -> list[Path | None]:
+    """Per replay shard, the snapshot a resumed run loads (checkpoint.replay): checked against this run's
+    replay before anything starts; None (with a note) where the checkpoint has none, and that shard refills."""
+    shards = cfg.replay.num_shards
+    if resume is None or not cfg.checkpoint.replay:
+        return [None] * shards
+    from raylab.replay.snapshot import check_snapshot
+
+    paths = [resume.replay_snapshot(k) for k in range(shards)]
+    for path in paths:
+        if path is not None:
+            check_snapshot(
+                path, replay_shard_capacity(cfg), cfg.replay.kind == "prioritized", replay_dedup(cfg, spaces)
+            )
+    missing = [k for k, path in enumerate(paths) if path is None]
+    if missing:
+        print(f"raylab: no replay snapshot of shard(s) {missing} beside {resume.path.name}: they refill", flush=True)
+    return paths
 
 
 def build_learner(cfg: RunConfig, spaces: EnvSpaces) -> Learner:

@@ -474,6 +474,10 @@ class CheckpointConfig:
     """Write checkpoints/step_<env steps>.pt at this wall-clock interval of training (None = only final.pt)."""
     keep: int = 3
     """Periodic checkpoints kept (older ones are deleted; final.pt is always written)."""
+    replay: bool = False
+    """Also snapshot every replay shard beside each checkpoint (raylab.replay.snapshot): ``resume=`` and a
+    restarted replay shard then continue with the stored transitions instead of refilling. Costs the disk
+    and the seconds of writing the whole replay at each checkpoint (timing/replay/snapshot_s)."""
 
     def __post_init__(self) -> None:
         _positive_or_none(self.every_seconds, "checkpoint.every_seconds")
@@ -569,6 +573,10 @@ def _check_cross_fields(run: RunConfig) -> None:
             f"algo.minibatches={run.algo.minibatches} exceeds the {steps} steps of one round of rollouts: lower "
             f"algo.minibatches or raise topology.rollout_length",
         )
+    _check(
+        not run.checkpoint.replay or run.algo.name == "dqn",
+        f"checkpoint.replay=true snapshots a replay, and algo={run.algo.name} has none: set checkpoint.replay=false",
+    )
     _check(
         run.eval.greedy or not isinstance(run.algo, DQNConfig),
         "eval.greedy=false samples from a policy, and algo=dqn has none: set algo.epsilon.eval instead",

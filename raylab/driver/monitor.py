@@ -82,8 +82,11 @@ class RunMonitor:
         """Periodic checkpoints written so far (file names under checkpoints/), oldest first."""
         self.replay_size: int | None = None
         self.placement: dict[str, str] = {}
-        self.resumed_from: str | None = None
         """Ray topologies: {actor name: node id} (where each actor ran)."""
+        self.resumed_from: str | None = None
+        self.replay_snapshot: Callable[[str], None] | None = None
+        """DQN topologies with checkpoint.replay: write every replay shard's snapshot for a checkpoint name
+        (raylab.replay.snapshot). Called before the checkpoint itself is written."""
         self.resources = ResourceSampler()
         if resume is not None:
             self._restore(resume)
@@ -220,6 +223,7 @@ class RunMonitor:
         """checkpoints/step_<env steps>.pt (learner state, counters, config); keeps checkpoint.keep of them."""
         p = self.progress
         name = f"step_{p.env_steps:012d}.pt"
+        self._snapshot_replay(name)
         self.outputs.save_checkpoint(
             name,
             {
@@ -234,8 +238,17 @@ class RunMonitor:
         if name not in self.checkpoints:
             self.checkpoints.append(name)
         while len(self.checkpoints) > self.cfg.checkpoint.keep:
-            (self.outputs.checkpoint_dir / self.checkpoints.pop(0)).unlink(missing_ok=True)
+            old = self.checkpoints.pop(0)
+            (self.outputs.checkpoint_dir / old).unlink(missing_ok=True)
+            for snapshot in self.outputs.checkpoint_dir.glob(f"replay_*_{old.removesuffix('.pt')}.npz"):
+                snapshot.unlink(missing_ok=True)
         return name
+
+    def _snapshot_replay(self, checkpoint_name: str) -> None:
+        if self.replay_snapshot is not None:
+            start = time.perf_counter()
+            self.replay_snapshot(checkpoint_name)
+            self.add_time("replay/snapshot_s", time.perf_counter() - start)
 
     def _worker_steps(self) -> dict[str, int]:
         return {str(k): int(v["env_steps"]) for k, v in self.progress.workers.items()}
@@ -273,6 +286,7 @@ class RunMonitor:
         self.tick(force_report=True)
         final_rates = last_full_rates if (last_full_rates and tail_is_short) else p.last_rates
         end_time = dt.datetime.now()
+        self._snapshot_replay("final.pt")
         self.outputs.save_checkpoint(
             "final.pt",
             {

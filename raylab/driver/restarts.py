@@ -9,13 +9,18 @@ from dataclasses import dataclass, field
 class Restarts:
     """Crashed actors Ray restarted, as the driver saw them: each death counts once however many of the
     actor's calls it failed. A rollout actor's death loses the one chunk it had in flight; a replay shard's,
-    the transitions it held (it comes back empty); the learner's, the updates since the latest periodic
-    checkpoint, which it resumes from."""
+    the transitions it held (it comes back empty, or as of its newest snapshot with checkpoint.replay); the
+    learner's, the updates since the latest periodic checkpoint, which it resumes from. An A3C
+    parameter-server shard's death (``server``) rolls the whole server back to the latest periodic
+    checkpoint; the workers' windows cut short count as lost chunks."""
 
     rollout: int = 0
     replay: int = 0
     learner: int = 0
+    server: int = 0
     lost_chunks: int = 0
+    replay_restored: int = 0
+    """Transitions restarted replay shards reloaded from their snapshots (checkpoint.replay)."""
     down: set[str] = field(default_factory=set)
     """Actors whose last call failed and that have not answered since."""
 
@@ -46,4 +51,5 @@ class Restarts:
 
     def metrics(self) -> dict[str, float]:
         return {"restarts/rollout": self.rollout, "restarts/replay": self.replay, "restarts/learner": self.learner,
-                "restarts/lost_chunks": self.lost_chunks}  # fmt: skip
+                "restarts/server": self.server, "restarts/lost_chunks": self.lost_chunks,
+                "restarts/replay_restored": self.replay_restored}  # fmt: skip

@@ -4,8 +4,9 @@ What a checkpoint holds (periodic ``step_<env steps>.pt`` and ``final.pt``, writ
 learner's full state (modules, optimizer, version; A3C: every parameter-server shard with its RMSProp
 state), the counters (env steps, updates, episodes, training seconds, each rollout worker's env steps, so
 that exploration schedules continue where they were), the driver's RNG states and the config. The replay
-buffer is not saved (a resumed DQN run refills it to ``replay.min_size`` before learning again), and
-rollout actors restart their envs on fresh seeds.
+is saved only with ``checkpoint.replay=true`` (raylab.replay.snapshot: one file per shard beside each
+checkpoint), which a resumed DQN run then loads; without it the run refills its replay to
+``replay.min_size`` before learning again. Rollout actors restart their envs on fresh seeds.
 
 A resumed run writes into the run dir it resumes: metrics.jsonl continues, newer checkpoints join the old
 ones. Everything that shapes the networks or the data must match the checkpoint's config (env, algo, model,
@@ -24,6 +25,7 @@ import torch
 
 from raylab.errors import ConfigError, RaylabError
 from raylab.learner.checkpoint import load_checkpoint
+from raylab.replay.snapshot import snapshot_path
 
 MUST_MATCH = ("env", "algo", "model", "topology.name", "topology.envs_per_worker")
 """Config sections a resumed run must share with its checkpoint (the networks' shapes, the data they see)."""
@@ -40,6 +42,11 @@ class ResumeState:
     workers: dict[int, int] = field(default_factory=dict)
     """Env steps of each rollout worker at the checkpoint."""
     rng: dict[str, Any] | None = None
+
+    def replay_snapshot(self, shard: int) -> Path | None:
+        """The replay snapshot of ``shard`` written with this checkpoint (checkpoint.replay), if there is one."""
+        path = snapshot_path(self.path.parent, shard, self.path.name)
+        return path if path.is_file() else None
 
     def worker_steps(self, worker_id: int) -> int:
         return self.workers.get(worker_id, 0)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import torch
 
@@ -14,13 +15,18 @@ from raylab.errors import RaylabError
 
 def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> Path:
     """Write ``state`` to ``path`` so that a crash leaves either the old file or the new one, never half."""
+    return atomic_save(path, lambda f: torch.save(state, f))
+
+
+def atomic_save(path: str | os.PathLike[str], write: Callable[[BinaryIO], None]) -> Path:
+    """``write`` into a temp file beside ``path``, fsync it, rename it over ``path``, fsync the directory."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.fchmod(fd, 0o644)
     try:
         with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

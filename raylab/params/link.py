@@ -64,6 +64,10 @@ class ServerLink(Protocol):
         """The current weights of every shard (blocking)."""
         ...
 
+    def discard(self) -> int:
+        """Forget every outstanding push (the server was restored from a checkpoint); returns how many."""
+        ...
+
 
 def shard_slices(bounds: Sequence[int]) -> list[slice]:
     return [slice(bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1)]
@@ -95,3 +99,8 @@ class LocalServerLink:
     def pull(self) -> ServerUpdate:
         replies = [s.pull() for s in self.servers]
         return ServerUpdate.join([r for r in replies if r is not None])
+
+    def discard(self) -> int:
+        dropped = len(self._replies)
+        self._replies.clear()
+        return dropped

@@ -124,13 +124,14 @@ class ParameterServer:
         self.version = version
         self._stats = ServerStats(self.shard, version)
 
-    def load_state_dict(self, state: dict) -> None:
-        """Resume from ``state_dict()``: weights, RMSProp statistics and version."""
+    def load_state_dict(self, state: dict, min_version: int = 0) -> None:
+        """Resume from ``state_dict()``: weights, RMSProp statistics and version (at least ``min_version``: a
+        shard restored after a crash moves its version on past every version the workers have seen)."""
         if int(state["shard"]) != self.shard or state["params"].numel() != self.flat.numel():
             raise ValueError(f"shard {self.shard} cannot load the state of shard {state['shard']}")
         self.flat = state["params"].clone()
         self.mean_sq = state["mean_sq"].clone()
-        self.version = int(state["version"])
+        self.version = max(int(state["version"]), min_version)
         self._stats = ServerStats(self.shard, self.version)
 
     def stats(self, reset: bool = False) -> ServerStats:

@@ -60,6 +60,12 @@ class RayServerLink:
     def pull(self) -> ServerUpdate:
         return ServerUpdate.join(ray.get([h.pull.remote(-1) for h in self.shards]))
 
+    def discard(self) -> int:
+        """Drop every outstanding push without fetching it (some replies are errors from a shard that died)."""
+        dropped = len(self._pending)
+        self._pending.clear()
+        return dropped
+
 
 class ShardHost(_Host):
     def __init__(self, cfg: RunConfig, params: np.ndarray, shard: int):
@@ -82,8 +88,8 @@ class ShardHost(_Host):
     def state_dict(self) -> dict:
         return self.server.state_dict()
 
-    def load_state_dict(self, state: dict) -> None:
-        self.server.load_state_dict(state)
+    def load_state_dict(self, state: dict, min_version: int = 0) -> None:
+        self.server.load_state_dict(state, min_version)
 
 
 class A3CWorkerHost(_Host):
@@ -111,6 +117,10 @@ class A3CWorkerHost(_Host):
         """Start over from the server's current weights (after the shards were reloaded)."""
         return self.worker.restart()
 
+    def recover(self) -> int:
+        """The server was restored after a shard's crash: drop outstanding pushes; returns how many."""
+        return self.worker.recover()
+
 
 ShardActor = actor_class(ShardHost)
 A3CWorkerActor = actor_class(A3CWorkerHost)
@@ -118,8 +128,13 @@ A3CWorkerActor = actor_class(A3CWorkerHost)
 
 class ShardClient:
     @classmethod
-    def create(cls, cfg: RunConfig, params: np.ndarray, shard: int) -> ShardClient:
-        return cls(ShardActor.options(num_cpus=cfg.params.shard_cpus).remote(cfg, params, shard))
+    def create(cls, cfg: RunConfig, params: np.ndarray, shard: int, name: str | None = None) -> ShardClient:
+        """Ray restarts a crashed shard (topology.max_actor_restarts) with its initial weights: the topology
+        then restores the whole server from the latest checkpoint (raylab.topology.a3c)."""
+        options: dict[str, Any] = {"num_cpus": cfg.params.shard_cpus, "max_restarts": cfg.topology.max_actor_restarts}
+        if name:
+            options["name"] = name
+        return cls(ShardActor.options(**options).remote(cfg, params, shard))
 
     def __init__(self, handle: Any):
         self.handle = handle
@@ -139,11 +154,14 @@ class ShardClient:
     def state_dict(self) -> ObjectRef[dict]:
         return self.handle.state_dict.remote()
 
-    def load_state_dict(self, state: dict) -> ObjectRef[None]:
-        return self.handle.load_state_dict.remote(state)
+    def load_state_dict(self, state: dict, min_version: int = 0) -> ObjectRef[None]:
+        return self.handle.load_state_dict.remote(state, min_version)
 
     def peak_memory_bytes(self) -> ObjectRef[int]:
         return self.handle.peak_memory_bytes.remote()
+
+    def pid(self) -> ObjectRef[int]:
+        return self.handle.pid.remote()
 
 
 class A3CWorkerClient:
@@ -179,6 +197,9 @@ class A3CWorkerClient:
 
     def restart(self) -> ObjectRef[int]:
         return self.handle.restart.remote()
+
+    def recover(self) -> ObjectRef[int]:
+        return self.handle.recover.remote()
 
     def peak_memory_bytes(self) -> ObjectRef[int]:
         return self.handle.peak_memory_bytes.remote()

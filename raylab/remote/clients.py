@@ -8,6 +8,7 @@ caller needs now block and say so in their name.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import ray
@@ -15,9 +16,11 @@ from ray import ObjectRef
 
 from raylab.config import RunConfig
 from raylab.envs.registry import EnvSpaces
+from raylab.errors import RaylabError
 from raylab.remote.hosts import EvalHost, LearnerHost, ReplayHost, RolloutHost
 from raylab.remote.runtime import SPREAD, actor_class, wait_back
 from raylab.replay.buffer import ReplayStats
+from raylab.replay.snapshot import latest_periodic_snapshot, load_snapshot
 from raylab.types import Batch, Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, Weights
 
 
@@ -35,8 +38,24 @@ class _RestartableRolloutHost(RolloutHost):
         self.restarted = restarted
 
 
+class _RestartableReplayHost(ReplayHost):
+    """A replay shard Ray restarts after a crash: with checkpoint.replay it reloads its newest periodic
+    snapshot before answering any call, else it comes back empty; its first ``add`` reply says which."""
+
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, shard: int = 0):
+        super().__init__(cfg, spaces, shard)
+        if self._startup_error is None and ray.get_runtime_context().was_current_actor_reconstructed:
+            self.restored = 0
+            snapshot = latest_periodic_snapshot(Path(cfg.run_dir) / "checkpoints", shard)
+            if cfg.checkpoint.replay and snapshot is not None:
+                try:
+                    self.restored = load_snapshot(snapshot, self.replay)
+                except RaylabError as err:  # the run goes on with an empty shard, as without snapshots
+                    print(f"raylab: replay shard {shard} restarted empty: {err}", flush=True)
+
+
 RolloutActor = actor_class(_RestartableRolloutHost, name="RolloutHost")
-ReplayActor = actor_class(ReplayHost)
+ReplayActor = actor_class(_RestartableReplayHost, name="ReplayHost")
 LearnerActor = actor_class(LearnerHost)
 EvalActor = actor_class(EvalHost)
 
@@ -84,8 +103,14 @@ class ReplayClient(_Client):
     def update_priorities(self, priorities: ObjectRef[Priorities | None]) -> ObjectRef[int]:
         return self.handle.update_priorities.remote(priorities)
 
-    def add(self, chunk: ObjectRef[Chunk]) -> ObjectRef[tuple[int, dict[str, float]]]:
+    def add(self, chunk: ObjectRef[Chunk]) -> ObjectRef[tuple[int, dict[str, float], int | None]]:
         return self.handle.add.remote(chunk)
+
+    def snapshot(self, path: Path) -> ObjectRef[int]:
+        return self.handle.snapshot.remote(str(path))
+
+    def restore(self, path: Path) -> ObjectRef[int]:
+        return self.handle.restore.remote(str(path))
 
     def sample_many(self, batch_size: int, num_batches: int) -> ObjectRef[list[Batch]]:
         return self.handle.sample_many.remote(batch_size, num_batches)

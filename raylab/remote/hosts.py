@@ -10,12 +10,14 @@ import resource
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from raylab.builders import build_evaluator, build_learner, build_replay, build_rollout_worker
 from raylab.config import RunConfig
 from raylab.envs.registry import EnvSpaces
 from raylab.errors import RaylabError
 from raylab.replay.buffer import ReplayStats
+from raylab.replay.snapshot import load_snapshot, save_snapshot
 from raylab.types import Batch, Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, Weights
 
 
@@ -69,10 +71,25 @@ class ReplayHost(_Host):
         with self._deferring_user_errors():
             self.replay = build_replay(cfg, spaces, shard)
 
-    def add(self, chunk: Chunk) -> tuple[int, dict[str, float]]:
+    restored: int | None = None
+    """Set by a restarted shard (raylab.remote.clients): the transitions it reloaded from its newest
+    snapshot (0: none); its next ``add`` reply says so, once."""
+
+    def add(self, chunk: Chunk) -> tuple[int, dict[str, float], int | None]:
         """(transitions completed, seconds per replay stage since the last add: add, sample, priority
-        update) — the driver's per-interval view of this shard's time, riding on a reply it fetches anyway."""
-        return self.replay.add_chunk(chunk), self.replay.interval_timings()
+        update — the driver's per-interval view of this shard's time, riding on a reply it fetches anyway —,
+        and ``restored``, None unless this is a restarted shard's first reply)."""
+        restored, self.restored = self.restored, None
+        return self.replay.add_chunk(chunk), self.replay.interval_timings(), restored
+
+    def snapshot(self, path: str) -> int:
+        """Write this shard's snapshot to ``path`` (raylab.replay.snapshot); returns the transitions saved."""
+        save_snapshot(Path(path), self.replay)
+        return len(self.replay)
+
+    def restore(self, path: str) -> int:
+        """Replace the contents with the snapshot at ``path``; returns the transitions restored."""
+        return load_snapshot(Path(path), self.replay)
 
     def sample_many(self, batch_size: int, num_batches: int) -> list[Batch]:
         """Batches, or none while this shard is still empty (its workers' first chunks are in flight)."""

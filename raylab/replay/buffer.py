@@ -10,7 +10,9 @@ is a call or two behind the replay) is recognised and dropped instead of landing
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -276,6 +278,63 @@ class ReplayBuffer:
         self.priority_updates += updated
         self.stale_priority_updates += len(keys) - updated
         return updated
+
+    # -- snapshots (raylab.replay.snapshot) -----------------------------------------------------------------
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        """Everything stored, as plain arrays (no pickle): slots ``[0, size)``, keys, the writer, priorities,
+        samplers' RNG states, counters and, with de-duplication, the frame pool. Not the workers' n-step
+        carries or frame holds: a restored buffer starts each worker's stream afresh."""
+        size = len(self)
+        out: dict[str, np.ndarray] = {
+            "capacity": np.array(self.capacity, np.int64),
+            "writer": np.array([self.writer.cursor, self.writer.size, self.writer.total], np.int64),
+            "keys": self.keys[:size],
+            "counters": np.array([self.sampled, self.priority_updates, self.stale_priority_updates], np.int64),
+            "inserted_by_worker": np.array(sorted(self.inserted_by_worker.items()), np.int64).reshape(-1, 2),
+            "rng_uniform": np.array(json.dumps(self.uniform.rng.bit_generator.state)),
+        }
+        for name, col in self.storage.columns.items():
+            out[f"storage_{name}"] = col[:size]
+        if self.per is not None:
+            out["per_nodes"] = self.per.tree.nodes
+            out["per_max_priority"] = np.array(self.per.max_priority, np.float64)
+            out["rng_per"] = np.array(json.dumps(self.per.rng.bit_generator.state))
+        if self.dedup is not None:
+            out["frames"] = self.dedup.pool.frames
+        return out
+
+    def load_state_arrays(self, arrays: Mapping[str, np.ndarray]) -> int:
+        """Replace this buffer's contents with ``state_arrays()`` of a buffer of the same configuration
+        (raylab.replay.snapshot checks that first, with messages naming the setting); returns the
+        transitions restored."""
+        if int(arrays["capacity"]) != self.capacity or (self.per is not None) != ("per_nodes" in arrays):
+            raise ValueError("the snapshot's capacity or sampler differs from this buffer's")
+        for name, col in self.storage.columns.items():
+            saved = arrays[f"storage_{name}"]
+            if saved.shape[1:] != col.shape[1:] or saved.dtype != col.dtype:
+                raise ConfigError(
+                    f"the replay snapshot's {name} are {saved.dtype}{list(saved.shape[1:])}, this run stores "
+                    f"{col.dtype}{list(col.shape[1:])}: resume with the env the snapshot was made with"
+                )
+        cursor, size, total = (int(v) for v in arrays["writer"])
+        self.writer.cursor, self.writer.size, self.writer.total = cursor, size, total
+        self.keys[:] = -1
+        self.keys[:size] = arrays["keys"]
+        for name, col in self.storage.columns.items():
+            col[:size] = arrays[f"storage_{name}"]
+        self.sampled, self.priority_updates, self.stale_priority_updates = (int(v) for v in arrays["counters"])
+        self.inserted_by_worker = Counter({int(w): int(n) for w, n in arrays["inserted_by_worker"]})
+        self.uniform.rng.bit_generator.state = json.loads(str(arrays["rng_uniform"]))
+        if self.per is not None:
+            self.per.tree.nodes[:] = arrays["per_nodes"]
+            self.per.max_priority = float(arrays["per_max_priority"])
+            self.per.rng.bit_generator.state = json.loads(str(arrays["rng_per"]))
+        if self.dedup is not None:
+            self.dedup.restore(
+                arrays["frames"], self.storage.columns["obs"][:size], self.storage.columns["next_obs"][:size]
+            )
+        self.adder = NStepAdder(self.adder.n, self.adder.gamma)  # no worker's carry survives
+        return size
 
     # -- accounting ----------------------------------------------------------------------------------------
     @property

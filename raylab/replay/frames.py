@@ -79,6 +79,20 @@ class FramePool:
         lead = ids.shape[:-1]
         return frames.reshape(*lead, ids.shape[-1] * self.frame_shape[0], *self.frame_shape[1:])
 
+    def restore(self, frames: np.ndarray, *id_arrays: np.ndarray) -> None:
+        """Take ``frames`` (a snapshot's pool) with the references of the stored transitions' ``id_arrays``
+        only: frames nobody stores (a stream's holds) go back to the free list."""
+        if frames.shape[1:] != self.frames.shape[1:] or frames.dtype != self.frames.dtype:
+            raise ValueError(f"frames {frames.dtype}{list(frames.shape[1:])} do not fit this pool")
+        self.frames = frames.copy()
+        self.refs = np.zeros(len(frames), np.int32)
+        for ids in id_arrays:
+            np.add.at(self.refs, ids.reshape(-1), 1)
+        free = np.flatnonzero(self.refs == 0)[::-1].astype(ID_DTYPE)  # popped from the end: lowest ids first
+        self._free = np.empty(len(frames), ID_DTYPE)
+        self._free[: len(free)] = free
+        self._num_free = len(free)
+
     def _grow(self, at_least: int) -> None:
         old = self.capacity
         extra = max(at_least, old // 16, 1)
@@ -169,6 +183,11 @@ class FrameDedup:
         state = self._workers.pop(worker_id, None)
         while state is not None and state.holds:
             self.pool.decref(state.holds.popleft()[1])
+
+    def restore(self, frames: np.ndarray, *id_arrays: np.ndarray) -> None:
+        """A snapshot's frames, referenced by the stored transitions only; every worker's stream starts afresh."""
+        self._workers = {}
+        self.pool.restore(frames, *id_arrays)
 
     def _store_stacks(self, stacks: np.ndarray, allocated: list[np.ndarray]) -> np.ndarray:
         """Ids for whole stacks [m, k * C, H, W]; a frame equal to the one before it in its stack is stored once."""

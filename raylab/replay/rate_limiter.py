@@ -40,6 +40,11 @@ class SamplesPerInsertLimiter:
             return True
         return self._deficit(count) <= self.error_buffer
 
+    def credit_restored(self, count: int) -> None:
+        """``count`` transitions are already stored (a restored replay snapshot): they count toward
+        ``min_size`` but earn the learner no samples, so learning resumes at once without a burst on old data."""
+        self.min_size = max(0, self.min_size - int(count))
+
     def record_insert(self, count: int) -> None:
         self.inserts += count
 

@@ -10,8 +10,12 @@ Workers drive themselves (raylab.algos.a3c.A3CWorker): the driver only hands eac
 (WINDOW_S) and collects its report (steps, episodes, losses, per-stage seconds including the time blocked on
 the server), so it never sits between a worker and the server. A worker that dies (its process killed, a
 node lost) is replaced by a fresh one with new seeds, up to MAX_WORKER_RESTARTS times each; an exception
-raised inside a worker (a bug, a bad config) stops the run. When a greedy evaluation meets stop.mean_return,
-those evaluated weights are the run's policy, as in the other topologies.
+raised inside a worker (a bug, a bad config) stops the run. A shard that crashes is restarted by Ray
+(topology.max_actor_restarts) with its initial weights, so the driver lets every worker finish its window,
+then rolls the whole server back to the latest periodic checkpoint (weights and RMSProp, every shard: slices
+from different moments would not make one model), versions moving on, and the workers go on from there.
+The cost is the updates since that checkpoint plus the windows cut short, both counted. When a greedy
+evaluation meets stop.mean_return, those evaluated weights are the run's policy, as in the other topologies.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from raylab.algos.a3c import WorkerReport
 from raylab.builders import build_parameter_servers
 from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.driver.restarts import Restarts
 from raylab.driver.resume import ResumeState
 from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
@@ -37,7 +42,7 @@ from raylab.params.link import ServerUpdate
 from raylab.params.server import ServerStats
 from raylab.remote.a3c import A3CWorkerClient, ShardClient
 from raylab.remote.clients import EvalClient
-from raylab.remote.runtime import placement, run_on_ray, wait_ready
+from raylab.remote.runtime import placement, run_on_ray, wait_back, wait_ready
 from raylab.types import EvalResult, Weights
 
 WINDOW_S = 0.25
@@ -106,7 +111,10 @@ class A3CTopology:
         cfg, spaces = self.cfg, self.spaces
         monitor = RunMonitor(cfg, spaces, resume=self.resume)
         token = uuid.uuid4().hex[:8]
-        shards = [ShardClient.create(cfg, params, k) for k, params in enumerate(self.initial)]
+        shards = [
+            ShardClient.create(cfg, params, k, name=f"raylab-a3c-{token}-shard-{k}")
+            for k, params in enumerate(self.initial)
+        ]
         evaluator = EvalClient.create(cfg, spaces)
         incarnations = [0 if self.resume is None else self.resume.incarnation] * cfg.topology.num_workers
 
@@ -122,12 +130,17 @@ class A3CTopology:
             **{f"server_{k}": s.handle for k, s in enumerate(shards)}, "eval": evaluator.handle,
             **{f"rollout_{i}": w.handle for i, w in enumerate(workers)},
         }))  # fmt: skip
+        shard_pids: list[int] = ray.get([s.pid() for s in shards])
 
         account = WaitAccount()
         pending: dict[ObjectRef, _Window | _Eval] = {}
         eval_in_flight = False
         evaluated_ref: ObjectRef[Weights] | None = None
-        restarts = 0
+        restarts = Restarts()
+        worker_restarts = 0
+        server_down = False
+        """A shard died: workers finishing their window wait (idle) until the server is restored."""
+        idle: list[int] = []
 
         def on_report(report: WorkerReport) -> None:
             account.add(report)
@@ -137,51 +150,121 @@ class A3CTopology:
             if report.segments:
                 monitor.on_learner(report.learner_stats())
 
+        def shard_lost(err: Exception, who: str) -> None:
+            nonlocal server_down
+            if cfg.topology.max_actor_restarts == 0:
+                raise RaylabError(
+                    f"{who} lost a parameter-server shard ({_first_line(err)}): the server state is gone; resume "
+                    f"from the last checkpoint, or let Ray restart shards (topology.max_actor_restarts)"
+                ) from None
+            server_down = True
+
+        def restore_server() -> None:
+            """Every worker is idle: wait for the crashed shards to come back, roll every shard back to the
+            latest periodic checkpoint (a model whose slices come from different times is no model), versions
+            moving on past any the workers saw, and have the workers drop their outstanding pushes."""
+            nonlocal shard_pids
+            for k, shard in enumerate(shards):
+                wait_back(shard.ready, f"parameter-server shard {k}")
+            pids: list[int] = ray.get([s.pid() for s in shards])
+            crashed = [k for k, (old, new) in enumerate(zip(shard_pids, pids, strict=True)) if old != new]
+            shard_pids = pids
+            restarts.server += len(crashed)
+            if crashed:
+                alive: list[ServerStats] = ray.get([s.stats() for s in shards])
+                min_version = max(s.version for s in alive) + 1
+                latest = monitor.latest_checkpoint()
+                states = (
+                    latest["learner"]["shards"] if latest else self.resume.learner["shards"] if self.resume else None
+                )
+                if states is not None:
+                    ray.get([s.load_state_dict(st, min_version) for s, st in zip(shards, states, strict=True)])
+                else:  # no checkpoint yet: back to the initial weights with a fresh RMSProp
+                    ray.get([s.load(params, min_version) for s, params in zip(shards, self.initial, strict=True)])
+                source = (
+                    f"checkpoint {monitor.checkpoints[-1]}"
+                    if latest
+                    else "the resumed checkpoint"
+                    if states
+                    else "the initial weights"
+                )
+                which = ", ".join(map(str, crashed))
+                print(f"raylab: parameter-server shard {which} crashed; server restored from {source}", flush=True)
+            ray.get([w.recover() for w in workers])
+
+        def weights_or_none() -> ObjectRef[Weights] | None:
+            try:
+                return ray.put(self._weights(shards))
+            except ray.exceptions.RayActorError as err:
+                shard_lost(err, "the evaluation")
+                return None
+
+        def state_or_none() -> dict[str, Any] | None:
+            if server_down:
+                return None  # no checkpoint of a server that lost a shard
+            try:
+                return self._state(shards)
+            except ray.exceptions.RayActorError as err:
+                shard_lost(err, "the checkpoint")
+                return None
+
         monitor.start()
         for i, worker in enumerate(workers):
             pending[worker.run(seconds=WINDOW_S)] = _Window(i)
         stop: str | None = None
         try:
             while stop is None:
-                if not eval_in_flight and monitor.eval_due():
+                if not eval_in_flight and not server_down and monitor.eval_due():
                     monitor.eval_started()
-                    weights_ref = ray.put(self._weights(shards))
-                    eval_ref = evaluator.evaluate(
-                        weights_ref, cfg.eval.episodes, cfg.stop.mean_return, cfg.eval.confirm_episodes
-                    )
-                    pending[eval_ref] = _Eval(weights_ref)
-                    eval_in_flight = True
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_TIMEOUT_S)
+                    weights_ref = weights_or_none()
+                    if weights_ref is not None:
+                        eval_ref = evaluator.evaluate(
+                            weights_ref, cfg.eval.episodes, cfg.stop.mean_return, cfg.eval.confirm_episodes
+                        )
+                        pending[eval_ref] = _Eval(weights_ref)
+                        eval_in_flight = True
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_TIMEOUT_S) if pending else ([], [])
                 for ref in ready:
                     job = pending.pop(ref)
                     if isinstance(job, _Window):
                         i = job.worker
                         try:
                             on_report(ray.get(ref))
-                        except ray.exceptions.ActorDiedError as err:
+                        except ray.exceptions.RayActorError as err:
                             if isinstance(err, ray.exceptions.RayTaskError):
-                                # the worker is alive: an actor it called (a server shard) died
-                                raise RaylabError(
-                                    f"a3c worker {i} lost a parameter-server shard ({_first_line(err)}): the "
-                                    f"server state is gone; resume from the last checkpoint"
-                                ) from None
-                            incarnations[i] += 1
-                            restarts += 1
-                            if incarnations[i] > MAX_WORKER_RESTARTS:
-                                raise RaylabError(
-                                    f"a3c worker {i} died {incarnations[i]} times (last: {_first_line(err)}): "
-                                    f"check the workers' logs under /tmp/ray/session_latest/logs"
-                                ) from None
-                            print(f"raylab: a3c worker {i} died ({_first_line(err)}); restarting it", flush=True)
-                            workers[i] = create_worker(i)
-                            wait_ready([workers[i].ready()], f"a3c worker {i}")
-                        pending[workers[i].run(seconds=WINDOW_S)] = _Window(i)
+                                # the worker is alive: an actor it called (a server shard) died; its window is lost
+                                shard_lost(err, f"a3c worker {i}")
+                                restarts.lost_chunks += 1
+                            else:
+                                incarnations[i] += 1
+                                worker_restarts += 1
+                                restarts.rollout += 1
+                                restarts.lost_chunks += 1
+                                if incarnations[i] > MAX_WORKER_RESTARTS:
+                                    raise RaylabError(
+                                        f"a3c worker {i} died {incarnations[i]} times (last: {_first_line(err)}): "
+                                        f"check the workers' logs under /tmp/ray/session_latest/logs"
+                                    ) from None
+                                print(f"raylab: a3c worker {i} died ({_first_line(err)}); restarting it", flush=True)
+                                workers[i] = create_worker(i)
+                                wait_ready([workers[i].ready()], f"a3c worker {i}")
+                        if server_down:
+                            idle.append(i)
+                        else:
+                            pending[workers[i].run(seconds=WINDOW_S)] = _Window(i)
                     else:
                         result: EvalResult = ray.get(ref)
                         eval_in_flight = False
                         monitor.on_eval(result)
                         evaluated_ref = job.weights
-                monitor.tick(state=lambda: self._state(shards))
+                if server_down and not any(isinstance(job, _Window) for job in pending.values()):
+                    restore_server()
+                    server_down = False
+                    for i in idle:
+                        pending[workers[i].run(seconds=WINDOW_S)] = _Window(i)
+                    idle.clear()
+                monitor.gauge(restarts.metrics())
+                monitor.tick(state=state_or_none)
                 stop = monitor.stop_reason()
         except KeyboardInterrupt as err:
             stop = interrupted_reason(err)
@@ -194,11 +277,13 @@ class A3CTopology:
         owner = {**windows, **flushes}
         ready, stragglers = ray.wait(list(owner), num_returns=len(owner), timeout=DRAIN_TIMEOUT_S)
         for ref in ready:
-            with contextlib.suppress(ray.exceptions.ActorDiedError):
+            with contextlib.suppress(ray.exceptions.RayActorError):
                 on_report(ray.get(ref))
         for i in sorted({owner[ref] for ref in stragglers}):
             print(f"raylab: a3c worker {i} did not stop within {DRAIN_TIMEOUT_S:g} s; killed", flush=True)
             workers[i].kill()
+        if server_down or ray.get([s.pid() for s in shards]) != shard_pids:
+            restore_server()  # a shard crashed while stopping: its fresh weights are not the run's
         policy = ray.get(evaluated_ref) if monitor.target_reached() and evaluated_ref else self._weights(shards)
         final_eval = None
         if cfg.eval.final_episodes and stop not in INTERRUPTED:
@@ -207,7 +292,10 @@ class A3CTopology:
         server: list[ServerStats] = ray.get([s.stats() for s in shards])
         peak_refs = [s.peak_memory_bytes() for s in shards] + [w.peak_memory_bytes() for w in workers]
         peak = sum(_alive_results([*peak_refs, evaluator.peak_memory_bytes()]))
-        extra = {"a3c": {**account.summary(), "server": _server_summary(server), "worker_restarts": restarts}}
+        extra = {
+            "a3c": {**account.summary(), "server": _server_summary(server), "worker_restarts": worker_restarts},
+            "restarts": restarts.metrics(),
+        }
         return monitor.finish(stop, learner_state, policy, final_eval, extra_peak_memory_bytes=peak, extra=extra)
 
 

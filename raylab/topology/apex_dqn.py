@@ -29,7 +29,7 @@ from typing import cast
 import ray
 from ray import ObjectRef
 
-from raylab.builders import build_rate_limiter, check_replay_fits
+from raylab.builders import build_rate_limiter, check_replay_fits, replay_snapshots_to_load
 from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
 from raylab.driver.restarts import Restarts
@@ -40,6 +40,7 @@ from raylab.errors import ConfigError
 from raylab.remote.clients import EvalClient, LearnerClient, ReplayClient, RolloutClient
 from raylab.remote.runtime import learner_gpus, placement, run_on_ray, wait_ready
 from raylab.replay.buffer import ReplayStats
+from raylab.replay.snapshot import snapshot_path
 from raylab.types import Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, Weights
 
 LEARNER_CALLS_IN_FLIGHT = 2
@@ -86,6 +87,7 @@ class ApexDQNTopology:
         # validate what can be validated before Ray starts
         self.limiter = build_rate_limiter(cfg)
         check_replay_fits(cfg, spaces)
+        self.snapshots = replay_snapshots_to_load(cfg, spaces, resume)
         if cfg.replay.num_shards > cfg.topology.num_workers:
             raise ConfigError(
                 f"replay.num_shards={cfg.replay.num_shards} exceeds topology.num_workers={cfg.topology.num_workers}"
@@ -117,8 +119,32 @@ class ApexDQNTopology:
         batch, calls = cfg.learner.batch_size, cfg.learner.updates_per_call
         chunk_size = cfg.topology.rollout_length * cfg.topology.envs_per_worker
         learner_version = 0
+        added = 0
         if self.resume is not None:
             learner_version = ray.get(learner.load_state_dict(self.resume.learner))
+            restoring = [(s, path) for s, path in zip(shards, self.snapshots, strict=True) if path is not None]
+            added = sum(ray.get([s.restore(path) for s, path in restoring]))
+            if restoring:
+                limiter.credit_restored(added)
+                monitor.replay_size = added
+                print(f"raylab: replay restored from its snapshot: {added:,} transitions", flush=True)
+        if cfg.checkpoint.replay:
+
+            def snapshot_replay(checkpoint_name: str) -> None:
+                refs = [
+                    s.snapshot(snapshot_path(monitor.outputs.checkpoint_dir, k, checkpoint_name))
+                    for k, s in enumerate(shards)
+                ]
+                for k, ref in enumerate(refs):
+                    try:
+                        ray.get(ref)
+                    except ray.exceptions.RayActorError:  # restarting: its previous snapshot stays the latest
+                        print(
+                            f"raylab: replay shard {k} is restarting: no snapshot of it with {checkpoint_name}",
+                            flush=True,
+                        )
+
+            monitor.replay_snapshot = snapshot_replay
         weights_ref, published_version = learner.weights(), learner_version
         worker_version = [-1] * len(workers)
         pending: dict[ObjectRef, _Rollout | _Update | _Add | _Eval | _Probe] = {}
@@ -126,7 +152,6 @@ class ApexDQNTopology:
         """Restarting rollout actors and when to ask them next whether they are back."""
         parked: list[int] = []
         rollouts_in_flight = learner_calls = calls_made = 0
-        added = 0
         eval_in_flight = False
         evaluated_ref = weights_ref
         restarts = Restarts()
@@ -242,12 +267,18 @@ class ApexDQNTopology:
                         submit_rollout(job.worker)  # it counts as back with its first chunk
                     elif isinstance(job, _Add):
                         try:
-                            inserted, replay_timings = ray.get(ref)
-                        except ray.exceptions.RayActorError as err:  # the shard comes back empty
+                            inserted, replay_timings, restored = ray.get(ref)
+                        except ray.exceptions.RayActorError as err:  # the shard comes back (see restored)
                             check_restartable(err)
                             restarts.died("replay", f"replay_{job.shard}")
                             continue
-                        restarts.answered(f"replay_{job.shard}")
+                        if restored is None:
+                            restarts.answered(f"replay_{job.shard}")
+                        else:  # a restarted shard's first reply: empty, or as of its newest snapshot
+                            restarts.rejoined("replay", f"replay_{job.shard}")
+                            restarts.replay_restored += restored
+                            how = f"with {restored:,} transitions from its snapshot" if restored else "empty"
+                            print(f"raylab: replay shard {job.shard} restarted {how}", flush=True)
                         added += inserted
                         monitor.add_timings("replay", replay_timings)
                         monitor.replay_size = min(added, cfg.replay.capacity)

@@ -42,6 +42,7 @@ from raylab.builders import (
     build_rate_limiter,
     build_replay,
     build_rollout_worker,
+    replay_snapshots_to_load,
 )
 from raylab.config import RunConfig
 from raylab.driver.monitor import RunMonitor, RunSummary
@@ -49,6 +50,7 @@ from raylab.driver.resume import ResumeState, resumed
 from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
 from raylab.params.link import LocalServerLink
+from raylab.replay.snapshot import load_snapshot, save_snapshot, snapshot_path
 from raylab.rollout.evaluator import Evaluator
 from raylab.types import EvalResult, Weights
 
@@ -101,8 +103,17 @@ class LocalTopology:
         ]
         if resume is not None:
             self.learner.load_state_dict(resume.learner)
+            snapshot = replay_snapshots_to_load(cfg, spaces, resume)[0]
+            if snapshot is not None:  # before the monitor: a refused snapshot writes nothing
+                self.limiter.credit_restored(load_snapshot(snapshot, self.replay))
+                print(f"raylab: replay restored from {snapshot.name}: {len(self.replay):,} transitions", flush=True)
         self.evaluator = build_evaluator(cfg, spaces)
         self.monitor = RunMonitor(cfg, spaces, resume=self.resume)
+        if cfg.checkpoint.replay:
+            self.monitor.replay_snapshot = lambda name: self._snapshot(name)
+
+    def _snapshot(self, checkpoint_name: str) -> None:
+        save_snapshot(snapshot_path(self.monitor.outputs.checkpoint_dir, 0, checkpoint_name), self.replay)
 
     def run(self) -> RunSummary:
         cfg, limiter, replay, learner, monitor = self.cfg, self.limiter, self.replay, self.learner, self.monitor

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -57,9 +59,8 @@ def test_each_worker_reports_where_its_time_went(a3c_run):
         assert worker["policy_version_last"] > worker["policy_version_first"] >= 0
 
 
-def test_a_killed_worker_is_replaced_and_the_run_completes(tmp_path):
-    """Stops on time, not steps, so the kill always lands mid-run however fast the machine."""
-    cfg = make_config(tmp_path, *A3C_FAKE, "stop.env_steps=null", "stop.seconds=8", "eval.every_seconds=null")
+def run_and_kill(cfg, kill_when, kill, what: str):
+    """Run ``cfg`` in a thread; once ``kill_when()`` holds, ``kill()`` once. Returns the run's summary."""
     result: dict = {}
 
     def target():
@@ -70,21 +71,57 @@ def test_a_killed_worker_is_replaced_and_the_run_completes(tmp_path):
 
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
-    killed = None
-    metrics = Path(cfg.run_dir) / "metrics.jsonl"
+    killed = False
     deadline = time.monotonic() + 120
-    while killed is None and time.monotonic() < deadline and thread.is_alive():
-        rows = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
-        if rows and rows[-1]["env_steps"] > 0:  # mid-run: the workers have been pushing for a while
-            (name,) = [n for n in ray.util.list_named_actors() if n.startswith("raylab-a3c-") and n.endswith("-1-0")]
-            ray.kill(ray.get_actor(name))
-            killed = name
-        time.sleep(0.1)
+    while not killed and time.monotonic() < deadline and thread.is_alive():
+        if kill_when():
+            kill()
+            killed = True
+        time.sleep(0.05)
     thread.join(timeout=180)
-    assert not thread.is_alive(), "the run did not finish after a worker was killed"
-    assert killed is not None, "worker 1 never appeared"
+    assert not thread.is_alive(), f"the run did not finish after {what} was killed"
+    assert killed, f"{what} was never killed: the run ended or never got going"
     assert "error" not in result, result.get("error")
-    summary = result["summary"]
+    return result["summary"]
+
+
+def named_actor(suffix: str):
+    (name,) = [n for n in ray.util.list_named_actors() if n.startswith("raylab-a3c-") and n.endswith(suffix)]
+    return ray.get_actor(name)
+
+
+def test_a_killed_worker_is_replaced_and_the_run_completes(tmp_path):
+    """Stops on time, not steps, so the kill always lands mid-run however fast the machine."""
+    cfg = make_config(tmp_path, *A3C_FAKE, "stop.env_steps=null", "stop.seconds=8", "eval.every_seconds=null")
+    metrics = Path(cfg.run_dir) / "metrics.jsonl"
+
+    def pushing() -> bool:  # mid-run: the workers have been pushing for a while
+        rows = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
+        return bool(rows) and rows[-1]["env_steps"] > 0
+
+    summary = run_and_kill(cfg, pushing, lambda: ray.kill(named_actor("-1-0")), "worker 1")
     assert summary.benchmark["a3c"]["worker_restarts"] == 1
     assert summary.stop_reason.startswith("8 s >= stop.seconds")
     assert summary.benchmark["workers"]["1"]["env_steps"] > 0
+
+
+def test_a_crashed_parameter_server_shard_is_restored_from_the_checkpoint(tmp_path):
+    """A shard's process SIGKILLed mid-run: Ray restarts it with its initial weights, the driver rolls the
+    server back to the latest periodic checkpoint with versions moving on, and the run still learns the task."""
+    cfg = make_config(
+        tmp_path, *A3C_FAKE, "stop.env_steps=null", "stop.seconds=120", "stop.mean_return=18",
+        "checkpoint.every_seconds=0.5",
+    )  # fmt: skip
+    checkpoints = Path(cfg.run_dir) / "checkpoints"
+
+    def kill_shard_1() -> None:
+        os.kill(ray.get(named_actor("shard-1").pid.remote()), signal.SIGKILL)
+
+    summary = run_and_kill(cfg, lambda: any(checkpoints.glob("step_*.pt")), kill_shard_1, "shard 1")
+    assert summary.benchmark["restarts"]["restarts/server"] == 1
+    assert summary.benchmark["restarts"]["restarts/lost_chunks"] >= 1  # the windows that pushed to it
+    assert summary.stop_reason.startswith("eval return"), summary.stop_reason  # it learned after the restore
+    server = summary.benchmark["a3c"]["server"]
+    assert server["version"] > 0 and server["shards"] == 2
+    rows = [json.loads(line) for line in (Path(cfg.run_dir) / "metrics.jsonl").read_text().splitlines()]
+    assert rows[-1]["restarts/server"] == 1

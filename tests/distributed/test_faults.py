@@ -1,6 +1,7 @@
 """Actors killed by PID mid-run (as a crash or an OOM kill would): the run goes on. Rollout actors come back
 through Ray's max_restarts and rejoin, losing at most their chunk in flight; the learner comes back from the
-latest periodic checkpoint; every restart is counted in the metrics."""
+latest periodic checkpoint, a replay shard from its newest snapshot (checkpoint.replay); every restart is
+counted in the metrics. (A3C's parameter-server shards: tests/distributed/test_a3c.py.)"""
 
 from __future__ import annotations
 
@@ -57,21 +58,25 @@ def run_with_kills(cmd: list[str], run_dir: Path, plan: list[str], every_s: floa
     return proc.returncode, out.decode(), kills
 
 
-def test_killed_rollout_actors_and_learner_come_back_and_the_run_reaches_its_target(tmp_path):
+def test_killed_rollout_actors_replay_and_learner_come_back_and_the_run_reaches_its_target(tmp_path):
     run_dir = tmp_path / "run"
     cmd = [
         sys.executable, "-m", "raylab.train", "+experiment=cartpole_dqn", "stop.seconds=240",
-        "checkpoint.every_seconds=2", "logger.report_every_seconds=1", "logger.console=false",
-        f"hydra.run.dir={run_dir}",
+        "checkpoint.every_seconds=2", "checkpoint.replay=true", "logger.report_every_seconds=1",
+        "logger.console=false", f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
-    returncode, out, kills = run_with_kills(cmd, run_dir, ["RolloutHost", "RolloutHost", "LearnerHost", "RolloutHost"])
+    plan = ["RolloutHost", "ReplayHost", "RolloutHost", "LearnerHost", "RolloutHost"]
+    returncode, out, kills = run_with_kills(cmd, run_dir, plan)
     assert returncode == 0, out[-3000:]
-    assert kills.count("LearnerHost") == 1 and kills.count("RolloutHost") >= 2
+    assert kills.count("LearnerHost") == 1 and kills.count("ReplayHost") == 1 and kills.count("RolloutHost") >= 2
     bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
     assert bm["stop_reason"].startswith("eval return"), bm["stop_reason"]  # the target, not the time limit
     restarts = bm["restarts"]
     assert restarts["restarts/rollout"] == kills.count("RolloutHost")
     assert restarts["restarts/learner"] == 1
+    # the replay shard came back with the transitions of its newest snapshot, not empty
+    assert restarts["restarts/replay"] == 1 and restarts["restarts/replay_restored"] > 0
+    assert "replay shard 0 restarted with" in out
     # at most one chunk in flight per death (none when it died between calls)
     assert restarts["restarts/lost_chunks"] <= restarts["restarts/rollout"]
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]

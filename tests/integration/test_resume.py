@@ -82,6 +82,50 @@ def test_ray_topologies_resume_their_learner(overrides, tmp_path):
     assert bm["eval"]["policy_version"] > saved["policy"]["version"]  # the learner (or server) state came back
 
 
+SNAPSHOT_CASES = {
+    "dqn_local": (*CASES["dqn_local"], "replay.min_size=1500"),
+    "apex_dqn": pytest.param(
+        (*RAY_CASES["apex_dqn"], "replay.min_size=1500"),
+        marks=pytest.mark.distributed,
+    ),
+}
+
+
+@pytest.mark.parametrize("overrides", list(SNAPSHOT_CASES.values()), ids=list(SNAPSHOT_CASES))
+def test_replay_snapshots_resume_with_the_replay_and_learn_at_once(overrides, tmp_path, request):
+    """checkpoint.replay=true: the resumed run loads the replay saved beside final.pt, so it learns before
+    inserting replay.min_size new steps, and its replay counts continue."""
+    if "topology=apex_dqn" in overrides:
+        request.getfixturevalue("ray_session")
+    first, _, second = resume_pair(tmp_path, (*overrides, "checkpoint.replay=true"))
+    ckpts = tmp_path / "checkpoints"
+    periodic = sorted(p.stem for p in ckpts.glob("step_*.pt"))
+    assert (ckpts / "replay_0_final.npz").is_file()
+    # one snapshot per kept periodic checkpoint: rotated with them
+    assert sorted(p.stem.removeprefix("replay_0_") for p in ckpts.glob("replay_0_step_*.npz")) == periodic
+    assert len(periodic) <= 3
+    replay_before, replay_after = first.benchmark["replay"], second.benchmark["replay"]
+    assert replay_after["inserted"] > replay_before["inserted"] == replay_before["size"] >= 1500
+    # learning before replay.min_size new steps: the replay came back (refilling, the first update needs 1500)
+    learning = [
+        r["env_steps"] for r in rows(tmp_path) if r["env_steps"] > first.env_steps and r["updates"] > first.updates
+    ]
+    assert learning and learning[0] < first.env_steps + 1500, (learning[:3], first.env_steps)
+    assert any(r.get("timing/replay/snapshot_s", 0) > 0 for r in rows(tmp_path))  # its cost is reported
+
+
+def test_a_replay_snapshot_that_does_not_fit_is_one_line_and_writes_nothing(tmp_path):
+    run(make_config(tmp_path, *SHORT, *CASES["dqn_local"], "stop.env_steps=1000", "checkpoint.replay=true"))
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    cfg = make_config(
+        tmp_path / "new", *SHORT, *CASES["dqn_local"], "checkpoint.replay=true", "replay.capacity=5000",
+        f"resume={tmp_path}",
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match=r"replay_0_final.npz holds a shard of capacity \d+, this run's is 5000"):
+        run(cfg)
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and "new" not in p.parts} == before
+
+
 def test_mismatched_config_is_one_line_and_writes_nothing(tmp_path):
     run(make_config(tmp_path, *SHORT, *CASES["dqn_local"], "stop.env_steps=1000"))
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}

@@ -177,6 +177,10 @@ class SlowLink:
     def pull(self):
         return self.inner.pull()
 
+    def discard(self):
+        self.ready = 0
+        return self.inner.discard()
+
 
 @pytest.mark.parametrize("pushes_in_flight", [0, 1, 3])
 def test_a_worker_runs_at_most_pushes_in_flight_ahead_of_the_server(pushes_in_flight):
@@ -189,6 +193,29 @@ def test_a_worker_runs_at_most_pushes_in_flight_ahead_of_the_server(pushes_in_fl
     assert report.timings["wait"] >= 0 and report.policy_version_last == 10 - pushes_in_flight
     flushed = worker.flush()
     assert link.in_flight() == 0 and flushed.policy_version_last == 10
+
+
+def test_a_server_restored_from_a_checkpoint_moves_its_version_on_and_the_worker_follows():
+    """A crashed shard's recovery (raylab.topology.a3c): the server loads an older state with versions past
+    any the worker saw; the worker drops the replies it still waited for and loads the restored weights."""
+    link = SlowLink(local_link())
+    server = link.inner.servers[0]
+    worker = fake_worker(link, pushes_in_flight=3)
+    worker.run(max_segments=2)
+    checkpoint = server.state_dict()
+    worker.run(max_segments=4)
+    assert link.in_flight() == 3 and worker.version == 3  # 6 pushed, 3 replies collected
+    server.load_state_dict(checkpoint, min_version=server.version + 1)
+    assert server.version == 7 and torch.equal(server.flat, checkpoint["params"])
+    assert torch.equal(server.mean_sq, checkpoint["mean_sq"])
+    assert worker.recover() == 3 and link.in_flight() == 0
+    report = worker.run(max_segments=1)
+    assert report.policy_version_first == 7  # it synced to the restored weights before its first segment
+    flushed = worker.flush()
+    assert flushed.policy_version_last == 8 and server.version == 8
+    # a version already past min_version stays
+    server.load_state_dict(checkpoint, min_version=0)
+    assert server.version == checkpoint["version"] == 2
 
 
 def test_a3c_worker_learns_the_fake_task_without_ray():

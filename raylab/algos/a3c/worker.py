@@ -130,6 +130,15 @@ class A3CWorker:
         self._lags = []
         return self.version
 
+    def recover(self) -> int:
+        """After the server was restored from a checkpoint: drop the outstanding pushes (their replies are
+        lost or stale) and load the restored weights at the next ``run``. Envs go on where they were.
+        Returns the pushes dropped."""
+        dropped = self.link.discard()
+        self.version = -1
+        self._lags = []
+        return dropped
+
     def _load(self, updates: list[ServerUpdate]) -> None:
         """Account for every reply; load only the newest weights among them."""
         for update in updates:
