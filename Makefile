@@ -13,7 +13,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format bench-learning bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-snake bench-replay bench-e2e bench-timing bench-faults clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format bench-learning bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-snake bench-replay bench-e2e bench-timing bench-faults bench-snapshot clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -101,8 +101,11 @@ bench-e2e: install $(RLLIB_VENV)/bin/python ## apex_dqn end to end with its stag
 bench-timing: install ## cost of per-stage timing: ns per stage, and the same run with logger.timing on vs off
 	WANDB_MODE=disabled $(PY) -m raylab.bench timer_overhead --rounds 6 --seconds 20 --output benchmarks/timer_overhead.json $(ARGS)
 
-bench-faults: install ## cartpole_dqn with a rollout actor SIGKILLed every 30 s and the learner once, beside a clean run
-	$(PY) benchmarks/fault_run.py --kill-every 30 --learner-at 45 --seconds 150 --output benchmarks/fault_run.json $(ARGS)
+bench-snapshot: install ## cost of checkpoint.replay: write/load seconds and MiB per replay shard, and a run with vs without
+	WANDB_MODE=disabled $(PY) -m raylab.bench replay_snapshot --rounds 4 --seconds 30 --output benchmarks/replay_snapshot.json $(ARGS)
+
+bench-faults: install ## cartpole_dqn with a rollout actor SIGKILLed every 30 s, the learner and the replay once, beside a clean run
+	$(PY) benchmarks/fault_run.py --kill-every 30 --learner-at 45 --replay-at 75 --seconds 150 --output benchmarks/fault_run.json $(ARGS)
 
 COINRUN_DIR ?= benchmarks/coinrun_ppo_timed
 COINRUN_HOURS ?= 0.16667

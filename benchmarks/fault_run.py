@@ -1,12 +1,15 @@
 """Issue 8's fault demonstration, measured: a cartpole_dqn apex_dqn run with one rollout actor SIGKILLed every
-``--kill-every`` seconds and the learner SIGKILLed once, beside the same run untouched (alternating).
+``--kill-every`` seconds, the learner SIGKILLed once and the replay shard once, beside the same run
+untouched (alternating).
 
-    python benchmarks/fault_run.py --kill-every 30 --learner-at 45 --seconds 150 --output benchmarks/fault_run.json
+    python benchmarks/fault_run.py --kill-every 30 --learner-at 45 --replay-at 75 --seconds 150 \
+        --output benchmarks/fault_run.json
 
 Each run is a fresh ``python -m raylab.train +experiment=cartpole_dqn`` for ``--seconds`` (no early stop, so
-that the kills keep coming) with periodic checkpoints every 10 s; "reached" means its final greedy evaluation
-(20 fresh episodes) scores >= 475, and the first periodic evaluation at >= 475 is recorded.
-Actor processes are found by their Ray process titles (ray::RolloutHost, ray::LearnerHost) under the run.
+that the kills keep coming) with periodic checkpoints and replay snapshots every 10 s (both variants);
+"reached" means its final greedy evaluation (20 fresh episodes) scores >= 475, and the first periodic
+evaluation at >= 475 is recorded. Actor processes are found by their Ray process titles (ray::RolloutHost,
+ray::LearnerHost, ray::ReplayHost) under the run.
 """
 
 from __future__ import annotations
@@ -36,9 +39,10 @@ def actor_pids(root: int, name: str) -> list[int]:
     return sorted(pids)
 
 
-def one_run(run_dir: Path, seconds: float, kill_every: float | None, learner_at: float | None) -> dict:
+def one_run(run_dir: Path, seconds: float, kill_every: float | None, once: dict[str, float]) -> dict:
+    """``once``: {actor class: seconds into the run} to SIGKILL one actor of that class once."""
     cmd = [sys.executable, "-m", "raylab.train", "+experiment=cartpole_dqn", f"stop.seconds={seconds}",
-           "stop.mean_return=null", "checkpoint.every_seconds=10", "logger.console=false",
+           "stop.mean_return=null", "checkpoint.every_seconds=10", "checkpoint.replay=true", "logger.console=false",
            f"hydra.run.dir={run_dir}"]  # fmt: skip
     env = {**os.environ, "WANDB_MODE": "disabled"}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -47,7 +51,7 @@ def one_run(run_dir: Path, seconds: float, kill_every: float | None, learner_at:
         time.sleep(0.2)
     start = time.monotonic()
     next_kill = kill_every
-    learner_done = learner_at is None
+    pending = dict(once)
     while proc.poll() is None:
         elapsed = time.monotonic() - start
         if next_kill is not None and elapsed >= next_kill:
@@ -56,12 +60,13 @@ def one_run(run_dir: Path, seconds: float, kill_every: float | None, learner_at:
                 os.kill(pids[len(kills) % len(pids)], signal.SIGKILL)
                 kills.append({"actor": "rollout", "at_s": round(elapsed, 1)})
             next_kill += kill_every
-        if not learner_done and elapsed >= learner_at:
-            pids = actor_pids(proc.pid, "LearnerHost")
-            if pids:
-                os.kill(pids[0], signal.SIGKILL)
-                kills.append({"actor": "learner", "at_s": round(elapsed, 1)})
-            learner_done = True
+        for name, at in list(pending.items()):
+            if elapsed >= at:
+                pids = actor_pids(proc.pid, name)
+                if pids:
+                    os.kill(pids[0], signal.SIGKILL)
+                    kills.append({"actor": name.removesuffix("Host").lower(), "at_s": round(elapsed, 1)})
+                del pending[name]
         time.sleep(0.2)
     out = proc.stdout.read().decode() if proc.stdout else ""
     bm = json.loads((run_dir / "benchmark_metrics.json").read_text()) if proc.returncode == 0 else {}
@@ -85,6 +90,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--kill-every", type=float, default=30.0)
     p.add_argument("--learner-at", type=float, default=45.0)
+    p.add_argument("--replay-at", type=float, default=75.0)
     p.add_argument("--seconds", type=float, default=150.0)
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--runs-dir", default="outputs/bench/fault_run")
@@ -94,8 +100,9 @@ def main() -> None:
     for seed in range(args.seeds):
         for variant in ("faults", "clean") if seed % 2 == 0 else ("clean", "faults"):
             run_dir = Path(args.runs_dir) / f"{variant}_{seed}"
-            kill, learner = (args.kill_every, args.learner_at) if variant == "faults" else (None, None)
-            result = one_run(run_dir, args.seconds, kill, learner)
+            once = {"LearnerHost": args.learner_at, "ReplayHost": args.replay_at}
+            kill, once = (args.kill_every, once) if variant == "faults" else (None, {})
+            result = one_run(run_dir, args.seconds, kill, once)
             results[variant].append(result)
             print(variant, seed, json.dumps({k: result[k] for k in ("reached_target", "train_s", "restarts",
                                                                     "final_eval", "kills")}), flush=True)  # fmt: skip
@@ -115,9 +122,10 @@ def plot(report: dict, path: Path) -> None:
             times, returns = zip(*run["evals"], strict=True) if run["evals"] else ((), ())
             ax.plot(times, returns, color=color, marker=".", label=f"{variant} (final eval {run['final_eval']:.1f})")
             for kill in run["kills"]:
-                ax.axvline(kill["at_s"], color=color, linestyle="--" if kill["actor"] == "rollout" else "-", alpha=0.5)
+                style = {"rollout": "--", "learner": "-", "replay": ":"}[kill["actor"]]
+                ax.axvline(kill["at_s"], color=color, linestyle=style, alpha=0.5)
     ax.axhline(TARGET, color="grey", linewidth=0.8)
-    ax.set_xlabel("training time (s); dashed: a rollout actor SIGKILLed, solid: the learner")
+    ax.set_xlabel("training time (s); SIGKILLed: dashed a rollout actor, solid the learner, dotted the replay")
     ax.set_ylabel("greedy eval return")
     ax.set_title("cartpole_dqn (apex_dqn) with actors killed mid-run")
     ax.legend(fontsize=8)

@@ -5,7 +5,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-from raylab.bench import compare, e2e, envs, learn, learner_speed, scaling, snake_loop, timed, timer_overhead
+from raylab.bench import (
+    compare,
+    e2e,
+    envs,
+    learn,
+    learner_speed,
+    replay_snapshot,
+    scaling,
+    snake_loop,
+    timed,
+    timer_overhead,
+)
 from raylab.errors import EXIT_USAGE, RaylabError
 
 
@@ -21,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     learner_speed.add_parser(commands)
     e2e.add_parser(commands)
     timer_overhead.add_parser(commands)
+    replay_snapshot.add_parser(commands)
     args, overrides = parser.parse_known_args(argv)
     try:
         return int(args.func(args, overrides) or 0)

@@ -80,11 +80,12 @@ class FramePool:
         return frames.reshape(*lead, ids.shape[-1] * self.frame_shape[0], *self.frame_shape[1:])
 
     def restore(self, frames: np.ndarray, *id_arrays: np.ndarray) -> None:
-        """Take ``frames`` (a snapshot's pool) with the references of the stored transitions' ``id_arrays``
-        only: frames nobody stores (a stream's holds) go back to the free list."""
+        """Take ``frames`` (a snapshot's pool, owned from now on: not copied, which cost 2.0 of 4.5 s for
+        Mario's 756 MiB) with the references of the stored transitions' ``id_arrays`` only: frames nobody
+        stores (a stream's holds) go back to the free list."""
         if frames.shape[1:] != self.frames.shape[1:] or frames.dtype != self.frames.dtype:
             raise ValueError(f"frames {frames.dtype}{list(frames.shape[1:])} do not fit this pool")
-        self.frames = frames.copy()
+        self.frames = frames if frames.flags.writeable else frames.copy()
         self.refs = np.zeros(len(frames), np.int32)
         for ids in id_arrays:
             np.add.at(self.refs, ids.reshape(-1), 1)

@@ -54,6 +54,7 @@ def test_smoke_run_in_serial_mode(tmp_path):
         (["learner.grad_accumulation=3"], "must be >= 1 and divide learner.batch_size=64: pick a divisor"),
         (["topology=local", "replay.frame_dedup=true"], "set replay.frame_dedup=auto"),
         (["replay.num_shards=3"], "set replay.num_shards <= 2"),
+        (["+experiment=cartpole_ppo", "checkpoint.replay=true"], "algo=ppo has none: set checkpoint.replay=false"),
         (["topology=local", "model.norm=batch"], "model.norm=batch is available for model=nature_cnn only"),
         (["env=fake", "ray.address=127.0.0.1:1", "ray.connect_timeout_s=2"],
          "cannot reach Ray at '127.0.0.1:1' within 2 s (Connection refused): start the cluster (ray start --head)"),
@@ -77,7 +78,7 @@ SLOW = pytest.mark.slow  # the same path as apex_dqn's; kept out of the 15-minut
     "topology",
     [
         "local",
-        "apex_dqn",
+        pytest.param("apex_dqn", marks=SLOW),  # a Ray topology's stop stays in the default tier with SIGTERM below
         pytest.param("a3c", marks=SLOW),
         pytest.param("ppo", marks=SLOW),
         pytest.param("appo", marks=SLOW),

@@ -65,8 +65,11 @@ def test_resumed_exploration_continues_where_it_was(tmp_path):
     assert eps_after <= eps_before + 1e-6  # annealing goes on; a fresh worker would be back near 1.0
 
 
-RAY_CASES = {  # PPO and A3C on Ray run in make test-all (their serial resumes above are in the default tier)
-    "apex_dqn": ("topology=apex_dqn", "replay.min_size=200", "topology.rollout_length=16"),
+RAY_CASES = {  # PPO and A3C on Ray run in make test-all (their serial resumes above are in the default tier);
+    # apex_dqn's learner resume is checked with its replay's, in test_replay_snapshots_resume_... below
+    "apex_dqn": pytest.param(
+        ("topology=apex_dqn", "replay.min_size=200", "topology.rollout_length=16"), marks=pytest.mark.slow
+    ),
     "ppo": pytest.param(("topology=ppo", "algo=ppo", "model.hidden_sizes=[16]"), marks=pytest.mark.slow),
     "a3c": pytest.param(("topology=a3c", "algo=a3c", "model.hidden_sizes=[16]"), marks=pytest.mark.slow),
 }
@@ -85,7 +88,7 @@ def test_ray_topologies_resume_their_learner(overrides, tmp_path):
 SNAPSHOT_CASES = {
     "dqn_local": (*CASES["dqn_local"], "replay.min_size=1500"),
     "apex_dqn": pytest.param(
-        (*RAY_CASES["apex_dqn"], "replay.min_size=1500"),
+        ("topology=apex_dqn", "topology.rollout_length=16", "replay.min_size=1500"),
         marks=pytest.mark.distributed,
     ),
 }
@@ -97,7 +100,9 @@ def test_replay_snapshots_resume_with_the_replay_and_learn_at_once(overrides, tm
     inserting replay.min_size new steps, and its replay counts continue."""
     if "topology=apex_dqn" in overrides:
         request.getfixturevalue("ray_session")
-    first, _, second = resume_pair(tmp_path, (*overrides, "checkpoint.replay=true"))
+    first, saved, second = resume_pair(tmp_path, (*overrides, "checkpoint.replay=true"))
+    bm = json.loads((tmp_path / "benchmark_metrics.json").read_text())
+    assert bm["eval"]["policy_version"] > saved["policy"]["version"]  # the learner state came back too
     ckpts = tmp_path / "checkpoints"
     periodic = sorted(p.stem for p in ckpts.glob("step_*.pt"))
     assert (ckpts / "replay_0_final.npz").is_file()

@@ -108,6 +108,8 @@ def test_a_snapshot_that_does_not_fit_is_refused_in_one_line_and_changes_nothing
     corrupt.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
     with pytest.raises(RaylabError, match=r"is corrupt .*checkpoint\.replay=false"):
         load_snapshot(corrupt, target)
+    with pytest.raises(RaylabError, match=r"is corrupt"):
+        check_snapshot(corrupt, 100, prioritized=False, dedup=False)
     with pytest.raises(RaylabError, match="does not exist"):
         load_snapshot(tmp_path / "nothing.npz", target)
     after = target.state_arrays()
