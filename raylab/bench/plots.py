@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,3 +24,14 @@ def save(fig: Any, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def write_report(output: Path, report: dict[str, Any], plot: Callable[[dict[str, Any], Path], None],
+                 headline: dict[str, Any]) -> None:  # fmt: skip
+    """A benchmark's JSON (atomically) and its PNG beside it; prints the headline figures and the paths."""
+    from raylab.driver.outputs import atomic_write
+
+    atomic_write(output, json.dumps(report, indent=2) + "\n")
+    plot(report, output.with_suffix(".png"))
+    print(json.dumps(headline, indent=1))
+    print(f"wrote {output} and {output.with_suffix('.png')}")

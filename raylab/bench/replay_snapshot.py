@@ -29,7 +29,6 @@ import numpy as np
 from raylab.bench import plots
 from raylab.bench.machine import machine_info
 from raylab.bench.timer_overhead import train_run
-from raylab.driver.outputs import atomic_write
 from raylab.replay.buffer import PrioritizedSpec, ReplayBuffer
 from raylab.replay.snapshot import load_snapshot, save_snapshot
 from raylab.types import Chunk
@@ -165,11 +164,8 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         "run": summary,
         "runs": results,
     }
-    atomic_write(output, json.dumps(report, indent=2) + "\n")
-    _plot(report, output.with_suffix(".png"))
-    print(json.dumps({"per_snapshot": {k: {m: v[m] for m in ("file_bytes", "write_s", "load_s")}
-                                       for k, v in snapshots.items()}, "run": summary}, indent=1))  # fmt: skip
-    print(f"wrote {output} and {output.with_suffix('.png')}")
+    per = {k: {m: v[m] for m in ("file_bytes", "write_s", "load_s")} for k, v in snapshots.items()}
+    plots.write_report(output, report, _plot, {"per_snapshot": per, "run": summary})
     return 0
 
 

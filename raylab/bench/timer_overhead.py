@@ -32,7 +32,6 @@ from typing import Any
 
 from raylab.bench import plots
 from raylab.bench.machine import machine_info
-from raylab.driver.outputs import atomic_write
 from raylab.metrics.timing import StageTimer
 
 VARIANTS: dict[str, tuple[str, ...]] = {
@@ -149,10 +148,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         "summary": summary,
         "runs": results,
     }
-    atomic_write(output, json.dumps(report, indent=2) + "\n")
-    _plot(report, output.with_suffix(".png"))
-    print(json.dumps({"micro_ns_per_stage": micro_ns, "summary": summary}, indent=1))
-    print(f"wrote {output} and {output.with_suffix('.png')}")
+    plots.write_report(output, report, _plot, {"micro_ns_per_stage": micro_ns, "summary": summary})
     return 0
 
 
