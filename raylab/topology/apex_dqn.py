@@ -272,9 +272,10 @@ class ApexDQNTopology:
                             check_restartable(err)
                             restarts.died("replay", f"replay_{job.shard}")
                             continue
-                        if restored is None:
-                            restarts.answered(f"replay_{job.shard}")
-                        else:  # a restarted shard's first reply: empty, or as of its newest snapshot
+                        # Only a restarted shard's own first reply ends its death: a reply without the flag may
+                        # be a call the shard answered before it died, reaching the driver after a failed one
+                        # (ray.wait's order), so it must not clear the death (a second count otherwise).
+                        if restored is not None:  # empty, or as of its newest snapshot
                             restarts.rejoined("replay", f"replay_{job.shard}")
                             restarts.replay_restored += restored
                             how = f"with {restored:,} transitions from its snapshot" if restored else "empty"

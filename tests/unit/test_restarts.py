@@ -1,0 +1,27 @@
+"""Counting restarts as the driver sees them: each death once, whichever of its signs arrive and in what order."""
+
+from raylab.driver.restarts import Restarts
+
+
+def test_a_death_counts_once_however_many_calls_fail_and_the_restarted_reply_does_not_add_one():
+    r = Restarts()
+    assert r.died("replay", "replay_0") and not r.died("replay", "replay_0")  # add and sample both failed
+    r.rejoined("replay", "replay_0")  # the restarted shard's first reply
+    assert r.replay == 1 and not r.down
+
+
+def test_a_death_between_calls_is_counted_by_the_restarted_reply():
+    r = Restarts()
+    r.rejoined("replay", "replay_1")
+    r.rollout_answered("rollout_0", restarted=True)
+    r.rollout_answered("rollout_1", restarted=False)
+    assert (r.replay, r.rollout) == (1, 1)
+
+
+def test_two_deaths_count_twice():
+    r = Restarts()
+    r.died("learner", "learner")
+    r.answered("learner")
+    r.died("learner", "learner")
+    assert r.learner == 2
+    assert r.metrics()["restarts/learner"] == 2 and set(r.metrics()) >= {"restarts/server", "restarts/replay_restored"}
