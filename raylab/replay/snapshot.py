@@ -54,7 +54,10 @@ def check_snapshot(path: Path, capacity: int, prioritized: bool, dedup: bool) ->
     """What ``load_snapshot`` would refuse, checked without loading the data (a driver, before Ray starts)."""
     with _open(path) as npz:
         files = set(npz.files)
-        saved = [int(npz[k]) if k in files else -1 for k in ("format", "capacity")]
+        try:
+            saved = [int(npz[k]) if k in files else -1 for k in ("format", "capacity")]
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+            raise _corrupt(path, err) from None
     _check(path, files, saved, capacity, prioritized, dedup)
 
 

@@ -110,6 +110,12 @@ def test_a_snapshot_that_does_not_fit_is_refused_in_one_line_and_changes_nothing
         load_snapshot(corrupt, target)
     with pytest.raises(RaylabError, match=r"is corrupt"):
         check_snapshot(corrupt, 100, prioritized=False, dedup=False)
+    flipped = tmp_path / "replay_0_step_000000000300.npz"  # whole, with bytes changed inside the arrays
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)
+    flipped.write_bytes(bytes(data))
+    with pytest.raises(RaylabError, match=r"is corrupt \(BadZipFile\)"):
+        load_snapshot(flipped, target)
     with pytest.raises(RaylabError, match="does not exist"):
         load_snapshot(tmp_path / "nothing.npz", target)
     after = target.state_arrays()
