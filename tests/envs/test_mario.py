@@ -15,13 +15,17 @@ REFERENCE = Path(__file__).parent / "data" / "mario_reference_numpy126.npz"
 STATUS = ("small", "tall", "fireball")
 
 
-def test_twenty_thousand_actions_match_the_numpy_1_reference():
+@pytest.mark.parametrize("steps", [5_000, pytest.param(20_000, marks=pytest.mark.slow)])
+def test_actions_match_the_numpy_1_reference(steps):
+    """The default tier replays the reference's first 5,000 actions (a quarter of the time); make test-all all
+    20,000."""
     ref = dict(np.load(REFERENCE))  # NpzFile decompresses on every access
     assert str(ref["numpy_version"]).startswith("1.26") and np.__version__.startswith("2.")
+    assert len(ref["actions"]) == 20_000
     env = MarioEnv("SuperMarioBros-1-1-v0", actions="simple")
     env.reset()
     crcs = []
-    for t, action in enumerate(ref["actions"]):
+    for t, action in enumerate(ref["actions"][:steps]):
         frame, reward, terminated, truncated, info = env.step(int(action))
         assert reward == ref["rewards"][t], f"reward differs at step {t}"
         assert terminated == ref["dones"][t] and not truncated, f"done differs at step {t}"
@@ -32,8 +36,10 @@ def test_twenty_thousand_actions_match_the_numpy_1_reference():
             crcs.append(zlib.crc32(np.ascontiguousarray(frame).tobytes()))
         if terminated:
             env.reset()
-    np.testing.assert_array_equal(np.array(crcs, np.uint32), ref["screen_crc32"])
-    assert ref["dones"].sum() >= 20  # the sequence covers many deaths and resets, not one lucky run
+    np.testing.assert_array_equal(np.array(crcs, np.uint32), ref["screen_crc32"][: len(crcs)])
+    assert len(crcs) == steps // 100
+    # the sequence covers deaths and resets, not one lucky run (20 and more over all 20,000 actions)
+    assert ref["dones"][:steps].sum() >= steps // 1000
 
 
 def test_frames_are_copies_not_views_of_the_emulator_buffer():

@@ -42,6 +42,7 @@ def test_serial_topology_solves_cartpole(tmp_path, seed):
     assert summary.eval_return_mean is not None and summary.eval_return_mean >= 475
 
 
+@pytest.mark.slow  # the default tier keeps apex_dqn's and PPO's CartPole runs (and a3c learning the fake task)
 @pytest.mark.distributed
 def test_a3c_solves_cartpole(tmp_path):
     """cartpole_a3c (2 workers pushing to the parameter server) reaches a confirmed greedy 475 (about 20 s
@@ -81,6 +82,7 @@ def test_ppo_solves_cartpole_other_seeds(tmp_path, topology, seed):
     assert summary.eval_return_mean is not None and summary.eval_return_mean >= 450
 
 
+@pytest.mark.slow  # as a3c's: APPO learning the fake task stays in the default tier
 @pytest.mark.distributed
 def test_appo_solves_cartpole(tmp_path):
     """cartpole_appo: workers and learner never wait for each other; V-trace corrects the lag."""
