@@ -88,6 +88,7 @@ class RunMonitor:
         """DQN topologies with checkpoint.replay: write every replay shard's snapshot for a checkpoint name
         (raylab.replay.snapshot). Called before the checkpoint itself is written."""
         self.resources = ResourceSampler()
+        self._resume = resume
         if resume is not None:
             self._restore(resume)
         RunMonitor._open.add(self)
@@ -253,11 +254,15 @@ class RunMonitor:
     def _worker_steps(self) -> dict[str, int]:
         return {str(k): int(v["env_steps"]) for k, v in self.progress.workers.items()}
 
-    def latest_checkpoint(self) -> dict[str, Any] | None:
-        """The newest periodic checkpoint this run wrote, loaded (None when there is none yet)."""
-        if not self.checkpoints:
-            return None
-        return load_checkpoint(self.outputs.checkpoint_dir / self.checkpoints[-1])
+    def latest_learner_state(self) -> dict[str, Any] | None:
+        """The learner state a crashed learner (or A3C's server) restarts from: the newest periodic
+        checkpoint's, or the resumed checkpoint's when that is newer (a run resumed from final.pt next to
+        older step_*.pt files); None when there is neither, and it starts fresh."""
+        latest = load_checkpoint(self.outputs.checkpoint_dir / self.checkpoints[-1]) if self.checkpoints else None
+        resume = self._resume
+        if resume is not None and (latest is None or latest["counters"]["env_steps"] < resume.env_steps):
+            return resume.learner
+        return latest["learner"] if latest is not None else None
 
     # -- the end -------------------------------------------------------------------------------------------
     def finish(

@@ -145,7 +145,12 @@ def wait_back(ready: Callable[[], ObjectRef], what: str, timeout_s: float = ACTO
             return
         except ray.exceptions.RayActorError as err:
             if time.monotonic() > deadline:
-                raise RaylabError(f"{what} did not come back within {timeout_s:.0f} s after a crash ({err})") from None
+                why = " ".join(str(err).split())[:160]
+                raise RaylabError(
+                    f"{what} did not come back within {timeout_s:.0f} s after a crash ({why}): its restarts may be "
+                    f"used up (raise topology.max_actor_restarts, -1 = always); its logs are under "
+                    f"/tmp/ray/session_latest/logs"
+                ) from None
             time.sleep(0.2)
 
 

@@ -173,21 +173,12 @@ class A3CTopology:
             if crashed:
                 alive: list[ServerStats] = ray.get([s.stats() for s in shards])
                 min_version = max(s.version for s in alive) + 1
-                latest = monitor.latest_checkpoint()
-                states = (
-                    latest["learner"]["shards"] if latest else self.resume.learner["shards"] if self.resume else None
-                )
-                if states is not None:
-                    ray.get([s.load_state_dict(st, min_version) for s, st in zip(shards, states, strict=True)])
+                state = monitor.latest_learner_state()
+                if state is not None:
+                    ray.get([s.load_state_dict(st, min_version) for s, st in zip(shards, state["shards"], strict=True)])
                 else:  # no checkpoint yet: back to the initial weights with a fresh RMSProp
                     ray.get([s.load(params, min_version) for s, params in zip(shards, self.initial, strict=True)])
-                source = (
-                    f"checkpoint {monitor.checkpoints[-1]}"
-                    if latest
-                    else "the resumed checkpoint"
-                    if states
-                    else "the initial weights"
-                )
+                source = "the latest checkpoint" if state is not None else "the initial weights"
                 which = ", ".join(map(str, crashed))
                 print(f"raylab: parameter-server shard {which} crashed; server restored from {source}", flush=True)
             ray.get([w.recover() for w in workers])

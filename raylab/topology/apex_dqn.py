@@ -165,8 +165,7 @@ class ApexDQNTopology:
             """The learner comes back fresh from the latest periodic checkpoint, versions moving on. The
             driver blocks meanwhile (seconds); the rollout actors finish their chunks."""
             nonlocal learner_version, weights_ref, published_version
-            latest = monitor.latest_checkpoint()
-            learner_version = learner.restore_blocking(latest["learner"] if latest else None, learner_version + 1)
+            learner_version = learner.restore_blocking(monitor.latest_learner_state(), learner_version + 1)
             weights_ref, published_version = learner.weights(), learner_version
             worker_version[:] = [-1] * len(workers)
 

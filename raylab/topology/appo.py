@@ -126,8 +126,7 @@ class APPOTopology:
                                 raise
                             restarts.died("learner", "learner")
                             restarts.lost_chunks += algo.chunks_per_update  # the batch it was training on
-                            latest = monitor.latest_checkpoint()
-                            version = learner.restore_blocking(latest["learner"] if latest else None, version + 1)
+                            version = learner.restore_blocking(monitor.latest_learner_state(), version + 1)
                             restarts.answered("learner")
                             weights_ref, update = learner.weights(), None
                             continue

@@ -75,8 +75,7 @@ class PPOTopology:
                         raise
                     restarts.died("learner", "learner")
                     restarts.lost_chunks += len(workers)  # the round it was training on
-                    latest = monitor.latest_checkpoint()
-                    version = learner.restore_blocking(latest["learner"] if latest else None, version + 1)
+                    version = learner.restore_blocking(monitor.latest_learner_state(), version + 1)
                     restarts.answered("learner")
                     weights_ref = learner.weights()
                     continue
