@@ -72,7 +72,7 @@ def test_killed_rollout_actors_replay_and_learner_come_back_and_the_run_reaches_
     bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
     assert bm["stop_reason"].startswith("eval return"), bm["stop_reason"]  # the target, not the time limit
     restarts = bm["restarts"]
-    assert restarts["restarts/rollout"] == kills.count("RolloutHost")
+    assert restarts["restarts/rollout"] == kills.count("RolloutHost"), (restarts, kills)
     assert restarts["restarts/learner"] == 1
     # the replay shard came back with the transitions of its newest snapshot, not empty
     assert restarts["restarts/replay"] == 1 and restarts["restarts/replay_restored"] > 0
@@ -81,7 +81,7 @@ def test_killed_rollout_actors_replay_and_learner_come_back_and_the_run_reaches_
     assert restarts["restarts/lost_chunks"] <= restarts["restarts/rollout"]
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert rows[-1]["restarts/rollout"] == restarts["restarts/rollout"]
-    assert bm["eval"]["return_mean"] >= 475 * 0.9
+    assert bm["eval"]["return_mean"] >= 475 * 0.9, (bm["eval"], bm["evals"][-3:])
     # the workers' steps all arrived, minus the chunks lost in flight
     assert sum(w["env_steps"] for w in bm["workers"].values()) == bm["total_timesteps"]
 
