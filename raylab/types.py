@@ -116,9 +116,9 @@ class RolloutStats:
     per push); None lets the driver measure learner version minus ``policy_version``."""
     epsilon: float | None = None
     """Epsilon-greedy workers: the mean exploration rate over this worker's env slots at the chunk's end."""
-    actor_restarted: bool = False
-    """The first chunk of a rollout actor Ray restarted after a crash (the driver counts the restart even when
-    the crash happened between calls and no call failed)."""
+    life: int = 0
+    """Ray's restart count when the rollout actor that made this chunk started (raylab.driver.restarts
+    counts a restart by it even when the crash happened between calls and no call failed)."""
 
 
 @dataclass
@@ -157,6 +157,8 @@ class LearnerStats:
     """Seconds per learner stage, each name ending in _s: batch_wait_s (inside the call, waiting for the
     prefetched batch), wait_s (before the call, since the previous one returned: the driver, the replay's
     batch transfer), publish_s (putting the new weights, Ray hosts only)."""
+    life: int = 0
+    """Ray's restart count when the learner actor that answered started (raylab.driver.restarts)."""
 
 
 @dataclass

@@ -24,7 +24,7 @@ from raylab.envs.registry import EnvSpaces
 from raylab.params.link import ServerUpdate, shard_slices
 from raylab.params.server import PushReply, ServerStats
 from raylab.remote.hosts import _Host, _single_thread_torch
-from raylab.remote.runtime import SPREAD, actor_class
+from raylab.remote.runtime import SPREAD, actor_class, wait_back
 
 
 class RayServerLink:
@@ -162,6 +162,15 @@ class ShardClient:
 
     def pid(self) -> ObjectRef[int]:
         return self.handle.pid.remote()
+
+    def wait_back(self, what: str) -> int:
+        """After a crash Ray restarts this shard: wait for it; returns the life of the one now answering."""
+        wait_back(self.ready, what)
+        return int(ray.get(self.life()))
+
+    def life(self) -> ObjectRef[int]:
+        """Ray's restart count when the shard now answering started (raylab.driver.restarts)."""
+        return self.handle.get_life.remote()
 
 
 class A3CWorkerClient:

@@ -30,12 +30,10 @@ class _RestartableRolloutHost(RolloutHost):
     fresh env seeds instead of replaying its first episodes."""
 
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces, worker_id: int, incarnation: int = 0, env_steps: int = 0):
-        restarted = ray.get_runtime_context().was_current_actor_reconstructed
-        if restarted:
+        if self.life:  # set by raylab.remote.runtime before this constructor runs
             # 998..1997: apart from a resume's 1..997, and seed + stride x incarnation stays below 2**31 (EnvPool)
             incarnation = 998 + os.getpid() % 1000
         super().__init__(cfg, spaces, worker_id, incarnation, env_steps)
-        self.restarted = restarted
 
 
 class _RestartableReplayHost(ReplayHost):
@@ -44,7 +42,7 @@ class _RestartableReplayHost(ReplayHost):
 
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces, shard: int = 0):
         super().__init__(cfg, spaces, shard)
-        if self._startup_error is None and ray.get_runtime_context().was_current_actor_reconstructed:
+        if self._startup_error is None and self.life:
             self.restored = 0
             snapshot = latest_periodic_snapshot(Path(cfg.run_dir) / "checkpoints", shard)
             if cfg.checkpoint.replay and snapshot is not None:
@@ -72,6 +70,15 @@ class _Client:
 
     def pid(self) -> ObjectRef[int]:
         return self.handle.pid.remote()
+
+    def life(self) -> ObjectRef[int]:
+        """Ray's restart count when the actor now answering started (raylab.driver.restarts)."""
+        return self.handle.get_life.remote()
+
+    def wait_back(self, what: str) -> int:
+        """After a crash Ray restarts this actor: wait for it; returns the life of the one now answering."""
+        wait_back(self.ready, what)
+        return int(ray.get(self.life()))
 
 
 class RolloutClient(_Client):
@@ -103,7 +110,7 @@ class ReplayClient(_Client):
     def update_priorities(self, priorities: ObjectRef[Priorities | None]) -> ObjectRef[int]:
         return self.handle.update_priorities.remote(priorities)
 
-    def add(self, chunk: ObjectRef[Chunk]) -> ObjectRef[tuple[int, dict[str, float], int | None]]:
+    def add(self, chunk: ObjectRef[Chunk]) -> ObjectRef[tuple[int, dict[str, float], int | None, int]]:
         return self.handle.add.remote(chunk)
 
     def snapshot(self, path: Path) -> ObjectRef[int]:
@@ -131,11 +138,16 @@ class RestorableLearner:
     def state_dict_blocking(self) -> dict[str, Any]:
         raise NotImplementedError
 
-    def restore_blocking(self, state: dict[str, Any] | None, min_version: int) -> int:
+    def life(self) -> ObjectRef[int]:
+        raise NotImplementedError
+
+    def restore_blocking(self, state: dict[str, Any] | None, min_version: int) -> tuple[int, int]:
         """After a crash Ray restarted this learner: wait for it, then load ``state`` (the latest periodic
-        checkpoint's; None: none yet) with versions moving on past ``min_version``. Returns the version."""
+        checkpoint's; None: none yet) with versions moving on past ``min_version``. Returns (the version,
+        the life of the learner now answering)."""
         wait_back(self.ready, "the learner")
-        return int(ray.get(self.load_state_dict(state, min_version)))
+        version, life = ray.get([self.load_state_dict(state, min_version), self.life()])
+        return int(version), int(life)
 
     def state_dict_or_none(self) -> dict[str, Any] | None:
         """The learner's state, or None while it is restarting (no periodic checkpoint then)."""

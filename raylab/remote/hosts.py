@@ -29,6 +29,9 @@ def _single_thread_torch() -> None:
 
 class _Host:
     _startup_error: RaylabError | None = None
+    life = 0
+    """Ray's restart count when this actor started (raylab.remote.runtime sets it; 0 outside Ray); the
+    replies the driver counts restarts by carry it."""
 
     @contextmanager
     def _deferring_user_errors(self) -> Iterator[None]:
@@ -54,15 +57,11 @@ class RolloutHost(_Host):
         with self._deferring_user_errors():
             self.worker = build_rollout_worker(cfg, spaces, worker_id, incarnation, env_steps)
 
-    restarted = False
-    """Set by a restarted actor (raylab.remote.clients): its next chunk says so."""
-
     def sample(self, weights: Weights | None) -> tuple[Chunk, RolloutStats]:
         if weights is not None:
             self.worker.set_weights(weights)
         chunk, stats = self.worker.sample()
-        if self.restarted:
-            stats.actor_restarted, self.restarted = True, False
+        stats.life = self.life
         return chunk, stats
 
 
@@ -75,12 +74,12 @@ class ReplayHost(_Host):
     """Set by a restarted shard (raylab.remote.clients): the transitions it reloaded from its newest
     snapshot (0: none); its next ``add`` reply says so, once."""
 
-    def add(self, chunk: Chunk) -> tuple[int, dict[str, float], int | None]:
+    def add(self, chunk: Chunk) -> tuple[int, dict[str, float], int | None, int]:
         """(transitions completed, seconds per replay stage since the last add: add, sample, priority
         update — the driver's per-interval view of this shard's time, riding on a reply it fetches anyway —,
-        and ``restored``, None unless this is a restarted shard's first reply)."""
+        ``restored``, None unless this is a restarted shard's first reply, and the shard's life)."""
         restored, self.restored = self.restored, None
-        return self.replay.add_chunk(chunk), self.replay.interval_timings(), restored
+        return self.replay.add_chunk(chunk), self.replay.interval_timings(), restored, self.life
 
     def snapshot(self, path: str) -> int:
         """Write this shard's snapshot to ``path`` (raylab.replay.snapshot); returns the transitions saved."""
@@ -120,7 +119,7 @@ class LearnerHost(_Host):
             start = time.perf_counter()
             weights = self.learner.get_weights()
             stats.timings = {**(stats.timings or {}), "publish_s": time.perf_counter() - start}
-        return dataclasses.replace(stats, priorities=None), weights, stats.priorities
+        return dataclasses.replace(stats, priorities=None, life=self.life), weights, stats.priorities
 
     def get_weights(self) -> Weights:
         return self.learner.get_weights()

@@ -24,6 +24,7 @@ class PPOLearnerHost(_Host):
     def update(self, *chunks: Chunk) -> tuple[LearnerStats, Weights]:
         """Train on one round (the chunks arrive as separate refs, resolved by Ray); returns the new weights."""
         stats = self.learner.update(list(chunks))
+        stats.life = self.life
         return stats, self.learner.get_weights()
 
     def get_weights(self) -> Weights:
@@ -65,6 +66,9 @@ class PPOLearnerClient(RestorableLearner):
 
     def weights(self) -> ObjectRef[Weights]:
         return self.handle.get_weights.remote()
+
+    def life(self) -> ObjectRef[int]:
+        return self.handle.get_life.remote()
 
     def state_dict_blocking(self) -> dict[str, Any]:
         return ray.get(self.handle.state_dict.remote())

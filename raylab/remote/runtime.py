@@ -35,7 +35,26 @@ def run_on_ray(cfg: RayConfig, required_cpus: float, body: Callable[[], T]) -> T
             ray.shutdown()
 
 
+def actor_life() -> int:
+    """How many times Ray had restarted the calling actor when this process started it: 0 in its first life.
+    (Ray's own ``was_current_actor_reconstructed`` reads the same actor-table entry.)"""
+    from ray._private.state import actors
+
+    info = actors(actor_id=ray.get_runtime_context().get_actor_id())
+    return int(info.get("NumRestarts", 0)) if info else 0
+
+
 class _Located:
+    life = 0
+    """The actor's life (``actor_life``), read once when it starts; replies that matter carry it."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        self.life = actor_life()
+        super().__init__(*args, **kwargs)
+
+    def get_life(self) -> int:
+        return self.life
+
     def node_id(self) -> str:
         """The Ray node this actor runs on."""
         return str(ray.get_runtime_context().get_node_id())
@@ -45,9 +64,10 @@ class _Located:
 
 
 def actor_class(host: type, name: str | None = None) -> Any:
-    """``ray.remote(host)`` with ``node_id()`` and ``pid()`` added, so that a run can record where each of its
-    actors ran (benchmark_metrics.json's ``placement``) and tests can kill one."""
-    return ray.remote(type(name or host.__name__, (host, _Located), {"__doc__": host.__doc__}))
+    """``ray.remote(host)`` with ``node_id()``, ``pid()`` and ``get_life()`` added, so that a run can record
+    where each of its actors ran (benchmark_metrics.json's ``placement``), tests can kill one, and the driver
+    can count restarts (raylab.driver.restarts). ``self.life`` is set before the host's constructor runs."""
+    return ray.remote(type(name or host.__name__, (_Located, host), {"__doc__": host.__doc__}))
 
 
 def placement(handles: dict[str, Any]) -> dict[str, str]:

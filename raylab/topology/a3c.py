@@ -9,7 +9,8 @@
 Workers drive themselves (raylab.algos.a3c.A3CWorker): the driver only hands each one a time window
 (WINDOW_S) and collects its report (steps, episodes, losses, per-stage seconds including the time blocked on
 the server), so it never sits between a worker and the server. A worker that dies (its process killed, a
-node lost) is replaced by a fresh one with new seeds, up to MAX_WORKER_RESTARTS times each; an exception
+node lost) is replaced by a fresh one with new seeds, up to topology.max_actor_restarts times each (the
+restart policy of every topology: -1 always, 0 never, then a death ends the run); an exception
 raised inside a worker (a bug, a bad config) stops the run. A shard that crashes is restarted by Ray
 (topology.max_actor_restarts) with its initial weights, so the driver lets every worker finish its window,
 then rolls the whole server back to the latest periodic checkpoint (weights and RMSProp, every shard: slices
@@ -42,13 +43,11 @@ from raylab.params.link import ServerUpdate
 from raylab.params.server import ServerStats
 from raylab.remote.a3c import A3CWorkerClient, ShardClient
 from raylab.remote.clients import EvalClient
-from raylab.remote.runtime import placement, run_on_ray, wait_back, wait_ready
+from raylab.remote.runtime import placement, run_on_ray, wait_ready
 from raylab.types import EvalResult, Weights
 
 WINDOW_S = 0.25
 """Seconds a worker runs between reports to the driver."""
-MAX_WORKER_RESTARTS = 3
-"""Times one worker may die and be replaced before the run stops."""
 WAIT_TIMEOUT_S = 0.1
 DRAIN_TIMEOUT_S = 30.0
 """Seconds stopping workers get to finish their window and land their pushes."""
@@ -130,7 +129,6 @@ class A3CTopology:
             **{f"server_{k}": s.handle for k, s in enumerate(shards)}, "eval": evaluator.handle,
             **{f"rollout_{i}": w.handle for i, w in enumerate(workers)},
         }))  # fmt: skip
-        shard_pids: list[int] = ray.get([s.pid() for s in shards])
 
         account = WaitAccount()
         pending: dict[ObjectRef, _Window | _Eval] = {}
@@ -138,6 +136,7 @@ class A3CTopology:
         evaluated_ref: ObjectRef[Weights] | None = None
         restarts = Restarts()
         worker_restarts = 0
+        deaths = [0] * len(workers)
         server_down = False
         """A shard died: workers finishing their window wait (idle) until the server is restored."""
         idle: list[int] = []
@@ -163,13 +162,8 @@ class A3CTopology:
             """Every worker is idle: wait for the crashed shards to come back, roll every shard back to the
             latest periodic checkpoint (a model whose slices come from different times is no model), versions
             moving on past any the workers saw, and have the workers drop their outstanding pushes."""
-            nonlocal shard_pids
-            for k, shard in enumerate(shards):
-                wait_back(shard.ready, f"parameter-server shard {k}")
-            pids: list[int] = ray.get([s.pid() for s in shards])
-            crashed = [k for k, (old, new) in enumerate(zip(shard_pids, pids, strict=True)) if old != new]
-            shard_pids = pids
-            restarts.server += len(crashed)
+            lives = [shard.wait_back(f"parameter-server shard {k}") for k, shard in enumerate(shards)]
+            crashed = [k for k, life in enumerate(lives) if restarts.replied("server", f"server_{k}", life)]
             if crashed:
                 alive: list[ServerStats] = ray.get([s.stats() for s in shards])
                 min_version = max(s.version for s in alive) + 1
@@ -229,11 +223,13 @@ class A3CTopology:
                             else:
                                 incarnations[i] += 1
                                 worker_restarts += 1
-                                restarts.rollout += 1
+                                restarts.replace("rollout", f"rollout_{i}")
                                 restarts.lost_chunks += 1
-                                if incarnations[i] > MAX_WORKER_RESTARTS:
+                                deaths[i] += 1
+                                if 0 <= cfg.topology.max_actor_restarts < deaths[i]:
                                     raise RaylabError(
-                                        f"a3c worker {i} died {incarnations[i]} times (last: {_first_line(err)}): "
+                                        f"a3c worker {i} died {deaths[i]} times (last: {_first_line(err)}), more than "
+                                        f"topology.max_actor_restarts={cfg.topology.max_actor_restarts}: raise it, or "
                                         f"check the workers' logs under /tmp/ray/session_latest/logs"
                                     ) from None
                                 print(f"raylab: a3c worker {i} died ({_first_line(err)}); restarting it", flush=True)
@@ -273,7 +269,8 @@ class A3CTopology:
         for i in sorted({owner[ref] for ref in stragglers}):
             print(f"raylab: a3c worker {i} did not stop within {DRAIN_TIMEOUT_S:g} s; killed", flush=True)
             workers[i].kill()
-        if server_down or ray.get([s.pid() for s in shards]) != shard_pids:
+        lives = ray.get([s.life() for s in shards])
+        if server_down or any(life != restarts.tag(f"server_{k}") for k, life in enumerate(lives)):
             restore_server()  # a shard crashed while stopping: its fresh weights are not the run's
         policy = ray.get(evaluated_ref) if monitor.target_reached() and evaluated_ref else self._weights(shards)
         final_eval = None

@@ -51,6 +51,8 @@ WAIT_TIMEOUT_S = 0.1
 class _Rollout:
     worker: int
     chunk: ObjectRef[Chunk]
+    tag: int
+    """raylab.driver.restarts: the worker's newest life the driver had heard from when it sent the call."""
 
 
 @dataclass
@@ -58,11 +60,15 @@ class _Update:
     weights: ObjectRef[Weights | None]
     priorities: ObjectRef[Priorities | None]
     shard: int
+    tag: int
+    """The learner's tag; ``shard_tag`` the replay shard's (the call's batches came from its sample_many)."""
+    shard_tag: int
 
 
 @dataclass
 class _Add:
     shard: int
+    tag: int
 
 
 @dataclass
@@ -165,7 +171,8 @@ class ApexDQNTopology:
             """The learner comes back fresh from the latest periodic checkpoint, versions moving on. The
             driver blocks meanwhile (seconds); the rollout actors finish their chunks."""
             nonlocal learner_version, weights_ref, published_version
-            learner_version = learner.restore_blocking(monitor.latest_learner_state(), learner_version + 1)
+            learner_version, life = learner.restore_blocking(monitor.latest_learner_state(), learner_version + 1)
+            restarts.replied("learner", "learner", life)
             weights_ref, published_version = learner.weights(), learner_version
             worker_version[:] = [-1] * len(workers)
 
@@ -174,7 +181,7 @@ class ApexDQNTopology:
             newer = worker_version[i] < published_version
             worker_version[i] = published_version
             chunk_ref, stats_ref = workers[i].sample(weights_ref if newer else None)
-            pending[stats_ref] = _Rollout(i, chunk_ref)
+            pending[stats_ref] = _Rollout(i, chunk_ref, restarts.tag(f"rollout_{i}"))
             rollouts_in_flight += 1
 
         monitor.start()
@@ -186,8 +193,9 @@ class ApexDQNTopology:
                 while learner_calls < LEARNER_CALLS_IN_FLIGHT and limiter.can_sample(batch * calls):
                     limiter.record_sample(batch * calls)
                     shard = calls_made % len(shards)  # learner calls take turns among the shards
+                    shard_tag, tag = restarts.tag(f"replay_{shard}"), restarts.tag("learner")
                     stats_ref, new_weights_ref, priorities_ref = learner.update(shards[shard].sample_many(batch, calls))
-                    pending[stats_ref] = _Update(new_weights_ref, priorities_ref, shard)
+                    pending[stats_ref] = _Update(new_weights_ref, priorities_ref, shard, tag, shard_tag)
                     learner_calls += 1
                     calls_made += 1
                 while parked and limiter.can_insert(chunk_size * (rollouts_in_flight + 1)):
@@ -203,7 +211,7 @@ class ApexDQNTopology:
                 for i, when in list(probe_at.items()):
                     if time.monotonic() >= when:
                         del probe_at[i]
-                        pending[workers[i].ready()] = _Probe(i)
+                        pending[workers[i].life()] = _Probe(i)
 
                 waited = time.perf_counter()
                 ready: list[ObjectRef] = []
@@ -220,15 +228,15 @@ class ApexDQNTopology:
                         except ray.exceptions.RayActorError as err:  # its in-flight chunk is lost
                             check_restartable(err)
                             rollouts_in_flight -= 1
-                            restarts.died("rollout", f"rollout_{job.worker}")
+                            restarts.failed("rollout", f"rollout_{job.worker}", job.tag)
                             restarts.lost_chunks += 1
                             worker_version[job.worker] = -1  # the restarted actor needs the weights
                             probe_at[job.worker] = time.monotonic()  # resubmitted once it is back
                             continue
-                        restarts.rollout_answered(f"rollout_{job.worker}", stats.actor_restarted)
+                        restarts.replied("rollout", f"rollout_{job.worker}", stats.life)
                         rollouts_in_flight -= 1
                         shard = job.worker % len(shards)  # a worker's stream stays on one shard (n-step, frames)
-                        pending[shards[shard].add(job.chunk)] = _Add(shard)
+                        pending[shards[shard].add(job.chunk)] = _Add(shard, restarts.tag(f"replay_{shard}"))
                         limiter.record_insert(stats.num_steps)
                         monitor.on_rollout(stats, learner_version)
                         if limiter.can_insert(chunk_size * (rollouts_in_flight + 1)):
@@ -242,12 +250,14 @@ class ApexDQNTopology:
                         except ray.exceptions.RayActorError as err:
                             check_restartable(err)
                             if getattr(err, "actor_id", None) == learner_id:
-                                if restarts.died("learner", "learner"):
+                                if restarts.failed("learner", "learner", job.tag):
                                     restore_learner()
                             else:  # the replay shard died while sampling: this call's batches are lost
-                                restarts.died("replay", f"replay_{job.shard}")
+                                restarts.failed("replay", f"replay_{job.shard}", job.shard_tag)
                             continue
-                        restarts.answered("learner")
+                        if restarts.replied("learner", "learner", learner_stats.life):  # died between calls
+                            restore_learner()  # this call trained a fresh network: drop its weights
+                            continue
                         learner_version = learner_stats.version
                         monitor.on_learner(learner_stats)
                         if prioritized:  # sent only now: a call waiting on its argument would hold up add()
@@ -259,23 +269,21 @@ class ApexDQNTopology:
                             )
                     elif isinstance(job, _Probe):
                         try:
-                            ray.get(ref)
+                            life: int = ray.get(ref)
                         except ray.exceptions.RayActorError:
                             probe_at[job.worker] = time.monotonic() + PROBE_EVERY_S
                             continue
-                        submit_rollout(job.worker)  # it counts as back with its first chunk
+                        restarts.replied("rollout", f"rollout_{job.worker}", life)
+                        submit_rollout(job.worker)
                     elif isinstance(job, _Add):
                         try:
-                            inserted, replay_timings, restored = ray.get(ref)
+                            inserted, replay_timings, restored, life = ray.get(ref)
                         except ray.exceptions.RayActorError as err:  # the shard comes back (see restored)
                             check_restartable(err)
-                            restarts.died("replay", f"replay_{job.shard}")
+                            restarts.failed("replay", f"replay_{job.shard}", job.tag)
                             continue
-                        # Only a restarted shard's own first reply ends its death: a reply without the flag may
-                        # be a call the shard answered before it died, reaching the driver after a failed one
-                        # (ray.wait's order), so it must not clear the death (a second count otherwise).
-                        if restored is not None:  # empty, or as of its newest snapshot
-                            restarts.rejoined("replay", f"replay_{job.shard}")
+                        restarts.replied("replay", f"replay_{job.shard}", life)
+                        if restored is not None:  # a restarted shard's first reply: empty, or its newest snapshot
                             restarts.replay_restored += restored
                             how = f"with {restored:,} transitions from its snapshot" if restored else "empty"
                             print(f"raylab: replay shard {job.shard} restarted {how}", flush=True)

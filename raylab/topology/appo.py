@@ -25,7 +25,7 @@ from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.clients import EvalClient, RolloutClient
 from raylab.remote.ppo import PPOLearnerClient
-from raylab.remote.runtime import learner_gpus, placement, run_on_ray, wait_back, wait_ready
+from raylab.remote.runtime import learner_gpus, placement, run_on_ray, wait_ready
 from raylab.types import Chunk, EvalResult, LearnerStats, RolloutStats, Weights
 
 WAIT_TIMEOUT_S = 0.1
@@ -62,10 +62,10 @@ class APPOTopology:
         resumed_version = 0 if self.resume is None else ray.get(learner.load_state_dict(self.resume.learner))
         weights_ref: ObjectRef[Weights] = learner.weights()
         evaluated_ref = weights_ref
-        rollouts: dict[ObjectRef[RolloutStats], tuple[int, ObjectRef[Chunk]]] = {}
+        rollouts: dict[ObjectRef[RolloutStats], tuple[int, ObjectRef[Chunk], int]] = {}
         queue: list[ObjectRef[Chunk]] = []
         parked: list[int] = []
-        update: tuple[ObjectRef[LearnerStats], ObjectRef[Weights]] | None = None
+        update: tuple[ObjectRef[LearnerStats], ObjectRef[Weights], int] | None = None
         eval_job: tuple[ObjectRef[EvalResult], ObjectRef[Weights]] | None = None
         version = resumed_version
         queue_limit = 2 * algo.chunks_per_update
@@ -73,7 +73,7 @@ class APPOTopology:
 
         def submit(i: int) -> None:
             chunk_ref, stats_ref = workers[i].sample(weights_ref)
-            rollouts[stats_ref] = (i, chunk_ref)
+            rollouts[stats_ref] = (i, chunk_ref, restarts.tag(f"rollout_{i}"))
 
         monitor.start()
         for i in range(len(workers)):
@@ -83,7 +83,7 @@ class APPOTopology:
             while stop is None:
                 if update is None and queue:
                     batch, queue = queue[: algo.chunks_per_update], queue[algo.chunks_per_update :]
-                    update = learner.update(batch)
+                    update = (*learner.update(batch), restarts.tag("learner"))
                     while parked and len(queue) < queue_limit:
                         submit(parked.pop(0))
                 if eval_job is None and monitor.eval_due():
@@ -100,18 +100,18 @@ class APPOTopology:
                 ready, _ = ray.wait(waiting, num_returns=1, timeout=WAIT_TIMEOUT_S)
                 for ref in ready:
                     if ref in rollouts:
-                        i, chunk_ref = rollouts.pop(ref)
+                        i, chunk_ref, tag = rollouts.pop(ref)
                         try:
                             rollout = ray.get(ref)
                         except ray.exceptions.RayActorError:  # Ray restarts it; its chunk in flight is lost
                             if cfg.topology.max_actor_restarts == 0:
                                 raise
-                            restarts.died("rollout", f"rollout_{i}")
+                            restarts.failed("rollout", f"rollout_{i}", tag)
                             restarts.lost_chunks += 1
-                            wait_back(workers[i].ready, f"rollout actor {i}")
+                            restarts.replied("rollout", f"rollout_{i}", workers[i].wait_back(f"rollout actor {i}"))
                             submit(i)
                             continue
-                        restarts.rollout_answered(f"rollout_{i}", rollout.actor_restarted)
+                        restarts.replied("rollout", f"rollout_{i}", rollout.life)
                         monitor.on_rollout(rollout, version)
                         queue.append(chunk_ref)
                         if len(queue) < queue_limit:
@@ -119,16 +119,21 @@ class APPOTopology:
                         else:
                             parked.append(i)
                     elif update is not None and ref == update[0]:
+                        stats: LearnerStats | None = None
                         try:
-                            stats: LearnerStats = ray.get(ref)
-                        except ray.exceptions.RayActorError:  # Ray restarts the learner: from its checkpoint
+                            stats = ray.get(ref)
+                            died = restarts.replied("learner", "learner", stats.life)  # it died between calls
+                        except ray.exceptions.RayActorError:
                             if cfg.topology.max_actor_restarts == 0:
                                 raise
-                            restarts.died("learner", "learner")
+                            died = restarts.failed("learner", "learner", update[2])
+                        if died:  # Ray restarted the learner: it resumes from its latest checkpoint
+                            version, life = learner.restore_blocking(monitor.latest_learner_state(), version + 1)
+                            restarts.replied("learner", "learner", life)
+                            weights_ref = learner.weights()
+                        if died or stats is None:
                             restarts.lost_chunks += algo.chunks_per_update  # the batch it was training on
-                            version = learner.restore_blocking(monitor.latest_learner_state(), version + 1)
-                            restarts.answered("learner")
-                            weights_ref, update = learner.weights(), None
+                            update = None
                             continue
                         monitor.on_learner(stats)
                         if stats.published:

@@ -23,7 +23,7 @@ from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.clients import EvalClient, RolloutClient
 from raylab.remote.ppo import PPOLearnerClient
-from raylab.remote.runtime import learner_gpus, placement, run_on_ray, wait_back, wait_ready
+from raylab.remote.runtime import learner_gpus, placement, run_on_ray, wait_ready
 from raylab.types import Chunk, EvalResult, LearnerStats, RolloutStats, Weights
 
 
@@ -67,16 +67,21 @@ class PPOTopology:
                 sampled = [w.sample(weights_ref) for w in workers]
                 for rollout in self._round(sampled, workers, weights_ref, restarts):
                     monitor.on_rollout(rollout, version)
+                tag = restarts.tag("learner")
                 stats_ref, weights_ref = learner.update([chunk for chunk, _ in sampled])
+                learner_stats: LearnerStats | None = None
                 try:
-                    learner_stats: LearnerStats = ray.get(stats_ref)
-                except ray.exceptions.RayActorError:  # Ray restarts the learner: from its latest checkpoint
+                    learner_stats = ray.get(stats_ref)
+                    died = restarts.replied("learner", "learner", learner_stats.life)  # it died between calls
+                except ray.exceptions.RayActorError:
                     if cfg.topology.max_actor_restarts == 0:
                         raise
-                    restarts.died("learner", "learner")
+                    died = restarts.failed("learner", "learner", tag)
+                if died:  # Ray restarted the learner: it resumes from its latest checkpoint
+                    version, life = learner.restore_blocking(monitor.latest_learner_state(), version + 1)
+                    restarts.replied("learner", "learner", life)
+                if died or learner_stats is None:
                     restarts.lost_chunks += len(workers)  # the round it was training on
-                    version = learner.restore_blocking(monitor.latest_learner_state(), version + 1)
-                    restarts.answered("learner")
                     weights_ref = learner.weights()
                     continue
                 version = learner_stats.version
@@ -122,18 +127,21 @@ class PPOTopology:
         chunk in flight is lost. ``sampled`` is updated in place."""
         out = []
         for i, (_, stats_ref) in enumerate(sampled):
+            name = f"rollout_{i}"
+            tag = restarts.tag(name)  # the round was sent just before this call
             while True:
                 try:
                     stats: RolloutStats = ray.get(stats_ref)
-                    restarts.rollout_answered(f"rollout_{i}", stats.actor_restarted)
+                    restarts.replied("rollout", name, stats.life)
                     out.append(stats)
                     break
                 except ray.exceptions.RayActorError:
                     if self.cfg.topology.max_actor_restarts == 0:
                         raise
-                    restarts.died("rollout", f"rollout_{i}")
+                    restarts.failed("rollout", name, tag)
                     restarts.lost_chunks += 1
-                    wait_back(workers[i].ready, f"rollout actor {i}")
+                    restarts.replied("rollout", name, workers[i].wait_back(f"rollout actor {i}"))
+                    tag = restarts.tag(name)
                     sampled[i] = workers[i].sample(weights_ref)
                     stats_ref = sampled[i][1]
         return out

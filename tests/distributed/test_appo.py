@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from raylab.train import run
@@ -21,6 +24,12 @@ def test_appo_learns_the_fake_task_and_reports_drops(tmp_path):
     summary = run(cfg)
     assert summary.stop_reason.startswith("eval return"), summary.stop_reason  # random play: 5 of 20
     assert summary.eval_return_mean is not None and summary.eval_return_mean >= 15
-    assert summary.benchmark["appo"]["dropped_chunks"] >= 0
+    rows = [json.loads(line) for line in (Path(summary.run_dir) / "metrics.jsonl").read_text().splitlines()]
+    reported = [row["learner/dropped_chunks"] for row in rows if "learner/dropped_chunks" in row]
+    assert reported and reported == sorted(reported), "the drop counter only grows, row after row"
+    # the report's count is the learner's own, and no more chunks were dropped than the workers made
+    chunks = sum(worker["chunks"] for worker in summary.benchmark["workers"].values())
+    assert summary.benchmark["appo"]["dropped_chunks"] == reported[-1] <= chunks
+    assert all(row["learner/lag_mean"] >= 0 for row in rows if "learner/lag_mean" in row)
     for worker in summary.benchmark["workers"].values():
         assert worker["chunks"] > 0 and worker["policy_version_last"] > 0
