@@ -41,6 +41,9 @@ from raylab.types import LearnerStats, Priorities, Weights
 
 __all__ = ["Learner", "Prefetcher", "resolve_device"]
 
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+"""torch.compile modes that capture CUDA graphs (their outputs are overwritten by the next replay)."""
+
 
 class Learner:
     """Owns the objective's modules and the Adam optimizer; ``update_many(data)`` runs one call."""
@@ -84,6 +87,7 @@ class Learner:
         """Learner-owned metric accumulators (float64, on the device), zeroed at the start of each call."""
         self._loss: Callable[[Any], LossOutput] = objective.loss
         self._apply: Callable[[], torch.Tensor] = self._clip_and_step
+        self._cuda_graphs = compile and compile_mode in CUDA_GRAPH_MODES and self.device.type == "cuda"
         if compile:
             self._loss = torch.compile(objective.loss, mode=compile_mode)
             if precision != "fp16":  # GradScaler's step has data-dependent control flow: keep it eager
@@ -172,6 +176,8 @@ class Learner:
         tds = []
         for part in parts:
             weight = batch_size(part) / total if len(parts) > 1 else 1.0
+            if self._cuda_graphs:  # the previous replay's outputs are dead (used, added up or copied below)
+                torch.compiler.cudagraph_mark_step_begin()
             with self.io.autocast():
                 out = self._loss(part)
             loss = out.loss * weight if len(parts) > 1 else out.loss

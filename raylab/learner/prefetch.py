@@ -1,9 +1,9 @@
 """Prefetching: step k + 1's input is pulled and prepared while step k trains.
 
 - CPU (``Prefetcher``): a thread pulls the next item (e.g. draws a replay batch) and prepares it.
-- CUDA (``StreamPrefetcher``): the same thread issues the preparation (host to device copies from pinned
-  buffers, minibatch gathers) on a side stream, so copies overlap the compute stream's kernels; the compute
-  stream waits for each item's event before using it.
+- CUDA (``StreamPrefetcher``): the same thread pulls and prepares on a side stream (host to device copies
+  from pinned buffers, minibatch index copies and gathers), so copies overlap the compute stream's kernels;
+  the compute stream waits for each item's event before using it.
 """
 
 from __future__ import annotations
@@ -82,6 +82,16 @@ class StreamPrefetcher(Prefetcher):
         self._consumer = torch.cuda.current_stream(device)
         self.stream.wait_stream(self._consumer)  # inputs the consumer's stream produced so far (a round's data)
 
+        def pulled_on_side_stream() -> Iterator[Any]:  # what the source itself copies (PPO's permutations)
+            items = iter(source)
+            while True:
+                with torch.cuda.device(device), torch.cuda.stream(self.stream):
+                    try:
+                        item = next(items)
+                    except StopIteration:
+                        return
+                yield item
+
         def on_side_stream(item: Any) -> tuple[Any, torch.cuda.Event]:
             with torch.cuda.device(device), torch.cuda.stream(self.stream):
                 out = convert(item)
@@ -89,7 +99,7 @@ class StreamPrefetcher(Prefetcher):
                 ready.record(self.stream)
             return out, ready
 
-        super().__init__(source, on_side_stream, depth)
+        super().__init__(pulled_on_side_stream(), on_side_stream, depth)
 
     def __iter__(self) -> Iterator[Any]:
         for out, ready in super().__iter__():
