@@ -5,7 +5,8 @@ Parity tolerances (PPO and APPO, 2 calls of 2 epochs x 4 minibatches = 16 optimi
 problem, against eager fp32 without prefetch; the deviations measured on this machine in brackets):
 - prefetch: exactly equal (the same operations in the same order; only the thread differs) [0].
 - torch.compile: parameters to rtol 1e-4, atol 1e-6, metrics to rel 1e-4, abs 1e-6 (Inductor fuses kernels
-  and reorders float sums, nothing more) [parameters 3e-8 abs, metrics 3e-6 rel].
+  and reorders float sums, nothing more) [parameters 3e-8 abs; metrics <= 3e-6 rel, explained_variance,
+  which is near 0, 1.3e-5 rel = 7e-8 abs].
 - grad_accumulation=3 (unequal micro-batches): parameters to rtol 1e-5, atol 1e-7 (sums in another order)
   [3e-8 abs].
 - bf16 autocast, alone or with compile and prefetch: bf16 keeps 8 mantissa bits (~3 significant digits) in
