@@ -80,8 +80,9 @@ $(RLLIB_VENV)/bin/python:
 bench-rllib: install $(RLLIB_VENV)/bin/python ## raylab PPO vs RLlib PPO on CartPole, side by side -> benchmarks/cartpole_ppo_vs_rllib.json
 	$(PY) benchmarks/cartpole_ppo_vs_rllib.py --rllib-python $(RLLIB_VENV)/bin/python $(ARGS)
 
-bench-learner: install ## DQN learner updates/s: eager fp32, AMP, compile, AMP+compile; batch 32 and 512 -> benchmarks/learner_cpu.json
+bench-learner: install ## learner updates/s: eager fp32, AMP, compile, AMP+compile; DQN batch 32/512, PPO (IMPALA CNN) 32/64 -> benchmarks/learner_{,ppo_}cpu.json
 	$(PY) -m raylab.bench learner --output benchmarks/learner_$$($(PY) -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')").json $(ARGS)
+	$(PY) -m raylab.bench learner --algo ppo --batch-sizes 32 64 --epochs 2 --minibatches 4 --rounds 3 --seconds 2 --output benchmarks/learner_ppo_$$($(PY) -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')").json $(ARGS)
 	$(PY) benchmarks/learner_overheads.py benchmarks/learner_overheads.json
 
 bench-snake: install ## seed 004's Snake DQN loop, env steps/s vs its 2,050 -> benchmarks/snake_dqn_loop.json

@@ -14,11 +14,14 @@ import numpy as np
 
 from raylab.algos.a3c import A3CWorker, ActorCriticPolicy
 from raylab.algos.dqn import DQN, EpsilonGreedyPolicy, EpsilonSchedule, apex_epsilons
-from raylab.algos.ppo.appo import APPOLearner
-from raylab.algos.ppo.learner import PPOLearner
+from raylab.algos.ppo.appo import APPO
+from raylab.algos.ppo.objective import PPO
 from raylab.config import A3CConfig, APPOConfig, DQNConfig, PPOConfig, RunConfig
 from raylab.envs.registry import EVAL_WORKER_INDEX, EnvSpaces, make_vector_env
+from raylab.errors import ConfigError
 from raylab.learner.learner import Learner
+from raylab.learner.objective import Objective
+from raylab.learner.options import NO_LEARNER, check_learner_options
 from raylab.metrics.timing import StageTimer
 from raylab.models.factory import QNetwork, build_actor_critic, build_q_network
 from raylab.params.flat import ParamLayout, flatten_params
@@ -175,46 +178,40 @@ def replay_snapshots_to_load(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeSt
     return paths
 
 
+def build_objective(cfg: RunConfig, spaces: EnvSpaces) -> Objective:
+    """The algorithm as the Learner trains it: DQN (and QR-DQN), PPO, or APPO (V-trace, lag-bounded)."""
+    if isinstance(cfg.algo, DQNConfig):
+        return DQN(_q_network(cfg, spaces), cfg.algo)
+    if isinstance(cfg.algo, APPOConfig):
+        return APPO(build_actor_critic(cfg.model, spaces), cfg.algo, seed=cfg.seed)
+    if isinstance(cfg.algo, PPOConfig):
+        return PPO(build_actor_critic(cfg.model, spaces), cfg.algo, seed=cfg.seed)
+    reason = NO_LEARNER.get(cfg.algo.name, "it has no objective")
+    raise ConfigError(f"algo={cfg.algo.name} has no learner ({reason}): build its workers, not a learner")
+
+
 def build_learner(cfg: RunConfig, spaces: EnvSpaces) -> Learner:
+    """The learner of every algorithm that has one, with every learner option."""
     import torch
 
-    torch.manual_seed(cfg.seed)
-    torch.set_num_threads(cfg.learner.num_threads)
-    objective = DQN(_q_network(cfg, spaces), _dqn(cfg))
-    return Learner(
-        objective,
-        lr=cfg.learner.lr,
-        adam_eps=cfg.learner.adam_eps,
-        max_grad_norm=cfg.learner.max_grad_norm,
-        device=cfg.learner.device,
-        publish_every=cfg.learner.publish_every,
-        precision=cfg.learner.precision,
-        compile=cfg.learner.compile,
-        compile_mode=cfg.learner.compile_mode,
-        grad_accumulation=cfg.learner.grad_accumulation,
-        prefetch=cfg.learner.prefetch,
-        tf32=cfg.learner.tf32,
-    )
-
-
-def build_ppo_learner(cfg: RunConfig, spaces: EnvSpaces) -> PPOLearner | APPOLearner:
-    """The synchronous PPO learner, or APPO's (V-trace, lag-bounded) for algo=appo."""
-    import torch
-
-    assert isinstance(cfg.algo, PPOConfig | APPOConfig), f"algo={cfg.algo.name} reached the PPO learner builder"
+    check_learner_options(cfg.algo.name, cfg.learner)
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.learner.num_threads)
     opt = cfg.learner
-    model = build_actor_critic(cfg.model, spaces)
-    if isinstance(cfg.algo, APPOConfig):
-        return APPOLearner(
-            model, cfg.algo, lr=opt.lr, adam_eps=opt.adam_eps, max_grad_norm=opt.max_grad_norm, device=opt.device,
-            seed=cfg.seed,
-        )  # fmt: skip
-    return PPOLearner(
-        model, cfg.algo, lr=opt.lr, adam_eps=opt.adam_eps, max_grad_norm=opt.max_grad_norm, device=opt.device,
-        seed=cfg.seed,
-    )  # fmt: skip
+    return Learner(
+        build_objective(cfg, spaces),
+        lr=opt.lr,
+        adam_eps=opt.adam_eps,
+        max_grad_norm=opt.max_grad_norm,
+        device=opt.device,
+        publish_every=opt.publish_every,
+        precision=opt.precision,
+        compile=opt.compile,
+        compile_mode=opt.compile_mode,
+        grad_accumulation=opt.grad_accumulation,
+        prefetch=opt.prefetch,
+        tf32=opt.tf32,
+    )
 
 
 def build_rate_limiter(cfg: RunConfig) -> SamplesPerInsertLimiter:
@@ -227,8 +224,6 @@ def build_rate_limiter(cfg: RunConfig) -> SamplesPerInsertLimiter:
         error_buffer = spi * chunk * cfg.topology.num_workers + sample_request
     needed = SamplesPerInsertLimiter.min_error_buffer(spi, sample_request, chunk * cfg.topology.num_workers)
     if error_buffer < needed:
-        from raylab.errors import ConfigError
-
         raise ConfigError(
             f"replay.error_buffer={error_buffer:g} can deadlock actors and learner: set it >= {needed:g} or null"
         )

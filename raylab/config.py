@@ -553,6 +553,7 @@ def resolve(cfg: Mapping[str, Any], run_dir: str = ".") -> RunConfig:
 
 def _check_cross_fields(run: RunConfig) -> None:
     from raylab.envs.registry import check_env_config, max_return
+    from raylab.learner.options import check_learner_options
 
     algos = TOPOLOGY_ALGOS[run.topology.name]
     runners = [t for t, a in TOPOLOGY_ALGOS.items() if run.algo.name in a and t != "local"]
@@ -581,6 +582,7 @@ def _check_cross_fields(run: RunConfig) -> None:
         run.eval.greedy or not isinstance(run.algo, DQNConfig),
         "eval.greedy=false samples from a policy, and algo=dqn has none: set algo.epsilon.eval instead",
     )
+    check_learner_options(run.algo.name, run.learner)
     check_env_config(run.env)
     stop = run.stop
     if stop.env_steps is None and stop.seconds is None and stop.mean_return is None and stop.train_return is None:

@@ -1,15 +1,24 @@
-"""``learner``: DQN learner updates/s for eager fp32, AMP, torch.compile and AMP + compile.
+"""``learner``: learner updates/s for eager fp32, AMP, torch.compile and AMP + compile, DQN or PPO.
 
     python -m raylab.bench learner --output benchmarks/learner_cpu.json [--device cuda] [--batch-sizes 32 512]
+    python -m raylab.bench learner --algo ppo --output benchmarks/learner_ppo_cpu.json [--batch-sizes 32 64]
 
-The network is ``mario_dqn``'s (dueling Nature CNN on 4 x 84 x 84 uint8 frames, 7 actions, double DQN with
-the Huber loss, gradient clipping, fused Adam). Each variant gets its own Learner with the same initial
-weights; batches are random uint8 frames already in memory, so the figure is the learner alone (host to
-device copies included, replay excluded). Compilation happens in a warm-up outside the timing and is
-reported separately. Variants alternate round by round and each figure is the median over rounds.
+DQN (``--algo dqn``): ``mario_dqn``'s network (dueling Nature CNN on 4 x 84 x 84 uint8 frames, 7 actions,
+double DQN with the Huber loss, gradient clipping, fused Adam); a call is 4 replay batches.
+PPO (``--algo ppo``): CoinRun's IMPALA CNN (3 x 64 x 64 uint8 frames, 15 actions, model=impala_cnn: 16/32/32
+channels, hidden 256) with coinrun_ppo's objective (clip 0.2, value clip 0.2, entropy 0.01, grad norm 0.5,
+Adam 5e-4); a call is one round of ``--minibatches`` x batch steps: the value pass over the round, GAE, then
+``--epochs`` x ``--minibatches`` optimizer steps of one batch each (the batch size is the minibatch's).
 
-Before timing, each variant's first update on a shared batch is compared with eager fp32's: the loss's
-relative difference is recorded (the parity test in tests/unit/test_learner_speed.py bounds it).
+Each variant gets its own Learner (the one Learner of every algorithm) with the same initial weights;
+inputs are random uint8 frames already in memory, so the figure is the learner alone (host to device copies
+included, replay and rollouts excluded). Updates/s counts optimizer steps, a PPO round's value pass
+included in the time. Compilation happens in a warm-up outside the timing and is reported separately.
+Variants alternate round by round and each figure is the median over rounds.
+
+Before timing, each variant's first call on a shared input is compared with eager fp32's: the loss's
+relative difference is recorded (the parity tests in tests/unit/test_learner_speed.py and
+test_learner_objectives.py bound it).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import numpy as np
 from raylab.bench import plots
 from raylab.bench.machine import machine_info
 from raylab.driver.outputs import atomic_write
+from raylab.errors import RaylabError
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "eager_fp32": {},
@@ -34,10 +44,25 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
+NETWORKS = {
+    "dqn": "mario_dqn: dueling Nature CNN, 4x84x84 uint8, 7 actions; double DQN, Huber, clip 10, fused Adam",
+    "ppo": "coinrun_ppo with model=impala_cnn: IMPALA CNN (16/32/32, hidden 256), 3x64x64 uint8, 15 actions; "
+    "PPO clip 0.2, value clip 0.2, entropy 0.01, clip 0.5, fused Adam",
+}
+DEFAULT_BATCH_SIZES = {"dqn": [32, 512], "ppo": [32, 64]}
+ROUND_STEPS = 16
+"""PPO: time steps per chunk of the round (its envs make up the rest)."""
+
+
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser("learner", help="DQN learner updates/s: eager fp32, AMP, compile, AMP + compile")
+    p = commands.add_parser("learner", help="learner updates/s (DQN or PPO): eager fp32, AMP, compile, AMP + compile")
+    p.add_argument("--algo", default="dqn", choices=list(NETWORKS), help="dqn: mario_dqn; ppo: CoinRun IMPALA CNN")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    p.add_argument("--batch-sizes", type=int, nargs="+", default=[32, 512])
+    p.add_argument(
+        "--batch-sizes", type=int, nargs="+", help="DQN batch / PPO minibatch (default: dqn 32 512, ppo 32 64)"
+    )
+    p.add_argument("--epochs", type=int, default=2, help="PPO: epochs per round")
+    p.add_argument("--minibatches", type=int, default=4, help="PPO: minibatches per epoch")
     p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seconds", type=float, default=4.0, help="timed seconds per variant per round")
@@ -47,27 +72,64 @@ def add_parser(commands: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _learner(variant: str, device: str, compile_mode: str) -> Any:
+def _learner(algo: str, variant: str, device: str, compile_mode: str, epochs: int, minibatches: int) -> Any:
     import torch
 
     from raylab.algos.dqn import DQN
-    from raylab.config import DQNConfig, ModelConfig
+    from raylab.algos.ppo.objective import PPO
+    from raylab.config import DQNConfig, ModelConfig, PPOConfig
     from raylab.envs.registry import EnvSpaces
-    from raylab.learner import Learner
-    from raylab.learner.learner import resolve_device
-    from raylab.models import build_q_network
+    from raylab.learner import Learner, resolve_device
+    from raylab.models import build_actor_critic, build_q_network
 
     opts = dict(VARIANTS[variant])
     resolved = resolve_device(device)
     if opts.get("precision") == "auto":
         opts["precision"] = "fp16" if resolved.type == "cuda" else "bf16"
-    spaces = EnvSpaces((4, 84, 84), np.dtype(np.uint8), 7, "Discrete(7)")
     torch.manual_seed(0)
+    if algo == "ppo":
+        spaces = EnvSpaces((3, 64, 64), np.dtype(np.uint8), 15, "Discrete(15)")
+        model = ModelConfig(encoder="impala_cnn", hidden_sizes=(256,))
+        cfg = PPOConfig(gamma=0.999, gae_lambda=0.95, clip=0.2, value_clip=0.2, entropy_coef=0.01, epochs=epochs,
+                        minibatches=minibatches)  # fmt: skip
+        return Learner(
+            PPO(build_actor_critic(model, spaces), cfg), lr=5e-4, adam_eps=1e-5, max_grad_norm=0.5,
+            device=str(resolved), compile_mode=compile_mode, prefetch=True, **opts,
+        )  # fmt: skip
+    spaces = EnvSpaces((4, 84, 84), np.dtype(np.uint8), 7, "Discrete(7)")
     model = ModelConfig(encoder="nature_cnn", hidden_sizes=(512,), dueling=True)
     objective = DQN(build_q_network(model, spaces), DQNConfig(target_update_every=2000, target_tau=1.0))
     return Learner(
         objective, lr=1e-4, adam_eps=1.5e-4, device=str(resolved), compile_mode=compile_mode, prefetch=True, **opts
     )
+
+
+def _inputs(algo: str, batch_size: int, minibatches: int) -> list[Any]:
+    """One call's input: 4 replay batches (DQN) or a round of 2 chunks of ``minibatches`` x batch steps (PPO)."""
+    return _round(batch_size * minibatches) if algo == "ppo" else _batches(batch_size)
+
+
+def _round(steps: int, workers: int = 2) -> list[Any]:
+    """A round of CoinRun-shaped chunks from ``workers`` workers, ``steps`` steps in all: random frames and
+    actions, a few episode ends (a coin now and then, some time limits with their last frame)."""
+    from raylab.types import Chunk
+
+    rng = np.random.default_rng(steps)
+    envs = steps // (ROUND_STEPS * workers)
+    chunks = []
+    for worker in range(workers):
+        terminated = rng.random((ROUND_STEPS, envs)) < 0.02
+        truncated = (rng.random((ROUND_STEPS, envs)) < 0.01) & ~terminated
+        final_index = np.argwhere(truncated)
+        chunk = Chunk(
+            obs=rng.integers(0, 256, (ROUND_STEPS + 1, envs, 3, 64, 64), dtype=np.uint8),
+            actions=rng.integers(0, 15, (ROUND_STEPS, envs)), rewards=np.where(terminated, 1.0, 0.0).astype(np.float32),
+            terminated=terminated, truncated=truncated,
+            final_obs=rng.integers(0, 256, (len(final_index), 3, 64, 64), dtype=np.uint8),
+            final_index=final_index, policy_version=0, worker_id=worker, seq=0,
+        )  # fmt: skip
+        chunks.append(chunk)
+    return chunks
 
 
 def _batches(batch_size: int, count: int = 4) -> list[Any]:
@@ -86,11 +148,11 @@ def _batches(batch_size: int, count: int = 4) -> list[Any]:
     ]
 
 
-def _updates_per_s(learner: Any, batches: list[Any], seconds: float) -> float:
-    """Calls of len(batches) updates until ``seconds`` pass; metrics are synced once per call (as in a run)."""
+def _updates_per_s(learner: Any, inputs: list[Any], seconds: float) -> float:
+    """Calls on ``inputs`` until ``seconds`` pass; metrics are synced once per call (as in a run)."""
     updates, start = 0, time.perf_counter()
     while True:
-        stats = learner.update_many(batches)
+        stats = learner.update_many(inputs)
         updates += stats.updates
         elapsed = time.perf_counter() - start
         if elapsed >= seconds:
@@ -104,15 +166,26 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         raise SystemExit(f"raylab bench learner: error: unexpected arguments {overrides}")
     torch.set_num_threads(args.threads)
     results: dict[str, Any] = {}
-    for batch_size in args.batch_sizes:
-        batches = _batches(batch_size)
+    batch_sizes = args.batch_sizes or DEFAULT_BATCH_SIZES[args.algo]
+    if args.algo == "ppo" and any(b * args.minibatches % (2 * ROUND_STEPS) for b in batch_sizes):
+        raise RaylabError(
+            f"a PPO round is 2 chunks of {ROUND_STEPS} steps: pick --batch-sizes whose product with --minibatches "
+            f"is a multiple of {2 * ROUND_STEPS}"
+        )
+    for batch_size in batch_sizes:
+        inputs = _inputs(args.algo, batch_size, args.minibatches)
         learners, warmup, parity = {}, {}, {}
         reference = None
         for variant in args.variants:
             start = time.perf_counter()
-            learner = _learner(variant, args.device, args.compile_mode)
-            loss = learner.update(batches[0])["loss"]  # first update: the compile happens here
-            learner.update_many(batches)
+            learner = _learner(args.algo, variant, args.device, args.compile_mode, args.epochs, args.minibatches)
+            # first call on a shared input (DQN: one batch; PPO: the round, loss averaged over its steps),
+            # where the compile happens; then one more call
+            if args.algo == "ppo":
+                loss = learner.update_many(inputs).metrics["loss"]
+            else:
+                loss = learner.update(inputs[0])["loss"]
+            learner.update_many(inputs)
             warmup[variant] = time.perf_counter() - start
             if variant == "eager_fp32":
                 reference = loss
@@ -123,7 +196,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         for round_ in range(args.rounds):
             order = args.variants if round_ % 2 == 0 else list(reversed(args.variants))
             for variant in order:
-                samples[variant].append(_updates_per_s(learners[variant], batches, args.seconds))
+                samples[variant].append(_updates_per_s(learners[variant], inputs, args.seconds))
             print(f"batch {batch_size}: round {round_ + 1}/{args.rounds} done", flush=True)
         medians = {v: statistics.median(s) for v, s in samples.items()}
         base = medians.get("eager_fp32")
@@ -145,20 +218,26 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
             ratio = f" ({m / base:.2f}x eager fp32)" if base else ""
             print(f"batch {batch_size:4d} {v:12s} {m:8.1f} updates/s{ratio}", flush=True)
     device = next(iter(learners.values())).device
+    call = "4 batches per call"
+    if args.algo == "ppo":
+        call = (
+            f"a call: a round of 2 chunks x {ROUND_STEPS} steps, {args.epochs} epochs x {args.minibatches} minibatches"
+        )
     report = {
         "benchmark": "learner",
-        "network": "mario_dqn: dueling Nature CNN, 4x84x84 uint8, 7 actions; double DQN, Huber, clip 10, fused Adam",
+        "algo": args.algo,
+        "network": NETWORKS[args.algo],
         "device": str(device),
         "gpu": torch.cuda.get_device_name(0) if device.type == "cuda" else None,
         "torch_threads": args.threads,
         "compile_mode": args.compile_mode,
-        "protocol": f"{args.rounds} alternating rounds of {args.seconds:g} s per variant; medians; 4 batches per call",
+        "protocol": f"{args.rounds} alternating rounds of {args.seconds:g} s per variant; medians; {call}",
         "machine": machine_info(),
         "batch_sizes": results,
     }
     output = Path(args.output)
     atomic_write(output, _dump(report))
-    _plot(results, args.variants, str(device), output.with_suffix(".png"))
+    _plot(results, args.variants, f"{args.algo} on {device}", output.with_suffix(".png"))
     print(f"wrote {output} and {output.with_suffix('.png')}")
     return 0
 
@@ -169,7 +248,7 @@ def _dump(report: dict[str, Any]) -> str:
     return json.dumps(report, indent=2) + "\n"
 
 
-def _plot(results: dict[str, Any], variants: list[str], device: str, path: Path) -> None:
+def _plot(results: dict[str, Any], variants: list[str], title: str, path: Path) -> None:
     fig, axes = plots.figure(4.0 * len(results), 3.6, 1, len(results))
     row = [axes] if len(results) == 1 else list(axes[0])
     for ax, (batch_size, r) in zip(row, results.items(), strict=True):
@@ -180,7 +259,7 @@ def _plot(results: dict[str, Any], variants: list[str], device: str, path: Path)
             if ratio is not None:
                 ax.annotate(f"{ratio:.2f}x", (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
                             va="bottom", fontsize=8)  # fmt: skip
-        ax.set_title(f"batch {batch_size} on {device}")
+        ax.set_title(f"{title}, batch {batch_size}")
         ax.set_ylabel("updates / s")
         ax.tick_params(axis="x", labelsize=8, rotation=15)
     plots.save(fig, path)

@@ -1,6 +1,40 @@
-"""The Learner: trained modules, optimizer, update(batch) -> metrics, versioned weights; checkpoints."""
+"""The Learner: one class for every algorithm (an Objective), update_many(data) -> stats, versioned weights;
+checkpoints; the learner options each algorithm accepts.
 
-from raylab.learner.checkpoint import load_checkpoint, save_checkpoint
-from raylab.learner.learner import Learner, resolve_device
+Attributes load lazily, so that ``raylab.config`` can use ``raylab.learner.options`` without importing torch.
+"""
 
-__all__ = ["Learner", "load_checkpoint", "resolve_device", "save_checkpoint"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from raylab.learner.checkpoint import load_checkpoint, save_checkpoint
+    from raylab.learner.device import resolve_device
+    from raylab.learner.learner import Learner
+    from raylab.learner.objective import LossOutput, Objective, Plan, StepInput
+    from raylab.learner.options import check_learner_options
+
+_WHERE = {
+    "Learner": "raylab.learner.learner",
+    "LossOutput": "raylab.learner.objective",
+    "Objective": "raylab.learner.objective",
+    "Plan": "raylab.learner.objective",
+    "StepInput": "raylab.learner.objective",
+    "check_learner_options": "raylab.learner.options",
+    "load_checkpoint": "raylab.learner.checkpoint",
+    "resolve_device": "raylab.learner.device",
+    "save_checkpoint": "raylab.learner.checkpoint",
+}
+
+__all__ = [
+    "Learner", "LossOutput", "Objective", "Plan", "StepInput", "check_learner_options", "load_checkpoint",
+    "resolve_device", "save_checkpoint",
+]  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'raylab.learner' has no attribute {name!r}")
+    return getattr(importlib.import_module(_WHERE[name]), name)

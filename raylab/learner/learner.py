@@ -1,121 +1,56 @@
-"""Learner: turns batches into optimizer steps and publishes versioned inference weights.
+"""Learner: one class for every algorithm; turns a call's input into optimizer steps and publishes versioned
+inference weights.
 
-The version is the number of updates applied, so policy lag (learner version minus the version that acted)
-is measured in updates everywhere.
+The algorithm is an Objective (raylab.learner.objective): its modules, its loss, and its Plan for a call's
+input (DQN: one step per replay batch; PPO: a round of chunks -> GAE -> epochs x minibatches steps; APPO:
+drop over-lagged chunks -> V-trace -> epochs x minibatches). Every step runs through the same machinery:
 
-Speed comes from configuration, each piece measured by ``python -m raylab.bench learner``:
-- ``precision``: bf16 autocast (CPU or CUDA) or fp16 autocast with a GradScaler (CUDA); the loss itself is
-  always computed in fp32 from the networks' outputs.
+- ``precision``: bf16 autocast (CPU or CUDA) or fp16 autocast with a GradScaler (CUDA); objectives compute
+  the loss itself in fp32 from the networks' outputs.
 - ``compile``: torch.compile of the loss (forward and, through AOTAutograd, backward) and of the optimizer
-  step with gradient clipping.
-- ``grad_accumulation``: a batch split into micro-batches whose gradients add up to one optimizer step
-  (seed 002's batch 512 on a small GPU).
-- ``prefetch``: a thread readies batch k + 1 (gather from the replay, pin, copy to the device) while batch k
-  trains; the trainer blocks on a queue, never a sleep loop.
-- On CUDA, TF32 and cudnn.benchmark.
+  step with gradient clipping. CUDA-graph safe (``compile_mode=reduce-overhead``): nothing a compiled call
+  returns is kept past the next call; metrics are accumulated in place into learner-owned tensors and TD
+  errors are copied.
+- ``grad_accumulation``: a step's batch split into micro-batches whose gradients add up to one optimizer
+  step (weighted by size, so the step equals one big batch).
+- ``prefetch``: the input of step k + 1 is pulled and prepared while step k trains: a thread on the CPU; on
+  CUDA the same thread issues it on a side stream, host to device copies going through reused pinned
+  buffers (raylab.learner.prefetch).
+- On CUDA, TF32 and cudnn.benchmark (``tf32``).
+
+Versions count updates (policy lag is measured in them everywhere): an optimizer step for DQN, a call (one
+policy iteration) for PPO/APPO. Weights are published as CPU numpy arrays; ``state_dict()`` holds CPU
+tensors only, optimizer state included, so a CPU-only process can load a GPU learner's checkpoint.
 """
 
 from __future__ import annotations
 
-import contextlib
-import queue
-import threading
+import dataclasses
 import time
-import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 import torch
 
-from raylab.algos.dqn.loss import DQNLoss
-from raylab.algos.dqn.objective import DQN, TensorBatch
-from raylab.errors import ConfigError
+from raylab.learner.device import Placement, check_precision, enable_fast_cuda_math, resolve_device
+from raylab.learner.objective import LossOutput, Objective, Plan, StepInput
+from raylab.learner.prefetch import PREFETCH_DEPTH, Prefetcher, make_prefetcher
 from raylab.metrics.timing import GapTimer
-from raylab.types import Batch, LearnerStats, Priorities, Weights
+from raylab.types import LearnerStats, Priorities, Weights
 
-PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-PREFETCH_DEPTH = 2
+__all__ = ["Learner", "Prefetcher", "resolve_device"]
 
-
-def resolve_device(name: str) -> torch.device:
-    """auto -> cuda when available, else cpu; cuda without CUDA is a user error."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("learner.device=cuda but CUDA is not available here: use learner.device=auto or cpu")
-    return torch.device(name)
-
-
-def check_precision(precision: str, device: torch.device) -> torch.dtype:
-    if precision not in PRECISIONS:
-        raise ConfigError(f"learner.precision={precision} is unknown: choose one of {', '.join(PRECISIONS)}")
-    if precision == "fp16" and device.type != "cuda":
-        raise ConfigError("learner.precision=fp16 needs CUDA (GradScaler): use learner.precision=bf16 on CPU")
-    if precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
-        raise ConfigError("learner.precision=bf16 is not supported by this GPU: use learner.precision=fp16")
-    return PRECISIONS[precision]
-
-
-def enable_fast_cuda_math() -> None:
-    """TF32 for matmuls and convolutions, and cudnn's autotuner (input shapes are fixed per run)."""
-    torch.backends.cuda.matmul.allow_tf32 = True
-    torch.backends.cudnn.allow_tf32 = True
-    torch.backends.cudnn.benchmark = True
-
-
-class Prefetcher:
-    """Iterates ``convert(item)`` for the items of ``source``, converting up to ``depth`` ahead in a thread.
-
-    The consumer blocks on a queue (no polling); an exception in the thread is re-raised in the consumer.
-    Reports the seconds the consumer spent waiting (``wait_s``): near zero when preparing a batch is faster
-    than training on one.
-    """
-
-    _END = object()
-
-    def __init__(self, source: Iterable[Any], convert: Callable[[Any], Any], depth: int = PREFETCH_DEPTH):
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
-        self._stop = threading.Event()
-        self.wait_s = 0.0
-        self._thread = threading.Thread(target=self._fill, args=(iter(source), convert), daemon=True)
-        self._thread.start()
-
-    def _fill(self, source: Iterator[Any], convert: Callable[[Any], Any]) -> None:
-        try:
-            for item in source:
-                if self._stop.is_set():
-                    return
-                self._queue.put(convert(item))
-            self._queue.put(self._END)
-        except BaseException as err:  # handed to the consumer
-            self._queue.put(err)
-
-    def __iter__(self) -> Iterator[Any]:
-        while True:
-            start = time.perf_counter()
-            item = self._queue.get()
-            self.wait_s += time.perf_counter() - start
-            if item is self._END:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-
-    def close(self) -> None:
-        """Stop early (the consumer failed): let the thread finish its current item and exit."""
-        self._stop.set()
-        while self._thread.is_alive():
-            with contextlib.suppress(queue.Empty):
-                self._queue.get(timeout=0.1)
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+"""torch.compile modes that capture CUDA graphs (their outputs are overwritten by the next replay)."""
 
 
 class Learner:
-    """Owns the objective's modules and the Adam optimizer; ``update(batch)`` applies one step."""
+    """Owns the objective's modules and the Adam optimizer; ``update_many(data)`` runs one call."""
 
     def __init__(
         self,
-        objective: DQN,
+        objective: Objective,
         *,
         lr: float,
         adam_eps: float = 1e-8,
@@ -134,8 +69,10 @@ class Learner:
         self.precision = precision
         if self.device.type == "cuda" and tf32:
             enable_fast_cuda_math()
-        self.objective = objective.to(self.device)
-        self.params = list(objective.parameters())
+        self.objective = objective
+        for module in objective.modules().values():
+            module.to(self.device)
+        self.params = trainable_parameters(objective)
         # fused: one kernel for the whole update (5.7x faster than foreach on a small MLP on CPU, measured)
         self.optimizer = torch.optim.Adam(self.params, lr=lr, eps=adam_eps, fused=True)
         self.scaler = torch.amp.GradScaler("cuda", enabled=precision == "fp16")
@@ -143,91 +80,115 @@ class Learner:
         self.publish_every = publish_every
         self.grad_accumulation = int(grad_accumulation)
         self.prefetch = prefetch
+        self.io = Placement(self.device, self.amp_dtype, staging_slots=PREFETCH_DEPTH + 2)
         self.version = 0
         self._gap = GapTimer()
-        self._loss: Callable[[TensorBatch], DQNLoss] = objective.loss
-        self._apply: Callable[[], torch.Tensor | None] = self._clip_and_step
+        self._sums: dict[str, torch.Tensor] = {}
+        """Learner-owned metric accumulators (float64, on the device), zeroed at the start of each call."""
+        self._loss: Callable[[Any], LossOutput] = objective.loss
+        self._apply: Callable[[], torch.Tensor] = self._clip_and_step
+        self._cuda_graphs = compile and compile_mode in CUDA_GRAPH_MODES and self.device.type == "cuda"
         if compile:
             self._loss = torch.compile(objective.loss, mode=compile_mode)
             if precision != "fp16":  # GradScaler's step has data-dependent control flow: keep it eager
                 self._apply = torch.compile(self._clip_and_step, mode=compile_mode)
 
-    # -- updates -------------------------------------------------------------------------------------------
-    def update(self, batch: Batch) -> dict[str, float]:
-        """One optimizer step on ``batch``; returns its metrics."""
-        metrics, _ = self._step(self._to_device(batch))
-        return {k: float(v) for k, v in metrics.items()}
-
-    def update_many(self, batches: Iterable[Batch]) -> LearnerStats:
-        """One step per batch; metrics are averaged and synced to the host once, at the end.
-
-        ``batches`` may be a lazy iterable (e.g. draws from a replay): with ``prefetch`` a thread pulls and
-        converts the next batch while the current one trains.
-        """
+    # -- calls ---------------------------------------------------------------------------------------------
+    def update_many(self, data: Any) -> LearnerStats:
+        """One learner call on ``data`` (DQN: an iterable of replay batches, possibly lazy, e.g. draws from
+        the replay; PPO/APPO: the chunks of a round / the arrived chunks); metrics are averaged over its steps
+        and synced to the host once, at the end. Its timings hold ``wait_s``, the time since the previous
+        call returned, and with prefetch ``batch_wait_s``, the time steps waited for their input."""
         waited = self._gap.begin()
+        stats = self._call(data, self.prefetch)
+        stats.timings = {"wait_s": waited, **(stats.timings or {})}
+        self._gap.end()
+        return stats
+
+    def update(self, item: Any) -> dict[str, float]:
+        """``update_many([item])`` without prefetching, for its metrics (DQN: one step on one batch)."""
+        return self._call([item], prefetch=False).metrics
+
+    def _call(self, data: Any, prefetch: bool) -> LearnerStats:
         start = time.perf_counter()
         before = self.version
-        sums: dict[str, torch.Tensor] = {}
+        plan: Plan = self.objective.plan(data, self.version, self.io)
+        for total in self._sums.values():
+            total.zero_()
+        seen: set[str] = set()
         keys: list[np.ndarray] = []
         tds: list[torch.Tensor] = []
         count = samples = 0
-        prefetcher = Prefetcher(batches, self._convert) if self.prefetch else None
-        stream = prefetcher if prefetcher is not None else (self._convert(b) for b in batches)
+        prefetcher = make_prefetcher(plan.steps, plan.prepare, self.device) if prefetch else None
+        stream: Iterable[StepInput] = (
+            prefetcher if prefetcher is not None else (plan.prepare(item) for item in plan.steps)
+        )
         try:
-            for batch_keys, tensors in stream:
-                metrics, td = self._step(tensors)
-                for key, value in metrics.items():
-                    sums[key] = sums[key] + value if key in sums else value
-                if batch_keys is not None:
-                    keys.append(batch_keys)
+            for step in stream:
+                td = self._step(step.batch, seen)
+                if step.keys is not None and td is not None:
+                    keys.append(step.keys)
                     tds.append(td)
                 count += 1
-                samples += len(tensors.actions)
+                samples += batch_size(step.batch)
+                if not plan.version_per_call:
+                    self._new_version()
         finally:
             if prefetcher is not None:
                 prefetcher.close()
-        averaged = {k: float(v) / max(1, count) for k, v in sums.items()}
+        if plan.version_per_call and count:
+            self._new_version()
+        metrics = dict(plan.metrics)
+        if count:
+            names = [k for k in self._sums if k in seen]
+            values = torch.stack([self._sums[k] for k in names]).tolist() if names else []  # one host sync
+            metrics.update({k: v / count for k, v in zip(names, values, strict=True)})
         priorities = None
         if keys:
-            priorities = Priorities(np.concatenate(keys), torch.cat(tds).abs().float().cpu().numpy())
-        published = self.version // self.publish_every > before // self.publish_every
-        timings = {"wait_s": waited}
-        if prefetcher is not None:
-            timings["batch_wait_s"] = prefetcher.wait_s
-        self._gap.end()
+            priorities = Priorities(np.concatenate(keys), torch.cat(tds).float().cpu().numpy())
+        if plan.version_per_call:
+            published = self.version > before
+        else:
+            published = self.version // self.publish_every > before // self.publish_every
+        timings = {"batch_wait_s": prefetcher.wait_s} if prefetcher is not None else None
         return LearnerStats(
             updates=count,
             samples=samples,
             version=self.version,
-            metrics=averaged,
+            metrics=metrics,
             seconds=time.perf_counter() - start,
             published=published,
             priorities=priorities,
             timings=timings,
         )
 
-    def _convert(self, batch: Batch) -> tuple[np.ndarray | None, TensorBatch]:
-        """(keys for priority updates, or None when the batch is not prioritized; the batch on the device)."""
-        keys = batch.indices if batch.weights is not None else None
-        return keys, self._to_device(batch)
+    def _new_version(self) -> None:
+        self.version += 1
+        self.objective.after_update(self.version)
 
-    def _step(self, batch: TensorBatch) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        """One optimizer step over ``grad_accumulation`` micro-batches; (metrics, per-sample TD errors)."""
+    # -- one optimizer step --------------------------------------------------------------------------------
+    def _step(self, batch: Any, seen: set[str]) -> torch.Tensor | None:
+        """One optimizer step over ``grad_accumulation`` micro-batches; returns the per-sample |TD errors|
+        (a copy) when the objective gives them. Metrics go into the learner's accumulators."""
         self.optimizer.zero_grad(set_to_none=True)
-        micro = _split(batch, self.grad_accumulation)
-        losses, tds, qs = [], [], []
-        for part in micro:
-            # (each skipped no-op below costs a few microseconds: a tenth of a small MLP's update on CPU)
-            if self.precision == "fp32":
+        parts = split_batch(batch, self.grad_accumulation)
+        total = batch_size(batch)
+        tds = []
+        for part in parts:
+            weight = batch_size(part) / total if len(parts) > 1 else 1.0
+            if self._cuda_graphs:  # the previous replay's outputs are dead (used, added up or copied below)
+                torch.compiler.cudagraph_mark_step_begin()
+            with self.io.autocast():
                 out = self._loss(part)
-            else:
-                with torch.autocast(self.device.type, dtype=self.amp_dtype):
-                    out = self._loss(part)
-            loss = out.loss / len(micro) if len(micro) > 1 else out.loss
+            loss = out.loss * weight if len(parts) > 1 else out.loss
             (self.scaler.scale(loss) if self.scaler.is_enabled() else loss).backward()
-            losses.append(out.loss.detach())
-            tds.append(out.td_error)
-            qs.append(out.q_taken)
+            # Under CUDA graphs the compiled call's outputs are overwritten by its next replay: each is used
+            # now, added in place into a learner-owned tensor, or copied (abs() makes a new tensor).
+            self._accumulate("loss", out.loss, weight, seen)
+            for name, value in out.metrics.items():
+                self._accumulate(name, value, weight, seen)
+            if out.td_errors is not None:
+                tds.append(out.td_errors.detach().abs())
         if self.scaler.is_enabled():
             self.scaler.unscale_(self.optimizer)
             grad_norm = self._clip()
@@ -235,46 +196,28 @@ class Learner:
             self.scaler.update()
         else:
             grad_norm = self._apply()
-        self.version += 1
-        self.objective.after_update(self.version)
-        td = torch.cat(tds) if len(tds) > 1 else tds[0]
-        q = torch.cat(qs) if len(qs) > 1 else qs[0]
-        loss_value = torch.stack(losses).mean() if len(losses) > 1 else losses[0]
-        metrics = {"loss": loss_value, "td_error": td.abs().mean(), "q": q.mean()}
-        if grad_norm is not None:
-            metrics["grad_norm"] = grad_norm
-        return metrics, td
-
-    def _clip(self) -> torch.Tensor | None:
-        if self.max_grad_norm is None:
+        self._accumulate("grad_norm", grad_norm, 1.0, seen)
+        if not tds:
             return None
+        return torch.cat(tds) if len(tds) > 1 else tds[0]
+
+    def _accumulate(self, name: str, value: torch.Tensor, weight: float, seen: set[str]) -> None:
+        total = self._sums.get(name)
+        if total is None:
+            total = self._sums[name] = torch.zeros((), dtype=torch.float64, device=self.device)
+        seen.add(name)
+        total.add_(value.detach(), alpha=weight)
+
+    def _clip(self) -> torch.Tensor:
+        """Clip to max_grad_norm; returns the norm before clipping (computed without clipping when None)."""
+        if self.max_grad_norm is None:
+            return torch.nn.utils.get_total_norm([p.grad for p in self.params if p.grad is not None])
         return torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm)
 
-    def _clip_and_step(self) -> torch.Tensor | None:
+    def _clip_and_step(self) -> torch.Tensor:
         grad_norm = self._clip()
         self.optimizer.step()
         return grad_norm
-
-    def _to_device(self, batch: Batch) -> TensorBatch:
-        pin = self.device.type == "cuda"
-        with warnings.catch_warnings():
-            # Batches arriving through Ray are read-only views of the object store; the learner never writes them.
-            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-
-            def tensor(a: np.ndarray) -> torch.Tensor:
-                t = torch.from_numpy(a)
-                if pin:
-                    t = t.pin_memory()
-                return t.to(self.device, non_blocking=True)
-
-            return TensorBatch(
-                obs=tensor(batch.obs),
-                actions=tensor(batch.actions),
-                rewards=tensor(batch.rewards),
-                discounts=tensor(batch.discounts),
-                next_obs=tensor(batch.next_obs),
-                weights=tensor(batch.weights) if batch.weights is not None else None,
-            )
 
     # -- weights and state ---------------------------------------------------------------------------------
     def get_weights(self) -> Weights:
@@ -283,12 +226,18 @@ class Learner:
         return Weights(self.version, {k: v.detach().cpu().numpy().copy() for k, v in state.items()})
 
     def state_dict(self) -> dict[str, Any]:
-        """Everything to resume training: modules, optimizer, grad scaler, version (CPU tensors)."""
-        modules = {name: _cpu(m.state_dict()) for name, m in self.objective.modules().items()}
-        state = {"version": self.version, "modules": modules, "optimizer": _cpu(self.optimizer.state_dict())}
+        """Everything to resume training: modules, optimizer, grad scaler, version, the objective's own state
+        (APPO: dropped_chunks). CPU tensors only."""
+        modules = {name: m.state_dict() for name, m in self.objective.modules().items()}
+        state = {
+            **self.objective.state_dict(),
+            "version": self.version,
+            "modules": modules,
+            "optimizer": self.optimizer.state_dict(),
+        }
         if self.scaler.is_enabled():
-            state["grad_scaler"] = _cpu(self.scaler.state_dict())
-        return state
+            state["grad_scaler"] = self.scaler.state_dict()
+        return to_cpu(state)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for name, module in self.objective.modules().items():
@@ -296,33 +245,66 @@ class Learner:
         self.optimizer.load_state_dict(state["optimizer"])
         if "grad_scaler" in state and self.scaler.is_enabled():
             self.scaler.load_state_dict(state["grad_scaler"])
+        self.objective.load_state_dict(state)
         self.version = int(state["version"])
 
 
-def _split(batch: TensorBatch, parts: int) -> list[TensorBatch]:
-    """``parts`` near-equal micro-batches (views, no copies)."""
+def trainable_parameters(objective: Objective) -> list[torch.nn.Parameter]:
+    """The parameters of the objective's modules that require grad, each once, in module order."""
+    params: list[torch.nn.Parameter] = []
+    seen: set[int] = set()
+    for module in objective.modules().values():
+        for p in module.parameters():
+            if p.requires_grad and id(p) not in seen:
+                seen.add(id(p))
+                params.append(p)
+    return params
+
+
+def batch_size(batch: Any) -> int:
+    """Samples in a step's batch: the length of its first tensor."""
+    for value in _values(batch):
+        if isinstance(value, torch.Tensor):
+            return int(value.shape[0])
+    raise ValueError("a step's batch holds no tensor")
+
+
+def split_batch(batch: Any, parts: int) -> list[Any]:
+    """``parts`` near-equal micro-batches along dim 0 (views, no copies); fewer when the batch is smaller."""
     if parts <= 1:
         return [batch]
-    n = len(batch.actions)
+    n = batch_size(batch)
     size = -(-n // parts)
-    return [
-        TensorBatch(
-            obs=batch.obs[s : s + size],
-            actions=batch.actions[s : s + size],
-            rewards=batch.rewards[s : s + size],
-            discounts=batch.discounts[s : s + size],
-            next_obs=batch.next_obs[s : s + size],
-            weights=None if batch.weights is None else batch.weights[s : s + size],
-        )
-        for s in range(0, n, size)
-    ]
+    return [_slice(batch, slice(s, s + size)) for s in range(0, n, size)]
 
 
-def _cpu(value: Any) -> Any:
+def _values(batch: Any) -> list[Any]:
+    if isinstance(batch, dict):
+        return list(batch.values())
+    return [getattr(batch, f.name) for f in dataclasses.fields(batch)]
+
+
+def _slice(batch: Any, index: slice) -> Any:
+    if isinstance(batch, dict):
+        return {k: v[index] if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+    return dataclasses.replace(
+        batch,
+        **{
+            f.name: getattr(batch, f.name)[index]
+            for f in dataclasses.fields(batch)
+            if isinstance(getattr(batch, f.name), torch.Tensor)
+        },
+    )
+
+
+def to_cpu(value: Any) -> Any:
+    """``value`` with every tensor (in dicts, lists, tuples) detached and on the CPU."""
     if isinstance(value, torch.Tensor):
         return value.detach().cpu()
     if isinstance(value, dict):
-        return {k: _cpu(v) for k, v in value.items()}
+        return {k: to_cpu(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_cpu(v) for v in value]
+        return [to_cpu(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(to_cpu(v) for v in value)
     return value

@@ -7,7 +7,7 @@ from typing import Any
 import ray
 from ray import ObjectRef
 
-from raylab.builders import build_ppo_learner
+from raylab.builders import build_learner
 from raylab.config import RunConfig
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.clients import RestorableLearner
@@ -19,11 +19,11 @@ from raylab.types import Chunk, LearnerStats, Weights
 class PPOLearnerHost(_Host):
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
         with self._deferring_user_errors():
-            self.learner = build_ppo_learner(cfg, spaces)
+            self.learner = build_learner(cfg, spaces)
 
     def update(self, *chunks: Chunk) -> tuple[LearnerStats, Weights]:
         """Train on one round (the chunks arrive as separate refs, resolved by Ray); returns the new weights."""
-        stats = self.learner.update(list(chunks))
+        stats = self.learner.update_many(list(chunks))
         stats.life = self.life
         return stats, self.learner.get_weights()
 

@@ -38,7 +38,6 @@ from raylab.builders import (
     build_learner,
     build_parameter_server,
     build_parameter_servers,
-    build_ppo_learner,
     build_rate_limiter,
     build_replay,
     build_rollout_worker,
@@ -198,7 +197,7 @@ class LocalPPOTopology:
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
         self.cfg = cfg
         self.resume = resume
-        self.learner = build_ppo_learner(cfg, spaces)
+        self.learner = build_learner(cfg, spaces)
         self.workers = [
             build_rollout_worker(cfg, spaces, i, *resumed(resume, i)) for i in range(cfg.topology.num_workers)
         ]
@@ -218,7 +217,7 @@ class LocalPPOTopology:
                 chunk, stats = worker.sample()
                 chunks.append(chunk)
                 monitor.on_rollout(stats, learner.version)
-            monitor.on_learner(learner.update(chunks))
+            monitor.on_learner(learner.update_many(chunks))
 
         stop, policy, final_eval = run_serial(
             self.cfg, monitor, self.evaluator, step, learner.get_weights, learner.state_dict

@@ -1,4 +1,5 @@
-"""issue 6's benchmark commands as users run them, tiny: learner, snake_dqn_loop, e2e (no RLlib here)."""
+"""issue 6's benchmark commands as users run them, tiny: learner (DQN and PPO), snake_dqn_loop, e2e (no RLlib
+here)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,23 @@ def test_learner_bench_writes_ratios_parity_and_a_plot(tmp_path):
     assert len(r["rounds"]["amp"]) == 2 and r["precision"] == {"eager_fp32": "fp32", "amp": "bf16"}
     assert r["loss_rel_diff_vs_eager_fp32"]["amp"] < 1e-2
     assert report["machine"]["cores"] and out.with_suffix(".png").stat().st_size > 1000
+
+
+def test_learner_bench_times_the_ppo_objective_on_the_impala_cnn(tmp_path):
+    out = tmp_path / "learner_ppo.json"
+    proc = bench("learner", "--algo", "ppo", "--batch-sizes", "16", "--minibatches", "2", "--epochs", "1", "--rounds",
+                 "2", "--seconds", "0.2", "--variants", "eager_fp32", "amp", "--output", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["algo"] == "ppo" and "IMPALA CNN" in report["network"] and "2 minibatches" in report["protocol"]
+    r = report["batch_sizes"]["16"]
+    assert r["ratio_vs_eager_fp32"]["eager_fp32"] == 1.0 and r["updates_per_s"]["amp"] > 0
+    assert len(r["rounds"]["amp"]) == 2 and r["precision"] == {"eager_fp32": "fp32", "amp": "bf16"}
+    assert r["samples_per_s"]["amp"] == 16 * r["updates_per_s"]["amp"]
+    assert r["loss_rel_diff_vs_eager_fp32"]["amp"] < 1e-2
+    assert out.with_suffix(".png").stat().st_size > 1000
+    odd = bench("learner", "--algo", "ppo", "--batch-sizes", "10", "--output", str(tmp_path / "odd.json"))
+    assert odd.returncode == 2 and "multiple of 32" in odd.stderr
 
 
 def test_snake_loop_bench_counts_real_steps_and_compares(tmp_path):

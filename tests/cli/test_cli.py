@@ -52,6 +52,7 @@ def test_smoke_run_in_serial_mode(tmp_path):
         (["eval.greedy=false"], "eval.greedy=false samples from a policy, and algo=dqn has none"),
         (["topology=local", "learner.precision=fp16"], "needs CUDA (GradScaler): use learner.precision=bf16 on CPU"),
         (["learner.grad_accumulation=3"], "must be >= 1 and divide learner.batch_size=64: pick a divisor"),
+        (["+experiment=cartpole_a3c", "learner.precision=bf16"], "learner.precision=bf16 does not apply to algo=a3c"),
         (["topology=local", "replay.frame_dedup=true"], "set replay.frame_dedup=auto"),
         (["replay.num_shards=3"], "set replay.num_shards <= 2"),
         (["+experiment=cartpole_ppo", "checkpoint.replay=true"], "algo=ppo has none: set checkpoint.replay=false"),

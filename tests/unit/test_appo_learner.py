@@ -1,4 +1,5 @@
-"""APPOLearner without Ray: over-lagged chunks are dropped and counted; lagged chunks still teach it."""
+"""The Learner with the APPO objective, without Ray: over-lagged chunks are dropped and counted; lagged chunks
+still teach it."""
 
 from __future__ import annotations
 
@@ -6,18 +7,19 @@ import numpy as np
 import pytest
 import torch
 
-from raylab.algos.ppo.appo import APPOLearner
+from raylab.algos.ppo.appo import APPO
 from raylab.config import APPOConfig
+from raylab.learner import Learner
 from raylab.models.encoders import MLPEncoder
 from raylab.models.factory import ActorCritic
 from tests.unit.test_ppo_learner import fake_worker
 
 
-def learner(max_policy_lag: int = 2) -> APPOLearner:
+def learner(max_policy_lag: int = 2) -> Learner:
     torch.manual_seed(0)
     cfg = APPOConfig(gamma=0.5, entropy_coef=0.0, max_policy_lag=max_policy_lag, epochs=2, minibatches=2)
     model = ActorCritic(MLPEncoder((4,), (32,)), 3)
-    return APPOLearner(model, cfg, lr=3e-3, adam_eps=1e-5, max_grad_norm=0.5, device="cpu")
+    return Learner(APPO(model, cfg), lr=3e-3, adam_eps=1e-5, max_grad_norm=0.5, device="cpu")
 
 
 def test_the_rollout_worker_records_the_behaviour_log_probs():
@@ -35,11 +37,11 @@ def test_chunks_older_than_max_policy_lag_are_dropped_and_counted():
     for _ in range(3):
         fresh, _ = worker.sample()
         fresh.policy_version = appo.version
-        appo.update([fresh])
+        appo.update_many([fresh])
     assert appo.version == 3
-    out = appo.update([stale])  # lag 3 > 2
+    out = appo.update_many([stale])  # lag 3 > 2
     assert out.updates == 0 and not out.published and appo.version == 3
-    assert appo.dropped_chunks == 1 and out.metrics["dropped_chunks"] == 1
+    assert appo.objective.dropped_chunks == 1 and out.metrics["dropped_chunks"] == 1
 
 
 def test_a_chunk_without_behaviour_log_probs_is_refused():
@@ -47,7 +49,7 @@ def test_a_chunk_without_behaviour_log_probs_is_refused():
     chunk, _ = fake_worker(0, 0).sample()
     chunk.log_probs = None
     with pytest.raises(ValueError, match="behaviour policy's log-probabilities"):
-        appo.update([chunk])
+        appo.update_many([chunk])
 
 
 def test_appo_learns_the_fake_task_from_lagged_chunks():
@@ -63,6 +65,6 @@ def test_appo_learns_the_fake_task_from_lagged_chunks():
             c, stats = w.sample()
             chunks.append(c)
             returns.extend(stats.episodes.returns.tolist())
-        appo.update(chunks)
-    assert appo.dropped_chunks == 0
+        appo.update_many(chunks)
+    assert appo.objective.dropped_chunks == 0
     assert np.mean(returns[-20:]) >= 8.0, np.mean(returns[-20:])  # reading the label: 10; chance: 3.3

@@ -1,14 +1,16 @@
-"""PPOLearner without Ray: joining a round's chunks, and learning the fake task with real rollout workers."""
+"""The Learner with the PPO objective, without Ray: joining a round's chunks, and learning the fake task with
+real rollout workers."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from raylab.algos.a3c import ActorCriticPolicy
-from raylab.algos.ppo.learner import PPOLearner, join_chunks
+from raylab.algos.ppo.objective import PPO, join_chunks
 from raylab.config import PPOConfig
 from raylab.envs.fake import FakeEnv
 from raylab.envs.vector import SerialVectorEnv
+from raylab.learner import Learner
 from raylab.models.encoders import MLPEncoder
 from raylab.models.factory import ActorCritic
 from raylab.rollout.worker import RolloutWorker
@@ -53,8 +55,8 @@ def test_ppo_learns_the_fake_task_without_ray():
     import torch
 
     torch.manual_seed(0)
-    learner = PPOLearner(
-        ActorCritic(MLPEncoder((4,), (32,)), 3), PPOConfig(gamma=0.5, entropy_coef=0.0), lr=3e-3, adam_eps=1e-5,
+    learner = Learner(
+        PPO(ActorCritic(MLPEncoder((4,), (32,)), 3), PPOConfig(gamma=0.5, entropy_coef=0.0)), lr=3e-3, adam_eps=1e-5,
         max_grad_norm=0.5, device="cpu",
     )  # fmt: skip
     workers = [fake_worker(i, i) for i in range(2)]
@@ -67,7 +69,7 @@ def test_ppo_learns_the_fake_task_without_ray():
             c, stats = w.sample()
             chunks.append(c)
             returns.extend(stats.episodes.returns.tolist())
-        out = learner.update(chunks)
+        out = learner.update_many(chunks)
     assert out.version == 40 and out.updates == 16 and out.published
     assert np.mean(returns[-20:]) >= 8.0, np.mean(returns[-20:])  # reading the label: 10; chance: 3.3
     assert 0.0 <= out.metrics["clip_fraction"] <= 1.0 and np.isfinite(out.metrics["approx_kl"])

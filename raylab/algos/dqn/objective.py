@@ -1,17 +1,21 @@
-"""The DQN objective a Learner optimizes: online and target networks, loss, target updates."""
+"""The DQN objective a Learner optimizes: online and target networks, loss, target updates; one optimizer
+step per replay batch."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
 
 from raylab.algos.dqn.loss import DQNLoss, dqn_loss, quantile_huber_loss
 from raylab.config import DQNConfig
+from raylab.learner.objective import DeviceIO, LossOutput, Plan, StepInput
 from raylab.models.factory import QNetwork
+from raylab.types import Batch
 
 
 @dataclass
@@ -27,7 +31,9 @@ class TensorBatch:
 
 
 class DQN:
-    """Online Q network + target network; ``loss(batch)`` and ``after_update(step)``."""
+    """Online Q network + target network (an Objective, raylab.learner.objective): ``plan`` makes one step
+    per replay batch, ``loss(batch)`` is the (double, n-step) DQN or QR-DQN loss, ``after_update`` moves the
+    target network."""
 
     def __init__(self, q_net: QNetwork, cfg: DQNConfig):
         self.q_net = q_net
@@ -43,6 +49,12 @@ class DQN:
     def parameters(self) -> Iterator[nn.Parameter]:
         return self.q_net.parameters()
 
+    def state_dict(self) -> dict[str, Any]:
+        return {}  # the networks are the modules; nothing else
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass
+
     def modules(self) -> dict[str, nn.Module]:
         """Every module whose state a checkpoint must hold."""
         return {"q_net": self.q_net, "target_net": self.target_net}
@@ -57,7 +69,29 @@ class DQN:
         self._pairs = None
         return self
 
-    def loss(self, batch: TensorBatch) -> DQNLoss:
+    def plan(self, data: Iterable[Batch], version: int, io: DeviceIO) -> Plan:
+        """One optimizer step per replay batch (``data`` may be lazy: draws from the replay)."""
+
+        def prepare(batch: Batch) -> StepInput:
+            arrays = {
+                "obs": batch.obs, "actions": batch.actions, "rewards": batch.rewards,
+                "discounts": batch.discounts, "next_obs": batch.next_obs,
+            }  # fmt: skip
+            if batch.weights is not None:
+                arrays["weights"] = batch.weights
+            tensors = io.tensors(arrays)
+            # priorities go back to the replay by key only for prioritized batches (they carry weights)
+            keys = batch.indices if batch.weights is not None else None
+            return StepInput(TensorBatch(**tensors), keys)
+
+        return Plan(steps=data, prepare=prepare)
+
+    def loss(self, batch: TensorBatch) -> LossOutput:
+        """Its loss, the mean |TD error| and Q(s, a) as metrics, and per-sample TD errors for priorities."""
+        out = self.dqn_loss(batch)
+        return LossOutput(out.loss, {"td_error": out.td_error.abs().mean(), "q": out.q_taken.mean()}, out.td_error)
+
+    def dqn_loss(self, batch: TensorBatch) -> DQNLoss:
         """DQN (Huber) or QR-DQN (quantile) loss; network outputs are cast to fp32 first, so under autocast
         only the networks run in reduced precision, never the targets or the loss."""
         atoms = self.q_net.atoms(batch.obs).float()

@@ -1,0 +1,233 @@
+"""The PPO objective a Learner optimizes: a round of rollouts in, GAE, ``epochs x minibatches`` steps of the
+clipped objective (no Ray, no optimizer: the Learner runs every step).
+
+The rollouts of a synchronous round were all collected with the learner's current weights, so the old
+log-probabilities and values are computed here, once per round, instead of travelling with every chunk.
+Chunks of several workers are joined along the env axis; GAE runs per env over the time axis, bootstrapping
+from the real last observation of truncated episodes and from V(obs_T) at the end of the round.
+APPO (raylab.algos.ppo.appo) shares the round pass, the minibatches and the loss, with V-trace targets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from raylab.algos.a3c.worker import bootstrap_before_crashes
+from raylab.algos.ppo.loss import ppo_loss
+from raylab.algos.returns import gae
+from raylab.config import APPOConfig, PPOConfig
+from raylab.learner.objective import DeviceIO, LossOutput, Plan, StepInput
+from raylab.models.factory import ActorCritic
+from raylab.types import Chunk
+
+
+def join_chunks(chunks: list[Chunk]) -> Chunk:
+    """Chunks of equal length from several workers as one chunk with all their envs side by side."""
+    if len(chunks) == 1:
+        return chunks[0]
+    lengths = {c.num_steps for c in chunks}
+    if len(lengths) != 1:
+        raise ValueError(f"chunks of one round must have the same length, got {sorted(lengths)}")
+    offsets = np.cumsum([0] + [c.num_envs for c in chunks[:-1]])
+    final_index = [c.final_index + np.array([0, off]) for c, off in zip(chunks, offsets, strict=True)]
+    restarted = None
+    if any(c.restarted is not None for c in chunks):
+        restarted = np.concatenate(
+            [c.restarted if c.restarted is not None else np.zeros(c.actions.shape, bool) for c in chunks], axis=1
+        )
+    return Chunk(
+        obs=np.concatenate([c.obs for c in chunks], axis=1),
+        actions=np.concatenate([c.actions for c in chunks], axis=1),
+        rewards=np.concatenate([c.rewards for c in chunks], axis=1),
+        terminated=np.concatenate([c.terminated for c in chunks], axis=1),
+        truncated=np.concatenate([c.truncated for c in chunks], axis=1),
+        final_obs=np.concatenate([c.final_obs for c in chunks]),
+        final_index=np.concatenate(final_index).reshape(-1, 2),
+        policy_version=min(c.policy_version for c in chunks),
+        worker_id=-1,
+        seq=-1,
+        restarted=restarted,
+        log_probs=None
+        if any(c.log_probs is None for c in chunks)
+        else np.concatenate([c.log_probs for c in chunks if c.log_probs is not None], axis=1),
+    )
+
+
+@dataclass
+class RoundValues:
+    """A joined chunk seen through the current weights, once, without gradients."""
+
+    flat_obs: torch.Tensor
+    """obs[:T] flattened to [T * E, ...] (on the learner's device)."""
+    actions: torch.Tensor
+    log_probs: np.ndarray
+    """[T, E] log-probabilities of the actions taken, under the current weights."""
+    values: np.ndarray
+    """[T, E] V(obs_t)."""
+    next_values: np.ndarray
+    """[T, E] value of what followed each step: V(obs_{t+1}), V(final obs) where the episode was truncated."""
+    terminated: np.ndarray
+    truncated: np.ndarray
+    """Truncation flags, plus the steps before a crash (they bootstrap from the crash state)."""
+    keep: np.ndarray
+    """Flat indices of the steps with a real outcome (crashed steps left out)."""
+
+
+def round_values(model: ActorCritic, chunk: Chunk, io: DeviceIO) -> RoundValues:
+    """One batched forward pass over a round (in the learner's precision, outputs in fp32)."""
+    steps, envs = chunk.num_steps, chunk.num_envs
+    obs = io.tensor(chunk.obs)
+    flat_obs = obs.reshape(-1, *obs.shape[2:])
+    actions = io.tensor(chunk.actions.reshape(-1))
+    with torch.no_grad(), io.autocast():
+        logits, values_all = model(flat_obs)
+        log_probs = torch.log_softmax(logits[: steps * envs].float(), -1).gather(1, actions.long()[:, None])[:, 0]
+        final_values = (
+            model(io.tensor(chunk.final_obs))[1].float().cpu().numpy()
+            if len(chunk.final_obs)
+            else np.zeros(0, np.float32)
+        )
+    values_np = values_all.float().reshape(steps + 1, envs).cpu().numpy()
+    values, next_values = values_np[:steps].copy(), values_np[1:].copy()
+    terminated, truncated = chunk.terminated.copy(), chunk.truncated.copy()
+    for (t, e), v in zip(chunk.final_index, final_values, strict=True):
+        next_values[t, e] = v
+    valid = np.ones((steps, envs), bool) if chunk.restarted is None else ~chunk.restarted
+    if not valid.all():
+        bootstrap_before_crashes(valid, terminated, truncated, next_values, values)
+    return RoundValues(
+        flat_obs=flat_obs[: steps * envs],
+        actions=actions,
+        log_probs=log_probs.cpu().numpy().reshape(steps, envs),
+        values=values,
+        next_values=next_values,
+        terminated=terminated,
+        truncated=truncated,
+        keep=np.flatnonzero(valid.reshape(-1)),
+    )
+
+
+def minibatch_indices(
+    generator: np.random.Generator, samples: int, epochs: int, minibatches: int, device: torch.device
+) -> Iterator[torch.Tensor]:
+    """``epochs`` shuffled passes over ``samples``, each split into ``minibatches`` index sets (the last one
+    takes the remainder); one optimizer step each."""
+    size = max(1, samples // minibatches)
+    for _ in range(epochs):
+        order = torch.from_numpy(generator.permutation(samples)).to(device)
+        for k in range(minibatches):
+            yield order[k * size : (k + 1) * size] if k < minibatches - 1 else order[k * size :]
+
+
+class MinibatchGather:
+    """A step's minibatch: the round's tensors at the step's indices, advantages normalized per minibatch
+    (here, before any split into micro-batches, so gradient accumulation sees the minibatch's statistics)."""
+
+    def __init__(self, data: dict[str, torch.Tensor], normalize_advantages: bool):
+        self.data = data
+        self.normalize_advantages = normalize_advantages
+
+    def __call__(self, idx: torch.Tensor) -> StepInput:
+        mb = {name: value[idx] for name, value in self.data.items()}
+        advantages = mb["advantages"]
+        if self.normalize_advantages and advantages.numel() > 1:
+            mb["advantages"] = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        return StepInput(mb)
+
+
+class ClippedObjective:
+    """What PPO and APPO share (an Objective, raylab.learner.objective): an actor-critic, minibatch epochs on
+    a permutation drawn from ``seed``'s generator (the call is one version), and the loss: the clipped
+    surrogate, the (clipped) value loss and the entropy bonus. Subclasses choose the targets in ``plan``."""
+
+    def __init__(
+        self,
+        model: ActorCritic,
+        cfg: PPOConfig | APPOConfig,
+        seed: int,
+        value_clip: float | None,
+        normalize_advantages: bool,
+    ):
+        self.model = model
+        self.cfg = cfg
+        self.generator = np.random.default_rng(seed)
+        self.value_clip = value_clip
+        self.normalize_advantages = normalize_advantages
+
+    def modules(self) -> dict[str, nn.Module]:
+        return {"model": self.model}
+
+    def policy_module(self) -> nn.Module:
+        return self.model
+
+    def after_update(self, version: int) -> None:
+        pass
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass
+
+    def _minibatch_plan(
+        self,
+        r: RoundValues,
+        old_log_probs: np.ndarray,
+        advantages: np.ndarray,
+        returns: np.ndarray,
+        io: DeviceIO,
+        metrics: dict[str, float],
+    ) -> Plan:
+        """The round's steps: its kept samples in ``epochs x minibatches`` shuffled minibatches."""
+        keep = r.keep
+        data = {
+            "obs": r.flat_obs[keep],
+            "actions": r.actions[keep],
+            "old_log_probs": io.tensor(old_log_probs.reshape(-1)[keep]),
+            "old_values": io.tensor(r.values.reshape(-1)[keep]),
+            "advantages": io.tensor(advantages.reshape(-1)[keep]),
+            "returns": io.tensor(returns.reshape(-1)[keep]),
+        }
+        steps = minibatch_indices(self.generator, len(keep), self.cfg.epochs, self.cfg.minibatches, io.device)
+        return Plan(steps, MinibatchGather(data, self.normalize_advantages), metrics, version_per_call=True)
+
+    def loss(self, mb: dict[str, torch.Tensor]) -> LossOutput:
+        logits, values = self.model(mb["obs"])
+        out = ppo_loss(
+            logits.float(), values.float(), mb["actions"], mb["old_log_probs"], mb["old_values"], mb["advantages"],
+            mb["returns"], clip=self.cfg.clip, value_clip=self.value_clip, value_coef=self.cfg.value_coef,
+            entropy_coef=self.cfg.entropy_coef, normalize_advantages=False,  # normalized per minibatch already
+        )  # fmt: skip
+        metrics = {
+            "policy_loss": out.policy_loss.detach(),
+            "value_loss": out.value_loss.detach(),
+            "entropy": out.entropy.detach(),
+            "approx_kl": out.approx_kl,
+            "clip_fraction": out.clip_fraction,
+        }
+        return LossOutput(out.loss, metrics)
+
+
+class PPO(ClippedObjective):
+    """PPO: ``plan(chunks)`` joins a synchronous round's chunks, runs one value pass and GAE, then
+    ``epochs x minibatches`` steps."""
+
+    def __init__(self, model: ActorCritic, cfg: PPOConfig, seed: int = 0):
+        super().__init__(model, cfg, seed, cfg.value_clip, cfg.normalize_advantages)
+        self.ppo = cfg
+
+    def plan(self, data: list[Chunk], version: int, io: DeviceIO) -> Plan:
+        cfg = self.ppo
+        chunk = join_chunks(list(data))
+        r = round_values(self.model, chunk, io)
+        advantages, returns = gae(
+            chunk.rewards, r.values, r.next_values, r.terminated, r.truncated, cfg.gamma, cfg.gae_lambda
+        )
+        explained = 1.0 - float(np.var(returns - r.values)) / max(float(np.var(returns)), 1e-8)
+        return self._minibatch_plan(r, r.log_probs, advantages, returns, io, {"explained_variance": explained})

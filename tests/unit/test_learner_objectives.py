@@ -1,0 +1,372 @@
+"""One Learner for every algorithm: PPO and APPO through the same speed options as DQN, CPU-only state,
+CUDA-graph-safe results, and learner options refused where they do not apply.
+
+Parity tolerances (PPO and APPO, 2 calls of 2 epochs x 4 minibatches = 16 optimizer steps on a fixed
+problem, against eager fp32 without prefetch; the deviations measured on this machine in brackets):
+- prefetch: exactly equal (the same operations in the same order; only the thread differs) [0].
+- torch.compile: parameters to rtol 1e-4, atol 1e-6, metrics to rel 1e-4, abs 1e-6 (Inductor fuses kernels
+  and reorders float sums, nothing more) [parameters 3e-8 abs; metrics <= 3e-6 rel, explained_variance,
+  which is near 0, 1.3e-5 rel = 7e-8 abs].
+- grad_accumulation=3 (unequal micro-batches): parameters to rtol 1e-5, atol 1e-7 (sums in another order)
+  [3e-8 abs].
+- bf16 autocast, alone or with compile and prefetch: bf16 keeps 8 mantissa bits (~3 significant digits) in
+  the networks; the losses are computed in fp32 from their outputs. After 16 Adam steps the parameters
+  cannot match elementwise (Adam divides each gradient by its own running scale, so bf16 noise in a tiny
+  gradient becomes a full-size step), so the test bounds the direction of the whole update: cosine
+  similarity of (params - initial) with fp32's >= 0.99 [0.997]. Metrics: loss, value_loss and grad_norm
+  within 1 % [3e-4 rel], entropy within 0.1 % [3e-7 rel], rho_mean within 0.1 % [1e-6 rel]; quantities near
+  zero by absolute error: policy_loss and approx_kl 1e-3 [3e-6], explained_variance 1e-2 [4e-5], and
+  clip_fraction 0.05 (a share of samples: one sample crossing the clip boundary moves it by 1/64) [0].
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from raylab.algos.dqn import DQN
+from raylab.algos.ppo.appo import APPO
+from raylab.algos.ppo.objective import PPO
+from raylab.config import APPOConfig, DQNConfig, LearnerConfig, ModelConfig, PPOConfig
+from raylab.envs.registry import EnvSpaces
+from raylab.errors import ConfigError
+from raylab.learner import Learner, LossOutput, check_learner_options
+from raylab.learner.prefetch import Prefetcher, StreamPrefetcher, prefetcher_class
+from raylab.models import build_q_network
+from raylab.models.encoders import MLPEncoder
+from raylab.models.factory import ActorCritic
+from raylab.types import Batch, Chunk
+from tests.conftest import FAKE, make_config
+
+OBS, ACTIONS, STEPS, ENVS = 6, 4, 16, 8
+VECTOR = EnvSpaces((OBS,), np.dtype(np.float32), ACTIONS, f"Discrete({ACTIONS})")
+ALGOS = ("dqn", "qr-dqn", "ppo", "appo")
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+# -- a small fixed problem -----------------------------------------------------------------------------------
+def chunk(seed: int, version: int = 0) -> Chunk:
+    """A worker's chunk of random steps, some episodes terminated or truncated, behaviour log-probs near
+    uniform (APPO reads them)."""
+    rng = np.random.default_rng(seed)
+    terminated = rng.random((STEPS, ENVS)) < 0.05
+    truncated = (rng.random((STEPS, ENVS)) < 0.05) & ~terminated
+    final_index = np.argwhere(truncated)
+    return Chunk(
+        obs=rng.standard_normal((STEPS + 1, ENVS, OBS)).astype(np.float32),
+        actions=rng.integers(0, ACTIONS, (STEPS, ENVS)), rewards=rng.standard_normal((STEPS, ENVS)).astype(np.float32),
+        terminated=terminated, truncated=truncated,
+        final_obs=rng.standard_normal((len(final_index), OBS)).astype(np.float32), final_index=final_index,
+        policy_version=version, worker_id=0, seq=seed,
+        log_probs=(np.log(1 / ACTIONS) + 0.1 * rng.standard_normal((STEPS, ENVS))).astype(np.float32),
+    )  # fmt: skip
+
+
+def rounds(calls: int = 2) -> list[list[Chunk]]:
+    return [[chunk(2 * r, r), chunk(2 * r + 1, r)] for r in range(calls)]
+
+
+def batch(seed: int, n: int = 32) -> Batch:
+    rng = np.random.default_rng(seed)
+    return Batch(
+        obs=rng.standard_normal((n, OBS)).astype(np.float32), actions=rng.integers(0, ACTIONS, n),
+        rewards=rng.standard_normal(n).astype(np.float32), discounts=np.full(n, 0.9, np.float32),
+        next_obs=rng.standard_normal((n, OBS)).astype(np.float32), indices=np.arange(n) + 1000 * seed,
+        weights=rng.uniform(0.2, 1.0, n).astype(np.float32),
+    )  # fmt: skip
+
+
+def make(algo: str, device: str = "cpu", **opts) -> Learner:
+    torch.manual_seed(0)
+    objective: DQN | PPO | APPO
+    if algo in ("dqn", "qr-dqn"):
+        cfg = DQNConfig(loss="quantile", num_quantiles=8) if algo == "qr-dqn" else DQNConfig()
+        atoms = cfg.num_quantiles if algo == "qr-dqn" else 1
+        objective = DQN(build_q_network(ModelConfig(hidden_sizes=(32,)), VECTOR, atoms=atoms), cfg)
+    elif algo == "ppo":
+        objective = PPO(ActorCritic(MLPEncoder((OBS,), (64, 64)), ACTIONS), PPOConfig(epochs=2, minibatches=4))
+    else:
+        cfg_a = APPOConfig(epochs=2, minibatches=4, max_policy_lag=4)
+        objective = APPO(ActorCritic(MLPEncoder((OBS,), (64, 64)), ACTIONS), cfg_a)
+    opts.setdefault("prefetch", False)
+    return Learner(objective, lr=1e-3, adam_eps=1e-5, max_grad_norm=0.5, device=device, **opts)
+
+
+def inputs(algo: str, calls: int = 2) -> list:
+    """What each call trains on: a round of chunks (PPO/APPO) or 3 replay batches (DQN)."""
+    if algo in ("ppo", "appo"):
+        return rounds(calls)
+    return [[batch(3 * c + k) for k in range(3)] for c in range(calls)]
+
+
+def params(learner: Learner) -> torch.Tensor:
+    return torch.cat([p.detach().reshape(-1).float().cpu() for p in learner.params])
+
+
+def train(algo: str, **opts):
+    learner = make(algo, **opts)
+    initial = params(learner).clone()
+    stats = [learner.update_many(data) for data in inputs(algo)]
+    return learner, initial, stats
+
+
+# -- (a) parity of the speed options with eager fp32, for PPO and APPO ---------------------------------------
+BF16_REL = {"loss": 1e-2, "value_loss": 1e-2, "grad_norm": 1e-2, "entropy": 1e-3, "rho_mean": 1e-3}
+BF16_ABS = {"policy_loss": 1e-3, "approx_kl": 1e-3, "explained_variance": 1e-2, "clip_fraction": 0.05}
+
+
+@pytest.mark.parametrize("algo", ["ppo", "appo"])
+def test_prefetch_trains_exactly_like_no_prefetch(algo):
+    ref, _, ref_stats = train(algo)
+    pre, _, stats = train(algo, prefetch=True)
+    torch.testing.assert_close(params(pre), params(ref), rtol=0, atol=0)
+    for got, want in zip(stats, ref_stats, strict=True):
+        assert got.metrics == want.metrics
+        assert (got.updates, got.samples, got.version, got.published) == (8, 512, want.version, True)
+        assert got.timings is not None and "batch_wait_s" in got.timings  # the prefetcher ran
+
+
+@pytest.mark.parametrize("algo", ["ppo", "appo"])
+def test_grad_accumulation_matches_whole_minibatches(algo):
+    ref, _, ref_stats = train(algo)
+    acc, _, stats = train(algo, grad_accumulation=3)  # 64-sample minibatches: micro-batches of 22, 22, 20
+    torch.testing.assert_close(params(acc), params(ref), rtol=1e-5, atol=1e-7)
+    for got, want in zip(stats, ref_stats, strict=True):
+        assert got.metrics == pytest.approx(want.metrics, rel=1e-5, abs=1e-7)
+
+
+@pytest.mark.parametrize("algo", ["ppo", "appo"])
+def test_compile_matches_eager(algo):
+    ref, _, ref_stats = train(algo)
+    compiled, _, stats = train(algo, compile=True)
+    torch.testing.assert_close(params(compiled), params(ref), rtol=1e-4, atol=1e-6)
+    for got, want in zip(stats, ref_stats, strict=True):
+        assert got.metrics == pytest.approx(want.metrics, rel=1e-4, abs=1e-6)
+
+
+@pytest.mark.parametrize("options", [{"precision": "bf16"}, {"precision": "bf16", "compile": True, "prefetch": True}])
+@pytest.mark.parametrize("algo", ["ppo", "appo"])
+def test_bf16_alone_and_with_compile_and_prefetch_follows_fp32(algo, options):
+    ref, initial, ref_stats = train(algo)
+    low, initial_low, stats = train(algo, **options)
+    torch.testing.assert_close(initial_low, initial, rtol=0, atol=0)
+    cosine = torch.nn.functional.cosine_similarity(params(low) - initial, params(ref) - initial, dim=0)
+    assert cosine >= 0.99, cosine
+    for got, want in zip(stats, ref_stats, strict=True):
+        assert set(got.metrics) == set(want.metrics)
+        for name, value in want.metrics.items():
+            if name in BF16_ABS:
+                assert got.metrics[name] == pytest.approx(value, abs=BF16_ABS[name]), name
+            else:
+                assert got.metrics[name] == pytest.approx(value, rel=BF16_REL.get(name, 0.0), abs=1e-12), name
+
+
+def test_ppo_and_appo_report_their_metrics_and_versions():
+    ppo = make("ppo")
+    stats = [ppo.update_many(data) for data in rounds(2)]
+    assert [s.version for s in stats] == [1, 2] and all(s.published and s.updates == 8 for s in stats)
+    assert set(stats[0].metrics) == {
+        "loss", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "grad_norm",
+        "explained_variance",
+    }  # fmt: skip
+    appo = make("appo")
+    stats = [appo.update_many(data) for data in rounds(2)]
+    assert set(stats[1].metrics) == {
+        "loss", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "grad_norm",
+        "dropped_chunks", "lag_mean", "rho_mean",
+    }  # fmt: skip
+    assert stats[1].metrics["lag_mean"] == 0.0 and stats[1].samples == 2 * STEPS * ENVS * 2
+
+
+# -- prefetch: which path a device takes -------------------------------------------------------------------
+def test_prefetch_path_follows_the_device():
+    assert prefetcher_class(torch.device("cpu")) is Prefetcher
+    assert prefetcher_class(torch.device("cuda")) is StreamPrefetcher  # side stream + pinned buffers
+    learner = make("dqn", prefetch=True)
+    assert learner.io.tensors({"a": np.ones(3, np.float32)})["a"].device.type == "cpu"
+    stats = learner.update_many(iter([batch(0), batch(1)]))
+    assert stats.timings is not None and "batch_wait_s" in stats.timings
+
+
+# -- (b) learner state and published weights are CPU-only --------------------------------------------------
+def assert_all_on_cpu(value, path="state"):
+    if isinstance(value, torch.Tensor):
+        assert value.device.type == "cpu", f"{path} is on {value.device}"
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            assert_all_on_cpu(v, f"{path}[{k!r}]")
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            assert_all_on_cpu(v, f"{path}[{i}]")
+    else:
+        assert not dataclasses.is_dataclass(value), path
+
+
+def check_cpu_state(algo: str, device: str, **opts) -> None:
+    learner = make(algo, device=device, **opts)
+    for data in inputs(algo):
+        learner.update_many(data)
+    state = learner.state_dict()
+    assert state["optimizer"]["state"], "no optimizer state to check"
+    assert_all_on_cpu(state)
+    weights = learner.get_weights()
+    assert weights.params and all(isinstance(a, np.ndarray) for a in weights.params.values())
+    # a fresh CPU learner resumes from it and takes the same next step
+    restored = make(algo)
+    restored.load_state_dict(state)
+    assert restored.version == learner.version
+    for name, array in weights.params.items():
+        np.testing.assert_array_equal(array, restored.get_weights().params[name])
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_state_dict_and_weights_are_on_the_cpu(algo):
+    check_cpu_state(algo, "cpu")
+
+
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize("algo", ALGOS)
+def test_state_dict_and_weights_of_a_cuda_learner_are_on_the_cpu(algo):
+    check_cpu_state(algo, "cuda")
+    check_cpu_state(algo, "cuda", precision="fp16")  # the GradScaler's state too
+
+
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize("algo", ALGOS)
+def test_cuda_side_stream_prefetch_equals_no_prefetch(algo):
+    ref, _, ref_stats = train(algo, device="cuda")
+    pre, _, stats = train(algo, device="cuda", prefetch=True)
+    torch.testing.assert_close(params(pre), params(ref), rtol=0, atol=0)
+    for got, want in zip(stats, ref_stats, strict=True):
+        assert got.metrics == want.metrics
+        if want.priorities is not None:
+            assert got.priorities is not None
+            np.testing.assert_array_equal(got.priorities.td_errors, want.priorities.td_errors)
+
+
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize("algo", ALGOS)
+def test_cuda_graphs_reduce_overhead_matches_eager(algo):
+    ref, _, ref_stats = train(algo, device="cuda")
+    graphs, _, stats = train(algo, device="cuda", compile=True, compile_mode="reduce-overhead", prefetch=True)
+    torch.testing.assert_close(params(graphs), params(ref), rtol=1e-4, atol=1e-5)
+    for got, want in zip(stats, ref_stats, strict=True):
+        assert got.metrics == pytest.approx(want.metrics, rel=1e-3, abs=1e-5)
+        if want.priorities is not None:
+            assert got.priorities is not None
+            np.testing.assert_allclose(got.priorities.td_errors, want.priorities.td_errors, rtol=1e-3, atol=1e-5)
+
+
+# -- (c) nothing a compiled call returns is kept past the next call ----------------------------------------
+class _IntoStatic(torch.autograd.Function):
+    """Copies ``value`` into ``buffer`` and returns ``buffer`` itself, with ``value``'s gradient."""
+
+    @staticmethod
+    def forward(ctx, value, buffer):
+        buffer.copy_(value)
+        ctx.mark_dirty(buffer)
+        return buffer
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+def like_cuda_graphs(fn):
+    """What CUDA graphs (compile_mode=reduce-overhead) do to a compiled function's outputs, on the CPU: every
+    call writes them into the same static tensors, so anything a caller keeps from call k without copying it
+    (or adding it into a tensor of its own) changes on call k + 1."""
+    static: dict = {}
+
+    def into(name, value):
+        if value is None:
+            return None
+        buffer = static.get((name, value.shape))
+        if buffer is None:
+            buffer = static[(name, value.shape)] = torch.empty_like(value.detach())
+        if value.requires_grad:
+            return _IntoStatic.apply(value, buffer.detach())
+        return buffer.copy_(value)
+
+    def wrapped(*args):
+        out = fn(*args)
+        if isinstance(out, LossOutput):
+            metrics = {k: into(k, v) for k, v in out.metrics.items()}
+            return LossOutput(into("loss", out.loss), metrics, into("td_errors", out.td_errors))
+        return into("out", out)
+
+    return wrapped
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+@pytest.mark.parametrize("grad_accumulation", [1, 2])
+def test_results_do_not_alias_what_a_later_update_overwrites(algo, grad_accumulation):
+    eager = make(algo, grad_accumulation=grad_accumulation)
+    graphs = make(algo, grad_accumulation=grad_accumulation)
+    graphs._loss = like_cuda_graphs(graphs._loss)  # the hooks torch.compile replaces
+    graphs._apply = like_cuda_graphs(graphs._apply)
+    first_data, second_data = inputs(algo)
+    first = graphs.update_many(first_data)
+    kept = (dict(first.metrics), None if first.priorities is None else first.priorities.td_errors.copy())
+    assert first.metrics == pytest.approx(eager.update_many(first_data).metrics, rel=1e-6)
+    second, second_eager = graphs.update_many(second_data), eager.update_many(second_data)
+    assert second.metrics == pytest.approx(second_eager.metrics, rel=1e-6)
+    if algo in ("dqn", "qr-dqn"):  # per-sample TD errors of every step, not the last step's repeated
+        assert first.priorities is not None and second.priorities is not None
+        assert second_eager.priorities is not None
+        np.testing.assert_allclose(second.priorities.td_errors, second_eager.priorities.td_errors, rtol=1e-6)
+        np.testing.assert_array_equal(first.priorities.td_errors, kept[1])
+    assert first.metrics == kept[0]  # call 1's results did not change with call 2
+
+
+# -- (d) options that do not apply are refused in one line -------------------------------------------------
+@pytest.mark.parametrize(
+    "option", [{"precision": "bf16"}, {"compile": True}, {"grad_accumulation": 2}, {"prefetch": False}]
+)
+def test_learner_speed_options_with_a3c_are_refused_in_one_line(option):
+    learner = LearnerConfig(**option)
+    with pytest.raises(ConfigError, match=r"does not apply to algo=a3c .*: remove it") as err:
+        check_learner_options("a3c", learner)
+    assert "\n" not in str(err.value) and f"learner.{next(iter(option))}=" in str(err.value)
+    for algo in ("dqn", "ppo", "appo"):
+        check_learner_options(algo, learner)  # they all apply there
+    check_learner_options("a3c", LearnerConfig())  # defaults are fine
+
+
+def test_refusal_comes_from_the_config_and_the_builder(tmp_path):
+    with pytest.raises(ConfigError, match=r"learner\.precision=bf16, learner\.compile=true do not apply to algo=a3c"):
+        make_config(tmp_path, *FAKE, "algo=a3c", "topology=a3c", "learner.precision=bf16", "learner.compile=true")
+    cfg = make_config(tmp_path, *FAKE, "algo=a3c", "topology=a3c")
+    bad = dataclasses.replace(cfg, learner=LearnerConfig(precision="bf16"))
+    from raylab.builders import build_learner
+    from raylab.envs import env_spaces
+
+    with pytest.raises(ConfigError, match=r"learner\.precision=bf16 does not apply to algo=a3c"):
+        build_learner(bad, env_spaces(cfg.env))
+    with pytest.raises(ConfigError, match=r"add learner\.compile=true or remove learner\.compile_mode"):
+        make_config(tmp_path, *FAKE, "learner.compile_mode=reduce-overhead")
+
+
+@pytest.mark.parametrize("algo", ["dqn", "ppo", "appo"])
+def test_build_learner_passes_every_option(tmp_path, algo):
+    from raylab.builders import build_learner
+    from raylab.envs import env_spaces
+
+    topology = {"dqn": "apex_dqn", "ppo": "ppo", "appo": "appo"}[algo]
+    cfg = make_config(
+        tmp_path, *FAKE, f"algo={algo}", f"topology={topology}", "learner.precision=bf16", "learner.compile=true",
+        "learner.compile_mode=max-autotune-no-cudagraphs", "learner.grad_accumulation=4", "learner.prefetch=false",
+        "learner.tf32=false", "learner.max_grad_norm=0.5", "learner.lr=0.01", "learner.device=cpu",
+    )  # fmt: skip
+    learner = build_learner(cfg, env_spaces(cfg.env))
+    assert (learner.precision, learner.grad_accumulation, learner.prefetch) == ("bf16", 4, False)
+    assert learner._loss is not learner.objective.loss  # compiled
+    assert learner.max_grad_norm == 0.5 and learner.optimizer.param_groups[0]["lr"] == 0.01
+    assert learner.device.type == "cpu"
