@@ -52,10 +52,10 @@ def _learner(variant: str, device: str, compile_mode: str) -> Any:
 
     from raylab.algos.dqn import DQN
     from raylab.config import DQNConfig, ModelConfig
-    from raylab.envs.registry import EnvSpaces
     from raylab.learner import Learner
     from raylab.learner.learner import resolve_device
     from raylab.models import build_q_network
+    from raylab.types import EnvSpaces
 
     opts = dict(VARIANTS[variant])
     resolved = resolve_device(device)
