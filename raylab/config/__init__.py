@@ -5,9 +5,10 @@ once and fails with a one-line ``ConfigError`` that names the fix. Nothing downs
 Ray actor, is a DictConfig (lazy interpolations break in child processes, hydra#2772). Each component's
 builder receives only its own sub-config.
 
-Modules: schema.py (``RunConfig`` and its sections) and algo.py (the ``algo`` sections), each field with a
-one-line docstring; coerce.py (the generic mapping -> dataclass engine); checks.py (``resolve`` and the checks
-that span sections). Import from here: ``from raylab.config import RunConfig, resolve``.
+Modules: schema.py (``RunConfig`` and its sections), algo.py (the ``algo`` sections) and, beside the env
+families, raylab/envs/config.py (``EnvConfig``), each field with a one-line docstring; coerce.py (the generic
+mapping -> dataclass engine); checks.py (``resolve`` and the checks that span sections). Import from here:
+``from raylab.config import RunConfig, resolve``.
 """
 
 from raylab.config.algo import A3CConfig, AlgoConfig, APPOConfig, DQNConfig, EpsilonConfig, PPOConfig
@@ -15,7 +16,6 @@ from raylab.config.checks import resolve
 from raylab.config.schema import (
     TOPOLOGY_ALGOS,
     CheckpointConfig,
-    EnvConfig,
     EvalConfig,
     LearnerConfig,
     LoggerConfig,
@@ -28,6 +28,7 @@ from raylab.config.schema import (
     TopologyConfig,
     WandbConfig,
 )
+from raylab.envs.config import EnvConfig
 
 __all__ = [
     "TOPOLOGY_ALGOS", "A3CConfig", "APPOConfig", "AlgoConfig", "CheckpointConfig", "DQNConfig", "EnvConfig",

@@ -12,6 +12,7 @@ from typing import Any
 from raylab.config.algo import APPOConfig, DQNConfig, PPOConfig
 from raylab.config.coerce import build, to_container
 from raylab.config.schema import TOPOLOGY_ALGOS, RunConfig
+from raylab.envs.registry import check_env_config, max_return
 from raylab.errors import ConfigError, check
 
 
@@ -31,8 +32,6 @@ def resolve(cfg: Mapping[str, Any], run_dir: str = ".") -> RunConfig:
 
 def check_cross_fields(run: RunConfig) -> None:
     """Checks that need more than one section, or the env family (raises ``ConfigError``)."""
-    from raylab.envs.registry import check_env_config, max_return
-
     algos = TOPOLOGY_ALGOS[run.topology.name]
     runners = [t for t, a in TOPOLOGY_ALGOS.items() if run.algo.name in a and t != "local"]
     check(

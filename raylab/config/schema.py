@@ -1,7 +1,14 @@
 """The frozen dataclass schema of a run: ``RunConfig`` and its sections, one docstring under each field.
 
 Field checks live in each dataclass's ``__post_init__``; checks across sections (and against the env
-registry) in raylab/config/checks.py. The ``algo`` sections are in raylab/config/algo.py.
+registry) in raylab/config/checks.py. Two kinds of section live elsewhere:
+
+- the ``algo`` sections in raylab/config/algo.py (why not beside their algorithms: see there);
+- ``EnvConfig`` beside the env families, in raylab/envs/config.py: the families take it, and ``resolve``
+  asks them whether an env config can work (raylab/config/checks.py), so were it here, raylab.envs would
+  import raylab.config, whose ``__init__`` imports ``resolve``, which imports raylab.envs: a circle
+  (tests/unit/test_imports.py). The price: importing raylab.config imports raylab.envs (gymnasium and
+  numpy, not torch).
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from typing import Any, Literal
 
 from raylab.config.algo import AlgoConfig, DQNConfig
 from raylab.config.coerce import plain
+from raylab.envs.config import EnvConfig
 from raylab.errors import check, positive_or_none
 
 TOPOLOGY_ALGOS: dict[str, tuple[str, ...]] = {
@@ -22,44 +30,6 @@ TOPOLOGY_ALGOS: dict[str, tuple[str, ...]] = {
     "appo": ("appo",),
 }
 """Which algorithms each topology runs."""
-
-
-@dataclass(frozen=True)
-class EnvConfig:
-    family: str = "gymnasium"
-    """Env family: gymnasium | mario | procgen | snake | fake (raylab/envs/registry.py lists them)."""
-    id: str = "CartPole-v1"
-    """Env id within the family: a gymnasium id, SuperMarioBros-1-1-v0, a Procgen game (coinrun), Snake-v0."""
-    max_episode_steps: int | None = None
-    """Time limit per episode in agent steps (truncation); None keeps the family's default."""
-    frame_skip: int = 1
-    """Repeat each action this many frames, summing rewards and max-pooling the last two frames."""
-    grayscale: bool = False
-    """Convert RGB (H, W, 3) frames to one channel."""
-    resize: tuple[int, int] | None = None
-    """Resize image frames to (height, width), e.g. [84, 84]."""
-    frame_stack: int = 1
-    """Stack the last k observations along the channel axis (uint8 stays uint8, channel-first)."""
-    reward_clip: float | None = None
-    """Clip each agent-step reward to [-c, c] before the learner sees it (episode returns stay raw)."""
-    reward_scale: float = 1.0
-    """Multiply each agent-step reward by this (after clipping)."""
-    noop_max: int = 0
-    """Take a random number (seeded) of up to this many no-op actions after each reset, for start diversity."""
-    options: dict[str, Any] = field(default_factory=dict)
-    """Family-specific options, checked by the family (mario: actions; procgen: distribution_mode,
-    num_levels, start_level, num_threads; snake: dim, start_length, border, observation, rewards)."""
-
-    def __post_init__(self) -> None:
-        positive_or_none(self.max_episode_steps, "env.max_episode_steps")
-        check(self.frame_skip >= 1, f"env.frame_skip must be >= 1 (got {self.frame_skip})")
-        check(self.frame_stack >= 1, f"env.frame_stack must be >= 1 (got {self.frame_stack})")
-        check(self.noop_max >= 0, f"env.noop_max must be >= 0 (got {self.noop_max})")
-        positive_or_none(self.reward_clip, "env.reward_clip")
-        check(
-            self.resize is None or (len(self.resize) == 2 and min(self.resize) > 0),
-            f"env.resize must be [height, width] or null (got {self.resize})",
-        )
 
 
 @dataclass(frozen=True)

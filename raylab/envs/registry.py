@@ -20,8 +20,8 @@ from typing import ClassVar
 import gymnasium as gym
 import numpy as np
 
-from raylab.config import EnvConfig
 from raylab.envs import mario, procgen
+from raylab.envs.config import EnvConfig
 from raylab.envs.fake import FakeEnv
 from raylab.envs.snake import SnakeEnv
 from raylab.envs.vector import SerialVectorEnv, VectorEnv
