@@ -19,3 +19,15 @@ class ConfigError(RaylabError):
 
 class NonFiniteLossError(RaylabError):
     """Training diverged (a NaN or infinite loss): the run stops, keeping its last good checkpoint."""
+
+
+def check(condition: bool, message: str) -> None:
+    """Raise ``ConfigError(message)`` unless ``condition`` holds (the dataclass schemas' field checks)."""
+    if not condition:
+        raise ConfigError(message)
+
+
+def positive_or_none(value: float | None, name: str) -> None:
+    """Raise ``ConfigError`` unless ``value`` (the key ``name``) is null or > 0."""
+    if value is not None and value <= 0:
+        raise ConfigError(f"{name} must be > 0 or null (got {value})")

@@ -21,6 +21,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from raylab.config import RunConfig, resolve
+from raylab.config.store import register as register_config_defaults
 from raylab.driver.monitor import RunMonitor, RunSummary
 from raylab.driver.stop import terminate, terminated
 from raylab.envs.registry import env_spaces
@@ -30,6 +31,8 @@ CONFIG_MODULE = "raylab.conf"
 EXIT_INTERRUPTED = 130
 NULL_DEFAULT_GROUPS = ("experiment", "debug")
 """Groups whose default is null: Hydra accepts only ``group=x`` for them, raylab also ``+group=x``."""
+
+register_config_defaults()  # conf/ composes on the dataclass defaults (raylab/config/store.py): before compose, main
 
 
 def run(cfg: RunConfig) -> RunSummary:

@@ -11,6 +11,20 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+@dataclass(frozen=True)
+class EnvSpaces:
+    """What builders need to know about an env, without holding one (raylab.envs.env_spaces describes one)."""
+
+    obs_shape: tuple[int, ...]
+    obs_dtype: np.dtype
+    num_actions: int | None
+    """Number of discrete actions; None for continuous action spaces."""
+    action_space: str
+    """repr of the action space, for error messages."""
+    frames_per_step: int = 1
+    """Emulator frames per agent step (frame skip), to report env frames/s beside agent steps/s."""
+
+
 @dataclass
 class Chunk:
     """Experience from one rollout call: ``T`` steps of ``E`` envs of one worker.

@@ -78,9 +78,9 @@ def _learner(algo: str, variant: str, device: str, compile_mode: str, epochs: in
     from raylab.algos.dqn import DQN
     from raylab.algos.ppo.objective import PPO
     from raylab.config import DQNConfig, ModelConfig, PPOConfig
-    from raylab.envs.registry import EnvSpaces
     from raylab.learner import Learner, resolve_device
     from raylab.models import build_actor_critic, build_q_network
+    from raylab.types import EnvSpaces
 
     opts = dict(VARIANTS[variant])
     resolved = resolve_device(device)

@@ -21,7 +21,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from raylab.config import EnvConfig
+from raylab.envs.config import EnvConfig
 from raylab.envs.vector import VectorStep
 from raylab.envs.wrappers import transform_reward
 from raylab.errors import ConfigError

@@ -15,14 +15,13 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import importlib.util
-from dataclasses import dataclass
 from typing import ClassVar
 
 import gymnasium as gym
 import numpy as np
 
-from raylab.config import EnvConfig
 from raylab.envs import mario, procgen
+from raylab.envs.config import EnvConfig
 from raylab.envs.fake import FakeEnv
 from raylab.envs.snake import SnakeEnv
 from raylab.envs.vector import SerialVectorEnv, VectorEnv
@@ -35,23 +34,10 @@ from raylab.envs.wrappers import (
     RewardTransform,
 )
 from raylab.errors import ConfigError
+from raylab.types import EnvSpaces  # its old home: imports of raylab.envs.registry.EnvSpaces keep working
 
 EVAL_WORKER_INDEX = 1_000_003
 """Worker index of evaluation envs: their seeds never collide with a rollout worker's."""
-
-
-@dataclass(frozen=True)
-class EnvSpaces:
-    """What builders need to know about an env, without holding one."""
-
-    obs_shape: tuple[int, ...]
-    obs_dtype: np.dtype
-    num_actions: int | None
-    """Number of discrete actions; None for continuous action spaces."""
-    action_space: str
-    """repr of the action space, for error messages."""
-    frames_per_step: int = 1
-    """Emulator frames per agent step (frame skip), to report env frames/s beside agent steps/s."""
 
 
 class EnvFamily:

@@ -6,10 +6,10 @@ import torch
 from torch import nn
 
 from raylab.config import ModelConfig
-from raylab.envs.registry import EnvSpaces
 from raylab.errors import ConfigError
 from raylab.models.encoders import ImpalaCNN, MLPEncoder, NatureCNN
 from raylab.models.heads import DuelingQHead, QHead
+from raylab.types import EnvSpaces
 
 Encoder = MLPEncoder | NatureCNN | ImpalaCNN
 

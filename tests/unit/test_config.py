@@ -88,3 +88,22 @@ def test_stop_on_training_return_needs_a_full_window_of_episodes():
 
 def test_a_training_return_above_the_env_maximum_is_refused(tmp_path):
     assert "stop.train_return=600 can never trigger" in error(tmp_path, "stop.train_return=600")
+
+
+def test_raylab_config_exports_every_name_imported_from_it():
+    import ast
+    from pathlib import Path
+
+    import raylab.config
+
+    root = Path(__file__).resolve().parents[2]
+    imported = set()
+    for folder in ("raylab", "tests", "benchmarks"):
+        for path in (root / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.module == "raylab.config" and not node.level:
+                    imported |= {alias.name for alias in node.names}
+    exported = set(raylab.config.__all__)
+    assert imported <= exported, f"add to raylab.config.__all__: {sorted(imported - exported)}"
+    assert all(hasattr(raylab.config, name) for name in exported)
+    assert {"TOPOLOGY_ALGOS", "AlgoConfig", "EnvConfig", "EpsilonConfig", "RunConfig", "resolve"} <= exported

@@ -1,0 +1,85 @@
+"""``resolve``: a composed config in, a checked ``RunConfig`` out; and the checks that span sections.
+
+Each dataclass checks its own fields as it is built (raylab/config/schema.py); what needs two sections at
+once, or the env registry (is the env id known, can a return threshold ever be reached), is checked here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from raylab.config.algo import APPOConfig, DQNConfig, PPOConfig
+from raylab.config.coerce import build, to_container
+from raylab.config.schema import TOPOLOGY_ALGOS, RunConfig
+from raylab.envs.registry import check_env_config, max_return
+from raylab.errors import ConfigError, check
+from raylab.learner.options import check_learner_options
+
+
+def resolve(cfg: Mapping[str, Any], run_dir: str = ".") -> RunConfig:
+    """Validate a composed config (DictConfig or plain mapping) into a frozen ``RunConfig``.
+
+    Raises ``ConfigError`` (one line, names the fix) on unknown keys, wrong types, bad values, unknown env
+    ids and stop conditions that can never trigger.
+    """
+    data = to_container(cfg)
+    data.pop("hydra", None)
+    data["run_dir"] = str(run_dir)
+    run = build(RunConfig, data, "")
+    check_cross_fields(run)
+    return run
+
+
+def check_cross_fields(run: RunConfig) -> None:
+    """Checks that need more than one section, or the env family (raises ``ConfigError``)."""
+    algos = TOPOLOGY_ALGOS[run.topology.name]
+    runners = [t for t, a in TOPOLOGY_ALGOS.items() if run.algo.name in a and t != "local"]
+    check(
+        run.algo.name in algos,
+        f"topology={run.topology.name} runs {'/'.join(algos)}, not algo={run.algo.name}: "
+        f"add algo={algos[0]}, or topology={'/'.join(runners) or 'local'} for algo={run.algo.name}",
+    )
+    check(
+        run.algo.name != "dqn" or run.replay.min_size >= run.learner.batch_size,
+        f"replay.min_size={run.replay.min_size} is below learner.batch_size={run.learner.batch_size}: "
+        f"raise replay.min_size",
+    )
+    if isinstance(run.algo, PPOConfig | APPOConfig):
+        steps = run.topology.num_workers * run.topology.envs_per_worker * run.topology.rollout_length
+        check(
+            run.algo.minibatches <= steps,
+            f"algo.minibatches={run.algo.minibatches} exceeds the {steps} steps of one round of rollouts: lower "
+            f"algo.minibatches or raise topology.rollout_length",
+        )
+    check(
+        not run.checkpoint.replay or run.algo.name == "dqn",
+        f"checkpoint.replay=true snapshots a replay, and algo={run.algo.name} has none: set checkpoint.replay=false",
+    )
+    check(
+        run.eval.greedy or not isinstance(run.algo, DQNConfig),
+        "eval.greedy=false samples from a policy, and algo=dqn has none: set algo.epsilon.eval instead",
+    )
+    check_learner_options(run.algo.name, run.learner)
+    check_env_config(run.env)
+    stop = run.stop
+    if stop.env_steps is None and stop.seconds is None and stop.mean_return is None and stop.train_return is None:
+        raise ConfigError("no stop condition: set stop.env_steps, stop.seconds or stop.mean_return")
+    bound = max_return(run.env)
+    if stop.train_return is not None and bound is not None and stop.train_return > bound:
+        raise ConfigError(
+            f"stop.train_return={stop.train_return:g} can never trigger: {run.env.id} returns at most {bound:g} "
+            f"per episode; set stop.train_return<={bound:g} or null"
+        )
+    if stop.mean_return is not None:
+        if not run.eval.periodic:
+            raise ConfigError(
+                f"stop.mean_return={stop.mean_return} can never trigger: periodic evaluation is off; "
+                f"set eval.every_seconds=10 or eval.every_env_steps=N"
+            )
+        bound = max_return(run.env)
+        if bound is not None and stop.mean_return > bound:
+            raise ConfigError(
+                f"stop.mean_return={stop.mean_return:g} can never trigger: {run.env.id} returns at most "
+                f"{bound:g} per episode; set stop.mean_return<={bound:g} or null"
+            )

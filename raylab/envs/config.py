@@ -1,0 +1,51 @@
+"""The ``env`` section of the config: which env family and id, and the preprocessing every family shares.
+
+It lives beside the families that take it rather than in raylab/config/schema.py, which re-exports it
+(``from raylab.config import EnvConfig`` works): raylab.envs must not import raylab.config, whose ``resolve``
+imports raylab.envs to check an env config against its family.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from raylab.errors import check, positive_or_none
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    family: str = "gymnasium"
+    """Env family: gymnasium | mario | procgen | snake | fake (raylab/envs/registry.py lists them)."""
+    id: str = "CartPole-v1"
+    """Env id within the family: a gymnasium id, SuperMarioBros-1-1-v0, a Procgen game (coinrun), Snake-v0."""
+    max_episode_steps: int | None = None
+    """Time limit per episode in agent steps (truncation); None keeps the family's default."""
+    frame_skip: int = 1
+    """Repeat each action this many frames, summing rewards and max-pooling the last two frames."""
+    grayscale: bool = False
+    """Convert RGB (H, W, 3) frames to one channel."""
+    resize: tuple[int, int] | None = None
+    """Resize image frames to (height, width), e.g. [84, 84]."""
+    frame_stack: int = 1
+    """Stack the last k observations along the channel axis (uint8 stays uint8, channel-first)."""
+    reward_clip: float | None = None
+    """Clip each agent-step reward to [-c, c] before the learner sees it (episode returns stay raw)."""
+    reward_scale: float = 1.0
+    """Multiply each agent-step reward by this (after clipping)."""
+    noop_max: int = 0
+    """Take a random number (seeded) of up to this many no-op actions after each reset, for start diversity."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Family-specific options, checked by the family (mario: actions; procgen: distribution_mode,
+    num_levels, start_level, num_threads; snake: dim, start_length, border, observation, rewards)."""
+
+    def __post_init__(self) -> None:
+        positive_or_none(self.max_episode_steps, "env.max_episode_steps")
+        check(self.frame_skip >= 1, f"env.frame_skip must be >= 1 (got {self.frame_skip})")
+        check(self.frame_stack >= 1, f"env.frame_stack must be >= 1 (got {self.frame_stack})")
+        check(self.noop_max >= 0, f"env.noop_max must be >= 0 (got {self.noop_max})")
+        positive_or_none(self.reward_clip, "env.reward_clip")
+        check(
+            self.resize is None or (len(self.resize) == 2 and min(self.resize) > 0),
+            f"env.resize must be [height, width] or null (got {self.resize})",
+        )
