@@ -30,6 +30,7 @@ repeat until a stop condition:
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from raylab.builders import (
@@ -108,12 +109,12 @@ class LocalTopology:
                 self.limiter.credit_restored(load_snapshot(snapshot, self.replay))
                 print(f"raylab: replay restored from {snapshot.name}: {len(self.replay):,} transitions", flush=True)
         self.evaluator = build_evaluator(cfg, spaces)
-        self.monitor = RunMonitor(cfg, spaces, resume=self.resume)
-        if cfg.checkpoint.replay:
-            self.monitor.replay_snapshot = lambda name: self._snapshot(name)
+        self.monitor = RunMonitor(
+            cfg, spaces, resume=self.resume, replay_snapshot=self._snapshot if cfg.checkpoint.replay else None
+        )
 
-    def _snapshot(self, checkpoint_name: str) -> None:
-        save_snapshot(snapshot_path(self.monitor.outputs.checkpoint_dir, 0, checkpoint_name), self.replay)
+    def _snapshot(self, checkpoint: Path) -> None:
+        save_snapshot(snapshot_path(checkpoint.parent, 0, checkpoint.name), self.replay)
 
     def run(self) -> RunSummary:
         cfg, limiter, replay, learner, monitor = self.cfg, self.limiter, self.replay, self.learner, self.monitor
