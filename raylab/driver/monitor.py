@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 import resource
-import weakref
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
 from raylab.config import RunConfig
 from raylab.driver.checkpoints import CheckpointManager, ReplaySnapshot
@@ -32,8 +31,8 @@ __all__ = ["RunMonitor", "RunSummary", "actor_counts"]
 
 
 class RunMonitor:
-    _open: ClassVar[weakref.WeakSet[RunMonitor]] = weakref.WeakSet()
-    """Monitors not closed yet: ``raylab.train.run`` closes them when a run raises."""
+    """A context manager: ``with RunMonitor(...) as monitor:`` closes the resource sampler's thread, the loggers
+    and metrics.jsonl when the block ends, whether the run finished or raised."""
 
     def __init__(
         self,
@@ -46,22 +45,27 @@ class RunMonitor:
         """``replay_snapshot`` (DQN topologies with checkpoint.replay): writes every replay shard's snapshot
         for a checkpoint's path, before that checkpoint is written (raylab.driver.checkpoints)."""
         self.cfg = cfg
-        self.outputs = RunOutputs(cfg.run_dir)
-        self.outputs.write_config(cfg.to_dict())
         self.progress = Progress(spaces.frames_per_step)
         self.progress.actor_counts = actor_counts(cfg)
-        if loggers is None:
-            loggers = build_loggers(cfg.logger, cfg.run_dir, cfg.to_dict(), cfg.stop.env_steps)
-        self.resources = ResourceSampler()
-        self.reporter = Reporter(cfg, self.progress, self.outputs, loggers, self.resources)
-        self.checkpointer = CheckpointManager(cfg, self.outputs, self.progress, resume, replay_snapshot)
+        self.resources = ResourceSampler()  # its thread starts with start()
         self.start_time = dt.datetime.now()
         self.placement: dict[str, str] = {}
         """Ray topologies: {actor name: node id} (where each actor ran)."""
         self.resumed_from: str | None = None
-        if resume is not None:
-            self._restore(resume)
-        RunMonitor._open.add(self)
+        self.outputs = RunOutputs(cfg.run_dir)
+        try:
+            self.outputs.write_config(cfg.to_dict())
+            if loggers is None:
+                loggers = build_loggers(cfg.logger, cfg.run_dir, cfg.to_dict(), cfg.stop.env_steps)
+            self.reporter = Reporter(cfg, self.progress, self.outputs, loggers, self.resources)
+            self.checkpointer = CheckpointManager(cfg, self.outputs, self.progress, resume, replay_snapshot)
+            if resume is not None:
+                self._restore(resume)
+        except BaseException:  # no monitor to close: nothing it opened may stay open
+            for logger in loggers or []:
+                logger.close()
+            self.outputs.close()
+            raise
 
     def _restore(self, resume: ResumeState) -> None:
         """Continue the counters, the worker accounts and the driver's RNG (the checkpoint rotation continues
@@ -221,10 +225,9 @@ class RunMonitor:
         self.resources.stop()
         self.reporter.close()
         self.outputs.close()
-        RunMonitor._open.discard(self)
 
-    @classmethod
-    def close_open(cls) -> None:
-        """Close every monitor a run left open because it raised (its sampler thread, W&B run and files)."""
-        for monitor in list(cls._open):
-            monitor.close()
+    def __enter__(self) -> RunMonitor:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -104,8 +104,8 @@ class ApexDQNTopology:
 
     def _run(self) -> RunSummary:
         snapshot = self._snapshot_replay if self.cfg.checkpoint.replay else None
-        monitor = RunMonitor(self.cfg, self.spaces, resume=self.resume, replay_snapshot=snapshot)
-        return self._drive(monitor)
+        with RunMonitor(self.cfg, self.spaces, resume=self.resume, replay_snapshot=snapshot) as monitor:
+            return self._drive(monitor)
 
     def _snapshot_replay(self, checkpoint: Path) -> None:
         """Every replay shard writes its snapshot for ``checkpoint`` (checkpoint.replay)."""
