@@ -82,7 +82,8 @@ class CheckpointManager:
         return name
 
     def snapshot_final(self) -> None:
-        """Write final.pt's replay snapshot now (at most once; ``save_final`` writes it if this was not called)."""
+        """Write final.pt's replay snapshot now, at most once: the monitor calls it before the run's last metrics
+        row so that the row reports its seconds (``save_final`` writes it if this was not called)."""
         if not self._final_snapshot_taken:
             self._final_snapshot_taken = True
             self._snapshot(FINAL)

@@ -190,6 +190,9 @@ class RunMonitor:
         # second, too short to mean much.
         last_full_rates = dict(p.last_rates)
         tail_is_short = p.seconds_since_row() < 0.5 * self.cfg.logger.report_every_seconds
+        # final.pt's replay snapshot goes before the last row, which then reports its seconds
+        # (timing/replay/snapshot_s): written after it, they would be in no row
+        self.checkpointer.snapshot_final()
         self.reporter.tick(force_report=True)
         final_rates = last_full_rates if (last_full_rates and tail_is_short) else p.last_rates
         end_time = dt.datetime.now()

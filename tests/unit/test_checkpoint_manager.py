@@ -4,6 +4,7 @@ state a crashed learner restarts from."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,9 +14,11 @@ import pytest
 import torch
 
 from raylab.driver.checkpoints import CheckpointManager
+from raylab.driver.monitor import RunMonitor
 from raylab.driver.outputs import RunOutputs
 from raylab.driver.progress import Progress
 from raylab.driver.resume import ResumeState
+from raylab.envs import env_spaces
 from raylab.learner.checkpoint import load_checkpoint
 from raylab.replay.snapshot import snapshot_path
 from raylab.types import Weights
@@ -167,3 +170,14 @@ def test_latest_learner_state_is_the_newest_of_periodic_and_resumed(make, tmp_pa
     older = ResumeState(final, {"w": torch.full((1,), 4.0)}, 1_000, 5, 3, 1.0)
     third, _ = make(resume=older)
     assert third.latest_learner_state()["w"].item() == 3.0
+
+
+def test_the_final_snapshot_is_reported_in_the_last_metrics_row(tmp_path):
+    """final.pt's replay snapshot is the one every checkpoint.replay run writes (periodic ones only come every
+    checkpoint.every_seconds): its seconds are in the run's last row, not added after it and lost."""
+    cfg = make_config(tmp_path, *FAKE, "topology=local", "checkpoint.replay=true")
+    with RunMonitor(cfg, env_spaces(cfg.env), replay_snapshot=lambda path: time.sleep(0.02)) as monitor:
+        monitor.start()
+        monitor.finish("test", {"w": torch.zeros(1)}, Weights(1, {}), None)
+    last = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[-1])
+    assert last["timing/replay/snapshot_s"] >= 0.02
