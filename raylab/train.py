@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from raylab.config import RunConfig, resolve
 from raylab.config.store import register as register_config_defaults
-from raylab.driver.monitor import RunMonitor, RunSummary
+from raylab.driver.report import RunSummary
 from raylab.driver.stop import terminate, terminated
 from raylab.envs.registry import env_spaces
 from raylab.errors import EXIT_USAGE, ConfigError, RaylabError
@@ -53,10 +53,8 @@ def run(cfg: RunConfig) -> RunSummary:
         resume = load_resume(cfg.resume, cfg.to_dict())
         cfg = dataclasses.replace(cfg, run_dir=str(Path(cfg.resume)))
 
-    try:
-        summary = make_topology(cfg, spaces, resume).run()
-    finally:
-        RunMonitor.close_open()  # a run that raised leaves nothing running or open; a finished one is closed
+    # the topology runs its monitor in a with block: a run that raised leaves no sampler thread, logger or file open
+    summary = make_topology(cfg, spaces, resume).run()
     ev = summary.benchmark["eval"]
     result = (
         f"eval return {ev['return_mean']:.1f} ± {ev['return_std']:.1f} over {ev['episodes']} episodes, "

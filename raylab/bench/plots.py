@@ -1,4 +1,5 @@
-"""Matplotlib without a display, shared by every benchmark's PNG."""
+"""Matplotlib without a display, shared by every benchmark's PNG: ``figure`` and ``save`` live in
+raylab.metrics.plots (the run analysis uses them too); ``write_report`` writes a benchmark's JSON and PNG."""
 
 from __future__ import annotations
 
@@ -7,23 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from raylab.metrics.plots import figure, save
 
-def figure(width: float = 7.0, height: float = 4.0, rows: int = 1, cols: int = 1) -> tuple[Any, Any]:
-    """A figure and its axes (one Axes, or a rows x cols array of them)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt.subplots(rows, cols, figsize=(width, height), squeeze=rows * cols == 1)
-
-
-def save(fig: Any, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+__all__ = ["figure", "save", "write_report"]
 
 
 def write_report(output: Path, report: dict[str, Any], plot: Callable[[dict[str, Any], Path], None],

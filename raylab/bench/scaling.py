@@ -60,11 +60,11 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace, overrides: list[str]) -> int:
+    from raylab.bench.scaling_harness import ScalingHarness
     from raylab.builders import build_parameter_servers
     from raylab.config import resolve
     from raylab.envs.registry import env_spaces
     from raylab.errors import ConfigError
-    from raylab.remote.a3c import ScalingHarness
     from raylab.train import check_overrides, compose
 
     output = Path(args.output)

@@ -1,118 +1,102 @@
 """RunMonitor: what every topology's driver loop reports to, and what writes the run's outputs.
 
-A topology moves data; the monitor counts it, decides when to evaluate, report and stop, and at the end
-writes the checkpoint and benchmark_metrics.json (seed 003's format plus throughput and eval).
+A topology moves data; the monitor counts it and composes the pieces that act on the counts:
+``Reporter`` (raylab.driver.reporting: metrics rows, loggers, the evaluation schedule, when to stop, the stop
+on a non-finite loss), ``CheckpointManager`` (raylab.driver.checkpoints: periodic checkpoints and their
+rotation, final.pt, the state a crashed learner restarts from) and ``benchmark_report``
+(raylab.driver.report: benchmark_metrics.json).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import math
 import resource
-import time
-import weakref
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Any, ClassVar
+from typing import Any
 
-import numpy as np
-import torch
-
-from raylab.config import A3CConfig, RunConfig
+from raylab.config import RunConfig
+from raylab.driver.checkpoints import CheckpointManager, ReplaySnapshot
 from raylab.driver.outputs import RunOutputs
 from raylab.driver.progress import Progress
+from raylab.driver.report import RunFacts, RunSummary, benchmark_report
+from raylab.driver.reporting import Reporter, actor_counts
 from raylab.driver.resources import ResourceSampler
-from raylab.driver.resume import ResumeState, rng_state, set_rng_state
-from raylab.driver.stop import StopCondition
+from raylab.driver.resume import ResumeState, set_rng_state
 from raylab.envs.registry import EnvSpaces
-from raylab.errors import NonFiniteLossError
-from raylab.learner.checkpoint import load_checkpoint
 from raylab.metrics.loggers import Logger, build_loggers
 from raylab.replay.buffer import ReplayStats
 from raylab.types import EvalResult, LearnerStats, RolloutStats, Weights
 
-
-def actor_counts(cfg: RunConfig) -> dict[str, int]:
-    """How many actors of each type share the stage timings (the share denominators), so that a share is of
-    one actor's own timeline: its stages plus its wait add up to about 1. The serial topology runs them in
-    turn in one process, with the same accounting (a worker waits while the others and the learner run)."""
-    workers = cfg.topology.num_workers
-    counts = {"rollout": workers, "learner": 1, "replay": 1, "driver": 1}
-    if cfg.topology.name == "apex_dqn":
-        counts["replay"] = cfg.replay.num_shards
-    if isinstance(cfg.algo, A3CConfig):  # each A3C worker is its own learner; the server is params.num_shards
-        counts.update(learner=workers, server=cfg.params.num_shards)
-    return counts
-
-
-@dataclass
-class RunSummary:
-    run_dir: str
-    stop_reason: str
-    env_steps: int
-    updates: int
-    train_seconds: float
-    eval_return_mean: float | None
-    benchmark: dict[str, Any]
+__all__ = ["RunMonitor", "RunSummary", "actor_counts"]
 
 
 class RunMonitor:
-    _open: ClassVar[weakref.WeakSet[RunMonitor]] = weakref.WeakSet()
-    """Monitors not closed yet: ``raylab.train.run`` closes them when a run raises."""
+    """A context manager: ``with RunMonitor(...) as monitor:`` closes the resource sampler's thread, the loggers
+    and metrics.jsonl when the block ends, whether the run finished or raised."""
 
     def __init__(
-        self, cfg: RunConfig, spaces: EnvSpaces, loggers: list[Logger] | None = None, resume: ResumeState | None = None
+        self,
+        cfg: RunConfig,
+        spaces: EnvSpaces,
+        loggers: list[Logger] | None = None,
+        resume: ResumeState | None = None,
+        replay_snapshot: ReplaySnapshot | None = None,
     ):
+        """``replay_snapshot`` (DQN topologies with checkpoint.replay): writes every replay shard's snapshot
+        for a checkpoint's path, before that checkpoint is written (raylab.driver.checkpoints)."""
         self.cfg = cfg
-        self.outputs = RunOutputs(cfg.run_dir)
-        self.outputs.write_config(cfg.to_dict())
         self.progress = Progress(spaces.frames_per_step)
         self.progress.actor_counts = actor_counts(cfg)
-        self.stop = StopCondition(cfg.stop)
-        if loggers is None:
-            loggers = build_loggers(cfg.logger, cfg.run_dir, cfg.to_dict(), cfg.stop.env_steps)
-        self.loggers = loggers
+        self.resources = ResourceSampler()  # its thread starts with start()
         self.start_time = dt.datetime.now()
-        self._last_report = 0.0
-        self._last_eval_time = 0.0
-        self._last_eval_steps = 0
-        self._last_progress = 0.0
-        self._last_checkpoint = 0.0
-        self.checkpoints: list[str] = []
-        """Periodic checkpoints written so far (file names under checkpoints/), oldest first."""
-        self.replay_size: int | None = None
         self.placement: dict[str, str] = {}
         """Ray topologies: {actor name: node id} (where each actor ran)."""
         self.resumed_from: str | None = None
-        self.replay_snapshot: Callable[[str], None] | None = None
-        """DQN topologies with checkpoint.replay: write every replay shard's snapshot for a checkpoint name
-        (raylab.replay.snapshot). Called before the checkpoint itself is written."""
-        self.resources = ResourceSampler()
-        self._resume = resume
-        if resume is not None:
-            self._restore(resume)
-        RunMonitor._open.add(self)
+        self.outputs = RunOutputs(cfg.run_dir)
+        try:
+            self.outputs.write_config(cfg.to_dict())
+            if loggers is None:
+                loggers = build_loggers(cfg.logger, cfg.run_dir, cfg.to_dict(), cfg.stop.env_steps)
+            self.reporter = Reporter(cfg, self.progress, self.outputs, loggers, self.resources)
+            self.checkpointer = CheckpointManager(cfg, self.outputs, self.progress, resume, replay_snapshot)
+            if resume is not None:
+                self._restore(resume)
+        except BaseException:  # no monitor to close: nothing it opened may stay open
+            for logger in loggers or []:
+                logger.close()
+            self.outputs.close()
+            raise
 
     def _restore(self, resume: ResumeState) -> None:
-        """Continue the counters, the worker accounts, the checkpoint rotation and the driver's RNG."""
+        """Continue the counters, the worker accounts and the driver's RNG (the checkpoint rotation continues
+        in the CheckpointManager)."""
         p = self.progress
         p.env_steps, p.updates, p.episodes, p.seconds_offset = (
             resume.env_steps, resume.updates, resume.episodes, resume.train_seconds,
         )  # fmt: skip
         for worker_id, steps in resume.workers.items():
             p.workers[worker_id] = {"chunks": 0, "env_steps": steps, "policy_version_first": 0}
-        self.checkpoints = sorted(f.name for f in self.outputs.checkpoint_dir.glob("step_*.pt"))
         if resume.rng is not None:
             set_rng_state(resume.rng)
         self.resumed_from = str(resume.path)
         print(f"raylab: resuming from {resume.path} at {resume.env_steps:,} env steps", flush=True)
+
+    @property
+    def replay_size(self) -> int | None:
+        """Transitions in the replay (DQN): the topology sets it; reported as replay/size."""
+        return self.reporter.replay_size
+
+    @replay_size.setter
+    def replay_size(self, size: int | None) -> None:
+        self.reporter.replay_size = size
 
     # -- events from the topology --------------------------------------------------------------------------
     def start(self) -> None:
         """Call when every component is up: training time and throughput count from here."""
         self.start_time = dt.datetime.now()
         self.progress.restart_clock()
-        self._last_report = self._last_eval_time = self._last_checkpoint = time.perf_counter()
+        self.reporter.start()
+        self.checkpointer.start()
         self.resources.start()
 
     def stopped(self) -> None:
@@ -139,21 +123,7 @@ class RunMonitor:
     def on_learner(self, stats: LearnerStats) -> None:
         """Count a learner call; a NaN or infinite loss stops the run (NonFiniteLossError) after one last
         metrics row, before any checkpoint could store the diverged weights."""
-        self.progress.add_learner(stats)
-        bad = {k: v for k, v in stats.metrics.items() if k.endswith("loss") and not math.isfinite(v)}
-        if bad:
-            self.tick(force_report=True)
-            key, value = next(iter(bad.items()))
-            last = (
-                f"the last good checkpoint is {self.outputs.checkpoint_dir / self.checkpoints[-1]}"
-                if self.checkpoints
-                else "no checkpoint was written yet (checkpoint.every_seconds keeps periodic ones)"
-            )
-            raise NonFiniteLossError(
-                f"learner {key} became {value} by update {self.progress.updates:,} (env step "
-                f"{self.progress.env_steps:,}): the run stopped without writing final.pt; {last}; lower learner.lr "
-                f"or set learner.max_grad_norm"
-            )
+        self.reporter.on_learner(stats, self.checkpointer.last_periodic)
 
     def on_eval(self, result: EvalResult) -> None:
         self.progress.add_eval(result)
@@ -166,24 +136,17 @@ class RunMonitor:
 
     # -- decisions -----------------------------------------------------------------------------------------
     def eval_due(self) -> bool:
-        ev = self.cfg.eval
-        if ev.every_seconds is not None and time.perf_counter() - self._last_eval_time >= ev.every_seconds:
-            return True
-        return ev.every_env_steps is not None and self.progress.env_steps - self._last_eval_steps >= ev.every_env_steps
+        return self.reporter.eval_due()
 
     def eval_started(self) -> None:
-        self._last_eval_time = time.perf_counter()
-        self._last_eval_steps = self.progress.env_steps
+        self.reporter.eval_started()
 
     def target_reached(self) -> bool:
         """The last greedy evaluation met stop.mean_return (its weights are then the run's policy)."""
-        last, target = self.progress.last_eval, self.cfg.stop.mean_return
-        return last is not None and target is not None and last.mean >= target
+        return self.reporter.target_reached()
 
     def stop_reason(self) -> str | None:
-        last = self.progress.last_eval
-        p = self.progress
-        return self.stop.reason(p.env_steps, p.seconds, last.mean if last else None, p.returns)
+        return self.reporter.stop_reason()
 
     def tick(self, force_report: bool = False, state: Callable[[], dict[str, Any] | None] | None = None) -> None:
         """Cheap; call every loop iteration. Updates live progress and writes a row when one is due.
@@ -191,78 +154,17 @@ class RunMonitor:
         ``state`` returns the topology's full training state (None: not available now, e.g. the learner is
         restarting); it is called only when a periodic checkpoint (checkpoint.every_seconds) is due.
         """
-        now = time.perf_counter()
-        every = self.cfg.checkpoint.every_seconds
-        if state is not None and every is not None and now - self._last_checkpoint >= every:
-            self._last_checkpoint = now
-            learner_state = state()
-            if learner_state is not None:
-                self.save_periodic_checkpoint(learner_state)
-        if now - self._last_progress >= 0.2:
-            self._last_progress = now
-            p = self.progress
-            postfix: dict[str, float] = {
-                "upd/s": round(p.last_rates.get("throughput/updates_per_s", 0.0)),
-                "replay": self.replay_size or 0,
-            }
-            if p.returns:
-                postfix["ret"] = round(float(np.mean(p.returns)), 1)
-            if p.last_eval is not None:
-                postfix["eval"] = round(p.last_eval.mean, 1)
-            for logger in self.loggers:
-                logger.progress(p.env_steps, postfix)
-        if force_report or now - self._last_report >= self.cfg.logger.report_every_seconds:
-            self._last_report = now
-            row = self.progress.row(self.replay_size)
-            row["resources/memory_gb"] = self.resources.last_memory_gb
-            row["resources/cpu_percent"] = self.resources.last_cpu_percent
-            self.outputs.append_metrics(row)
-            for logger in self.loggers:
-                logger.log(row)
+        if state is not None:
+            self.checkpointer.maybe_save(state)
+        self.reporter.tick(force_report)
 
     def save_periodic_checkpoint(self, learner_state: dict[str, Any]) -> str:
         """checkpoints/step_<env steps>.pt (learner state, counters, config); keeps checkpoint.keep of them."""
-        p = self.progress
-        name = f"step_{p.env_steps:012d}.pt"
-        self._snapshot_replay(name)
-        self.outputs.save_checkpoint(
-            name,
-            {
-                "learner": learner_state,
-                "counters": {"env_steps": p.env_steps, "updates": p.updates, "episodes": p.episodes},
-                "train_seconds": p.seconds,
-                "workers": self._worker_steps(),
-                "rng": rng_state(),
-                "config": self.cfg.to_dict(),
-            },
-        )
-        if name not in self.checkpoints:
-            self.checkpoints.append(name)
-        while len(self.checkpoints) > self.cfg.checkpoint.keep:
-            old = self.checkpoints.pop(0)
-            (self.outputs.checkpoint_dir / old).unlink(missing_ok=True)
-            for snapshot in self.outputs.checkpoint_dir.glob(f"replay_*_{old.removesuffix('.pt')}.npz"):
-                snapshot.unlink(missing_ok=True)
-        return name
-
-    def _snapshot_replay(self, checkpoint_name: str) -> None:
-        if self.replay_snapshot is not None:
-            start = time.perf_counter()
-            self.replay_snapshot(checkpoint_name)
-            self.add_time("replay/snapshot_s", time.perf_counter() - start)
-
-    def _worker_steps(self) -> dict[str, int]:
-        return {str(k): int(v["env_steps"]) for k, v in self.progress.workers.items()}
+        return self.checkpointer.save_periodic(learner_state)
 
     def latest_learner_state(self) -> dict[str, Any] | None:
-        """The learner state a crashed learner (or A3C's server) restarts from: the newest periodic
-        checkpoint's, or the resumed checkpoint's when that is newer (a run resumed from final.pt next to
-        older step_*.pt files); None when there is neither, and it starts fresh."""
-        latest = load_checkpoint(self.outputs.checkpoint_dir / self.checkpoints[-1]) if self.checkpoints else None
-        resume = self._resume
-        if resume is not None and (latest is None or latest["counters"]["env_steps"] < resume.env_steps):
-            return resume.learner
-        return latest["learner"] if latest is not None else None
+        """The learner state a crashed learner (or A3C's server) restarts from (CheckpointManager's)."""
+        return self.checkpointer.latest_learner_state()
 
     # -- the end -------------------------------------------------------------------------------------------
     def finish(
@@ -288,98 +190,27 @@ class RunMonitor:
         # second, too short to mean much.
         last_full_rates = dict(p.last_rates)
         tail_is_short = p.seconds_since_row() < 0.5 * self.cfg.logger.report_every_seconds
-        self.tick(force_report=True)
+        # final.pt's replay snapshot goes before the last row, which then reports its seconds
+        # (timing/replay/snapshot_s): written after it, they would be in no row
+        self.checkpointer.snapshot_final()
+        self.reporter.tick(force_report=True)
         final_rates = last_full_rates if (last_full_rates and tail_is_short) else p.last_rates
         end_time = dt.datetime.now()
-        self._snapshot_replay("final.pt")
-        self.outputs.save_checkpoint(
-            "final.pt",
-            {
-                "learner": learner_state,
-                "policy": {
-                    "version": policy.version,
-                    "params": {k: torch.from_numpy(np.array(v)) for k, v in policy.params.items()},
-                },
-                "counters": {"env_steps": p.env_steps, "updates": p.updates, "episodes": p.episodes},
-                "train_seconds": train_seconds,
-                "workers": self._worker_steps(),
-                "rng": rng_state(),
-                "config": self.cfg.to_dict(),
-            },
-        )
-        frames = p.env_steps * p.frames_per_step
+        self.checkpointer.save_final(learner_state, policy)
         process_peaks = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 + extra_peak_memory_bytes
-        usage = self.resources.stop()
-        returns = list(p.returns)
-        losses = {k: v for k, v in p.learner_metrics.items() if k.endswith("loss") or k == "entropy"}
-        benchmark: dict[str, Any] = {
-            "training_mode": "sequential" if self.cfg.topology.name == "local" else "parallel",
-            "topology": self.cfg.topology.name,
-            "start_time": self.start_time.isoformat(timespec="seconds"),
-            "end_time": end_time.isoformat(timespec="seconds"),
-            "duration_hours": train_seconds / 3600.0,
-            "total_timesteps": p.env_steps,
-            "total_updates": p.updates,
-            "average_fps": frames / max(train_seconds, 1e-9),
-            "final_fps": final_rates.get("throughput/env_frames_per_s", 0.0),
-            "performance": {
-                "initial_reward": float(np.mean(p.first_returns)) if p.first_returns else None,
-                "final_reward": float(np.mean(returns[-10:])) if returns else None,
-                "best_reward": p.best_window_mean if np.isfinite(p.best_window_mean) else None,
-                "average_reward_last_100_episodes": float(np.mean(returns)) if returns else None,
-                "reward_std_last_100_episodes": float(np.std(returns)) if returns else None,
-            },
-            "timesteps_per_hour": p.env_steps / max(train_seconds, 1e-9) * 3600.0,
-            "final_losses": losses,
-            "resource_usage": {
-                # the whole process tree at one instant (sampled each second); falls back to the sum of
-                # each process's own peak when the run was too short to sample
-                "peak_memory_gb": usage.peak_memory_gb if usage.samples > 2 else process_peaks / 2**30,
-                "sum_of_process_peaks_gb": process_peaks / 2**30,
-                **{k: v for k, v in asdict(usage).items() if k != "peak_memory_gb"},
-            },
-            "throughput": {
-                "env_frames_per_s": frames / max(train_seconds, 1e-9),
-                "agent_steps_per_s": p.env_steps / max(train_seconds, 1e-9),
-                "learner_updates_per_s": p.updates / max(train_seconds, 1e-9),
-            },
-            "eval": {
-                "return_mean": final_eval.mean if final_eval else None,
-                "return_std": final_eval.std if final_eval else None,
-                "episodes": int(final_eval.returns.size) if final_eval else 0,
-                "policy_version": final_eval.version if final_eval else None,
-            },
-            "evals": p.evals,
-            "workers": {str(k): v for k, v in sorted(p.workers.items())},
-            "replay": None
-            if replay_stats is None
-            else {
-                "size": replay_stats.size,
-                "capacity": replay_stats.capacity,
-                "inserted": replay_stats.inserted,
-                "sampled": replay_stats.sampled,
-                "inserted_by_worker": {str(k): v for k, v in sorted(replay_stats.inserted_by_worker.items())},
-                "nbytes": replay_stats.nbytes,
-                "bytes_per_transition": round(replay_stats.bytes_per_transition, 1),
-                "frames": replay_stats.frames,
-                "frames_per_transition": round(replay_stats.frames_per_transition, 4),
-                "shards": replay_stats.shards,
-                "priority_updates": replay_stats.priority_updates,
-                "stale_priority_updates": replay_stats.stale_priority_updates,
-                "timings": replay_stats.timings,
-            },
-            "stop_reason": stop_reason,
-            "resumed_from": self.resumed_from,
-            "episodes": p.episodes,
-            "episode_extras": {k: float(np.mean(v)) for k, v in p.extras.items() if v},
-            "env_restarts": p.env_restarts,
-            "placement": {"nodes": len(set(self.placement.values())), "actors": self.placement}
-            if self.placement
-            else None,
-            "checkpoints": [*self.checkpoints, "final.pt"],
-            **(extra or {}),
-            "config": self.cfg.to_dict(),
-        }
+        facts = RunFacts(
+            stop_reason=stop_reason,
+            start_time=self.start_time,
+            end_time=end_time,
+            train_seconds=train_seconds,
+            final_rates=final_rates,
+            usage=self.resources.stop(),
+            process_peaks=process_peaks,
+            resumed_from=self.resumed_from,
+            placement=self.placement,
+            checkpoints=self.checkpointer.files(),
+        )
+        benchmark = benchmark_report(self.cfg, p, facts, final_eval, replay_stats, extra)
         self.outputs.write_benchmark(benchmark)
         self.close()
         return RunSummary(
@@ -395,14 +226,11 @@ class RunMonitor:
     def close(self) -> None:
         """Stop the sampler, close the loggers and metrics.jsonl; safe to call more than once."""
         self.resources.stop()
-        for logger in self.loggers:
-            logger.close()
-        self.loggers = []
+        self.reporter.close()
         self.outputs.close()
-        RunMonitor._open.discard(self)
 
-    @classmethod
-    def close_open(cls) -> None:
-        """Close every monitor a run left open because it raised (its sampler thread, W&B run and files)."""
-        for monitor in list(cls._open):
-            monitor.close()
+    def __enter__(self) -> RunMonitor:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

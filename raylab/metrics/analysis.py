@@ -150,7 +150,7 @@ def plot_runs(runs: list[RunData], output: str | Path, scaling: dict[str, Any] |
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from raylab.bench.plots import save
+    from raylab.metrics.plots import save
 
     bars = sum(len(run.stage_shares()) for run in runs)
     mosaic: Any = [["throughput", "return"], ["stages", "stages" if scaling is None else "scaling"]]

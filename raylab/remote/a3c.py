@@ -204,6 +204,10 @@ class A3CWorkerClient:
     def flush(self) -> ObjectRef[WorkerReport]:
         return self.handle.flush.remote()
 
+    def configure(self, pushes_in_flight: int) -> ObjectRef[None]:
+        """Pushes the worker may have in flight before it blocks (0: wait for each to be applied)."""
+        return self.handle.configure.remote(pushes_in_flight)
+
     def restart(self) -> ObjectRef[int]:
         return self.handle.restart.remote()
 
@@ -215,82 +219,3 @@ class A3CWorkerClient:
 
     def kill(self) -> None:
         ray.kill(self.handle)
-
-
-class ScalingHarness:
-    """Warm shard and worker actors for ``python -m raylab.bench scaling``: each ``measure`` restarts the
-    server from given weights (fresh RMSProp, version 0) and times ``num_workers`` workers pushing a fixed
-    total number of segments, seed 000's protocol. Actor start-up is outside the timing."""
-
-    def __init__(
-        self, cfg: RunConfig, spaces: EnvSpaces, max_workers: int, initial: list[np.ndarray], bounds: list[int]
-    ):
-        from raylab.remote.runtime import init_ray, wait_ready
-
-        required = max_workers * cfg.topology.worker_cpus + len(initial) * cfg.params.shard_cpus
-        self.started = init_ray(cfg.ray, required)
-        self.bounds = bounds
-        self.shards = [ShardClient.create(cfg, params, k) for k, params in enumerate(initial)]
-        self.workers = [A3CWorkerClient.create(cfg, spaces, i, self.shards, bounds) for i in range(max_workers)]
-        wait_ready([s.ready() for s in self.shards] + [w.ready() for w in self.workers], "benchmark actors")
-
-    def measure(self, flat: np.ndarray, num_workers: int, total_segments: int, pushes_in_flight: int) -> dict:
-        from raylab.remote.runtime import user_error
-
-        if not 1 <= num_workers <= len(self.workers) or total_segments < num_workers or pushes_in_flight < 0:
-            raise ValueError(f"bad row: {num_workers} workers, {total_segments} segments, {pushes_in_flight} in flight")
-        try:
-            return self._measure(flat, num_workers, total_segments, pushes_in_flight)
-        except ray.exceptions.RayError as err:
-            raise user_error(err) or err from None
-
-    def _measure(self, flat: np.ndarray, num_workers: int, total_segments: int, pushes_in_flight: int) -> dict:
-        b = self.bounds
-        ray.get([s.load(flat[b[k] : b[k + 1]]) for k, s in enumerate(self.shards)])
-        workers = self.workers[:num_workers]
-        ray.get([w.handle.configure.remote(pushes_in_flight) for w in workers])
-        ray.get([w.restart() for w in workers])
-        ray.get([s.stats(reset=True) for s in self.shards])
-        quotas = [
-            total_segments // num_workers + (1 if i < total_segments % num_workers else 0) for i in range(num_workers)
-        ]
-        start = time.perf_counter()
-        run_refs = [w.run(max_segments=q) for w, q in zip(workers, quotas, strict=True)]
-        flush_refs = [w.flush() for w in workers]  # queued right behind each run: the clock stops at the last push
-        reports: list[WorkerReport] = ray.get(run_refs)
-        flushed: list[WorkerReport] = ray.get(flush_refs)
-        total_s = time.perf_counter() - start
-        server: list[ServerStats] = ray.get([s.stats(reset=True) for s in self.shards])
-        per_worker = []
-        for run_report, flush_report in zip(reports, flushed, strict=True):
-            stages: dict[str, float] = {}
-            for report in (run_report, flush_report):
-                for stage, secs in report.timings.items():
-                    stages[stage] = stages.get(stage, 0.0) + secs
-            per_worker.append(stages)
-        lag_pushes = sum(s.pushes for s in server)
-        return {
-            "workers": num_workers,
-            "pushes_in_flight": pushes_in_flight,
-            "total_s": total_s,
-            "wait_s": float(np.mean([w.get("wait", 0.0) for w in per_worker])),
-            "push_s": float(np.mean([w.get("push", 0.0) for w in per_worker])),
-            "receive_s": float(np.mean([w.get("receive", 0.0) for w in per_worker])),
-            "sync_s": float(np.mean([w.get("sync", 0.0) for w in per_worker])),
-            "learn_s": float(np.mean([w.get("learn", 0.0) for w in per_worker])),
-            "env_s": float(np.mean([w.get("env", 0.0) for w in per_worker])),
-            "inference_s": float(np.mean([w.get("inference", 0.0) for w in per_worker])),
-            "apply_s": max(s.apply_s for s in server),
-            "apply_ms_per_push": 1e3 * max(s.apply_s for s in server) / max(1, server[0].pushes),
-            "server_queue_s": max(s.queue_s for s in server),
-            "segments": sum(r.segments for r in reports),
-            "pushes_applied": server[0].pushes,
-            "env_steps": sum(r.env_steps for r in reports),
-            "episodes": int(sum(len(r.episodes) for r in reports)),
-            "lag_mean": sum(s.lag_sum for s in server) / lag_pushes if lag_pushes else 0.0,
-            "lag_max": max(s.lag_max for s in server),
-        }
-
-    def close(self) -> None:
-        if self.started:
-            ray.shutdown()

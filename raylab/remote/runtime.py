@@ -188,6 +188,20 @@ def wait_ready(refs: Sequence[ObjectRef], what: str, timeout_s: float = ACTOR_ST
         )
 
 
+def fetch(refs: Any) -> Any:
+    """``ray.get`` for code that does not import ray (the benchmarks): an actor's user error is raised as its
+    own RaylabError."""
+    try:
+        return ray.get(refs)
+    except ray.exceptions.RayError as err:
+        raise user_error(err) or err from None
+
+
+def shutdown_ray() -> None:
+    """Stop the Ray this process started (``init_ray`` returned True)."""
+    ray.shutdown()
+
+
 def user_error(err: BaseException) -> RaylabError | None:
     """The RaylabError behind a Ray error (an actor's constructor or method raised it), if there is one."""
     seen: set[int] = set()

@@ -107,8 +107,11 @@ class A3CTopology:
         return {"layout": self.layout.as_dict(), "bounds": self.bounds, "shards": states}
 
     def _run(self) -> RunSummary:
+        with RunMonitor(self.cfg, self.spaces, resume=self.resume) as monitor:
+            return self._drive(monitor)
+
+    def _drive(self, monitor: RunMonitor) -> RunSummary:
         cfg, spaces = self.cfg, self.spaces
-        monitor = RunMonitor(cfg, spaces, resume=self.resume)
         token = uuid.uuid4().hex[:8]
         shards = [
             ShardClient.create(cfg, params, k, name=f"raylab-a3c-{token}-shard-{k}")

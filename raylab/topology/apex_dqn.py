@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import cast
 
 import ray
@@ -94,6 +95,7 @@ class ApexDQNTopology:
         self.limiter = build_rate_limiter(cfg)
         check_replay_fits(cfg, spaces)
         self.snapshots = replay_snapshots_to_load(cfg, spaces, resume)
+        self._shards: list[ReplayClient] = []
         if cfg.replay.num_shards > cfg.topology.num_workers:
             raise ConfigError(
                 f"replay.num_shards={cfg.replay.num_shards} exceeds topology.num_workers={cfg.topology.num_workers}"
@@ -107,10 +109,23 @@ class ApexDQNTopology:
         return run_on_ray(self.cfg.ray, self.required_cpus(), self._run)
 
     def _run(self) -> RunSummary:
+        snapshot = self._snapshot_replay if self.cfg.checkpoint.replay else None
+        with RunMonitor(self.cfg, self.spaces, resume=self.resume, replay_snapshot=snapshot) as monitor:
+            return self._drive(monitor)
+
+    def _snapshot_replay(self, checkpoint: Path) -> None:
+        """Every replay shard writes its snapshot for ``checkpoint`` (checkpoint.replay)."""
+        refs = [s.snapshot(snapshot_path(checkpoint.parent, k, checkpoint.name)) for k, s in enumerate(self._shards)]
+        for k, ref in enumerate(refs):
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayActorError:  # restarting: its previous snapshot stays the latest
+                print(f"raylab: replay shard {k} is restarting: no snapshot of it with {checkpoint.name}", flush=True)
+
+    def _drive(self, monitor: RunMonitor) -> RunSummary:
         cfg, spaces, limiter = self.cfg, self.spaces, self.limiter
-        monitor = RunMonitor(cfg, spaces, resume=self.resume)
         learner = LearnerClient.create(cfg, spaces, learner_gpus(cfg.learner))
-        shards = [ReplayClient.create(cfg, spaces, k) for k in range(cfg.replay.num_shards)]
+        shards = self._shards = [ReplayClient.create(cfg, spaces, k) for k in range(cfg.replay.num_shards)]
         evaluator = EvalClient.create(cfg, spaces)
         workers = [
             RolloutClient.create(cfg, spaces, i, *resumed(self.resume, i)) for i in range(cfg.topology.num_workers)
@@ -134,23 +149,6 @@ class ApexDQNTopology:
                 limiter.credit_restored(added)
                 monitor.replay_size = added
                 print(f"raylab: replay restored from its snapshot: {added:,} transitions", flush=True)
-        if cfg.checkpoint.replay:
-
-            def snapshot_replay(checkpoint_name: str) -> None:
-                refs = [
-                    s.snapshot(snapshot_path(monitor.outputs.checkpoint_dir, k, checkpoint_name))
-                    for k, s in enumerate(shards)
-                ]
-                for k, ref in enumerate(refs):
-                    try:
-                        ray.get(ref)
-                    except ray.exceptions.RayActorError:  # restarting: its previous snapshot stays the latest
-                        print(
-                            f"raylab: replay shard {k} is restarting: no snapshot of it with {checkpoint_name}",
-                            flush=True,
-                        )
-
-            monitor.replay_snapshot = snapshot_replay
         weights_ref, published_version = learner.weights(), learner_version
         worker_version = [-1] * len(workers)
         pending: dict[ObjectRef, _Rollout | _Update | _Add | _Eval | _Probe] = {}

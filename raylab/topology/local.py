@@ -30,6 +30,7 @@ repeat until a stop condition:
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from raylab.builders import (
@@ -94,6 +95,7 @@ class LocalTopology:
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
         self.cfg = cfg
         self.resume = resume
+        self.spaces = spaces
         self.limiter = build_rate_limiter(cfg)
         self.replay = build_replay(cfg, spaces)
         self.learner = build_learner(cfg, spaces)
@@ -107,15 +109,17 @@ class LocalTopology:
                 self.limiter.credit_restored(load_snapshot(snapshot, self.replay))
                 print(f"raylab: replay restored from {snapshot.name}: {len(self.replay):,} transitions", flush=True)
         self.evaluator = build_evaluator(cfg, spaces)
-        self.monitor = RunMonitor(cfg, spaces, resume=self.resume)
-        if cfg.checkpoint.replay:
-            self.monitor.replay_snapshot = lambda name: self._snapshot(name)
 
-    def _snapshot(self, checkpoint_name: str) -> None:
-        save_snapshot(snapshot_path(self.monitor.outputs.checkpoint_dir, 0, checkpoint_name), self.replay)
+    def _snapshot(self, checkpoint: Path) -> None:
+        save_snapshot(snapshot_path(checkpoint.parent, 0, checkpoint.name), self.replay)
 
     def run(self) -> RunSummary:
-        cfg, limiter, replay, learner, monitor = self.cfg, self.limiter, self.replay, self.learner, self.monitor
+        snapshot = self._snapshot if self.cfg.checkpoint.replay else None
+        with RunMonitor(self.cfg, self.spaces, resume=self.resume, replay_snapshot=snapshot) as monitor:
+            return self._run(monitor)
+
+    def _run(self, monitor: RunMonitor) -> RunSummary:
+        cfg, limiter, replay, learner = self.cfg, self.limiter, self.replay, self.learner
         batch, calls = cfg.learner.batch_size, cfg.learner.updates_per_call
         initial = learner.get_weights()
         for worker in self.workers:
@@ -167,15 +171,17 @@ class LocalA3CTopology:
             build_a3c_worker(cfg, spaces, i, self.link, incarnation) for i in range(cfg.topology.num_workers)
         ]
         self.evaluator = build_evaluator(cfg, spaces)
-        self.monitor = RunMonitor(cfg, spaces, resume=self.resume)
+        self.spaces = spaces
 
     def weights(self) -> Weights:
         update = self.link.pull()
         return self.layout.weights(update.version, update.params.copy())
 
     def run(self) -> RunSummary:
-        monitor = self.monitor
+        with RunMonitor(self.cfg, self.spaces, resume=self.resume) as monitor:
+            return self._run(monitor)
 
+    def _run(self, monitor: RunMonitor) -> RunSummary:
         def step() -> None:
             for worker in self.workers:
                 report = worker.run(max_segments=1)
@@ -204,10 +210,14 @@ class LocalPPOTopology:
         if resume is not None:
             self.learner.load_state_dict(resume.learner)
         self.evaluator = build_evaluator(cfg, spaces)
-        self.monitor = RunMonitor(cfg, spaces, resume=self.resume)
+        self.spaces = spaces
 
     def run(self) -> RunSummary:
-        learner, monitor = self.learner, self.monitor
+        with RunMonitor(self.cfg, self.spaces, resume=self.resume) as monitor:
+            return self._run(monitor)
+
+    def _run(self, monitor: RunMonitor) -> RunSummary:
+        learner = self.learner
 
         def step() -> None:
             chunks = []

@@ -40,8 +40,11 @@ class PPOTopology:
         return run_on_ray(self.cfg.ray, self.required_cpus(), self._run)
 
     def _run(self) -> RunSummary:
+        with RunMonitor(self.cfg, self.spaces, resume=self.resume) as monitor:
+            return self._drive(monitor)
+
+    def _drive(self, monitor: RunMonitor) -> RunSummary:
         cfg, spaces = self.cfg, self.spaces
-        monitor = RunMonitor(cfg, spaces, resume=self.resume)
         learner = PPOLearnerClient.create(cfg, spaces, learner_gpus(cfg.learner))
         evaluator = EvalClient.create(cfg, spaces)
         workers = [

@@ -1,0 +1,150 @@
+"""Reporter: what a run reports while it trains, and the decisions made from it.
+
+The counters (raylab.driver.progress) become one metrics row per report interval, written to metrics.jsonl
+and every logger; the console's progress line is refreshed in between. The reporter also keeps the
+evaluation schedule, decides when the run stops, and stops it on a NaN or infinite loss.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from raylab.config import A3CConfig, RunConfig
+from raylab.driver.outputs import RunOutputs
+from raylab.driver.progress import Progress
+from raylab.driver.resources import ResourceSampler
+from raylab.driver.stop import StopCondition
+from raylab.errors import NonFiniteLossError
+from raylab.metrics.loggers import Logger
+from raylab.types import LearnerStats
+
+PROGRESS_EVERY_S = 0.2
+"""How often the loggers' live progress (the console's bar) is refreshed."""
+
+
+def actor_counts(cfg: RunConfig) -> dict[str, int]:
+    """How many actors of each type share the stage timings (the share denominators), so that a share is of
+    one actor's own timeline: its stages plus its wait add up to about 1. The serial topology runs them in
+    turn in one process, with the same accounting (a worker waits while the others and the learner run)."""
+    workers = cfg.topology.num_workers
+    counts = {"rollout": workers, "learner": 1, "replay": 1, "driver": 1}
+    if cfg.topology.name == "apex_dqn":
+        counts["replay"] = cfg.replay.num_shards
+    if isinstance(cfg.algo, A3CConfig):  # each A3C worker is its own learner; the server is params.num_shards
+        counts.update(learner=workers, server=cfg.params.num_shards)
+    return counts
+
+
+class Reporter:
+    def __init__(
+        self,
+        cfg: RunConfig,
+        progress: Progress,
+        outputs: RunOutputs,
+        loggers: list[Logger],
+        resources: ResourceSampler,
+    ):
+        self.cfg = cfg
+        self.progress = progress
+        self.outputs = outputs
+        self.loggers = loggers
+        self.resources = resources
+        self.stop = StopCondition(cfg.stop)
+        self.replay_size: int | None = None
+        """Transitions in the replay (DQN), as the topology last saw them: reported as replay/size."""
+        self._last_report = 0.0
+        self._last_progress = 0.0
+        self._last_eval_time = 0.0
+        self._last_eval_steps = 0
+
+    def start(self) -> None:
+        """Report intervals and the evaluation schedule count from now."""
+        self._last_report = self._last_eval_time = time.perf_counter()
+
+    # -- rows ----------------------------------------------------------------------------------------------
+    def tick(self, force_report: bool = False) -> None:
+        """Cheap: refresh the live progress when due, and write a row when one is due (or forced)."""
+        now = time.perf_counter()
+        if now - self._last_progress >= PROGRESS_EVERY_S:
+            self._last_progress = now
+            self._show_progress()
+        if force_report or now - self._last_report >= self.cfg.logger.report_every_seconds:
+            self._last_report = now
+            self.report()
+
+    def report(self) -> None:
+        """One metrics row (the interval since the previous one) to metrics.jsonl and every logger."""
+        row = self.progress.row(self.replay_size)
+        row["resources/memory_gb"] = self.resources.last_memory_gb
+        row["resources/cpu_percent"] = self.resources.last_cpu_percent
+        self.outputs.append_metrics(row)
+        for logger in self.loggers:
+            logger.log(row)
+
+    def _show_progress(self) -> None:
+        p = self.progress
+        postfix: dict[str, float] = {
+            "upd/s": round(p.last_rates.get("throughput/updates_per_s", 0.0)),
+            "replay": self.replay_size or 0,
+        }
+        if p.returns:
+            postfix["ret"] = round(float(np.mean(p.returns)), 1)
+        if p.last_eval is not None:
+            postfix["eval"] = round(p.last_eval.mean, 1)
+        for logger in self.loggers:
+            logger.progress(p.env_steps, postfix)
+
+    # -- the learner's losses ------------------------------------------------------------------------------
+    def on_learner(self, stats: LearnerStats, last_checkpoint: Callable[[], Path | None]) -> None:
+        """Count a learner call; a NaN or infinite loss stops the run (NonFiniteLossError) after one last
+        metrics row, before any checkpoint could store the diverged weights. ``last_checkpoint``: the newest
+        periodic checkpoint, which the error names (asked only then)."""
+        self.progress.add_learner(stats)
+        bad = {k: v for k, v in stats.metrics.items() if k.endswith("loss") and not math.isfinite(v)}
+        if not bad:
+            return
+        self.tick(force_report=True)
+        key, value = next(iter(bad.items()))
+        path = last_checkpoint()
+        last = (
+            f"the last good checkpoint is {path}"
+            if path is not None
+            else "no checkpoint was written yet (checkpoint.every_seconds keeps periodic ones)"
+        )
+        raise NonFiniteLossError(
+            f"learner {key} became {value} by update {self.progress.updates:,} (env step "
+            f"{self.progress.env_steps:,}): the run stopped without writing final.pt; {last}; lower learner.lr "
+            f"or set learner.max_grad_norm"
+        )
+
+    # -- decisions -----------------------------------------------------------------------------------------
+    def eval_due(self) -> bool:
+        ev = self.cfg.eval
+        if ev.every_seconds is not None and time.perf_counter() - self._last_eval_time >= ev.every_seconds:
+            return True
+        return ev.every_env_steps is not None and self.progress.env_steps - self._last_eval_steps >= ev.every_env_steps
+
+    def eval_started(self) -> None:
+        self._last_eval_time = time.perf_counter()
+        self._last_eval_steps = self.progress.env_steps
+
+    def target_reached(self) -> bool:
+        """The last greedy evaluation met stop.mean_return (its weights are then the run's policy)."""
+        last, target = self.progress.last_eval, self.cfg.stop.mean_return
+        return last is not None and target is not None and last.mean >= target
+
+    def stop_reason(self) -> str | None:
+        p = self.progress
+        last = p.last_eval
+        return self.stop.reason(p.env_steps, p.seconds, last.mean if last else None, p.returns)
+
+    def close(self) -> None:
+        """Close every logger (W&B run, TensorBoard writer, the console's bar); safe to call more than once."""
+        for logger in self.loggers:
+            logger.close()
+        self.loggers = []
