@@ -173,6 +173,8 @@ class Driver:
         self.pending: dict[Any, Job] = {}
         self.timers: list[tuple[float, Callable[[], None]]] = []
         self.evaluating = False
+        self.stopping = False
+        """The loop ended: calls still landing start no new work."""
         self.evaluated: Any = None
         """The weights of the latest evaluation that came back."""
 
@@ -294,6 +296,7 @@ class Driver:
 
     def _finish(self, stop: str) -> RunSummary:
         flow, backend, monitor = self.flow, self.backend, self.monitor
+        self.stopping = True
         flow.drain(self)
         target = monitor.target_reached() and self.evaluated is not None
         policy_ref = self.evaluated if target else flow.latest_weights(self)

@@ -42,13 +42,15 @@ class RolloutFlow(Flow):
     def dropped(self, driver: Driver, job: Update) -> None:
         """A learner call whose work is lost (its learner died)."""
 
-    def rollout(self, driver: Driver, worker: int, weights: Any) -> Rollout:
-        """Send worker ``worker`` a sample call (``weights``: a ref, or None when it has the newest)."""
+    def rollout(self, driver: Driver, worker: int, weights: Any) -> None:
+        """Send worker ``worker`` a sample call (``weights``: a ref, or None when it has the newest); none
+        once the run is stopping."""
+        if driver.stopping:
+            return
         chunk, stats = self.workers[worker].sample(weights)
         name = f"rollout_{worker}"
         job = Rollout(stats, "rollout", name, driver.restarts.tag(name), flow=self, worker=worker, chunk=chunk)
         driver.submit(job)
-        return job
 
 
 @dataclass
