@@ -51,7 +51,7 @@ class Backend(Protocol):
     def wait(self, refs: Sequence[Any], timeout: float) -> list[Any]: ...
     def get(self, ref: Any) -> Any: ...
     def put(self, value: Any) -> Any: ...
-    def actor_of(self, err: BaseException) -> str | None: ...
+    def death_of(self, err: BaseException, client: Any) -> bool: ...
     def wait_ready(self, clients: Sequence[Any], what: str) -> None: ...
     def placement(self, clients: dict[str, Any]) -> dict[str, str]: ...
     def peak_memory_bytes(self, clients: Sequence[Any]) -> int: ...
@@ -99,7 +99,7 @@ class Flow:
         """A ref to the weights to evaluate now (None: none to evaluate now)."""
         raise NotImplementedError
 
-    def gauges(self) -> dict[str, float]:
+    def gauges(self, driver: Driver) -> dict[str, float]:
         return {}
 
     def state(self) -> dict[str, Any] | None:
@@ -254,7 +254,7 @@ class Driver:
                 self.flow.step(self)
                 self._evaluate_if_due()
                 self._wait()
-                monitor.gauge({**self.flow.gauges(), **self.restarts.metrics()})
+                monitor.gauge({**self.flow.gauges(self), **self.restarts.metrics()})
                 monitor.tick(state=self.flow.state)
                 stop = monitor.stop_reason()
                 if stop is not None:

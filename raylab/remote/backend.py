@@ -45,9 +45,9 @@ class RayBackend:
     def put(self, value: Any) -> Any:
         return ray.put(value)
 
-    def actor_of(self, err: BaseException) -> str | None:
-        """The id of the actor whose death ``err`` reports (None when it does not say)."""
-        return getattr(err, "actor_id", None)
+    def death_of(self, err: BaseException, client: Any) -> bool:
+        """Whether ``err`` reports the death of ``client``'s actor (not of an actor its call called)."""
+        return getattr(err, "actor_id", None) == client.handle._actor_id.hex()
 
     def wait_ready(self, clients: Sequence[Any], what: str) -> None:
         wait_ready([c.ready() for c in clients], what)

@@ -22,11 +22,8 @@ from typing import Any
 
 from raylab.config import APPOConfig, RunConfig
 from raylab.driver.loop import Driver
-from raylab.driver.monitor import RunSummary
-from raylab.driver.resume import ResumeState, resumed
+from raylab.driver.resume import ResumeState
 from raylab.envs.registry import EnvSpaces
-from raylab.remote.backend import RayBackend
-from raylab.remote.clients import RolloutClient
 from raylab.remote.ppo import PPOLearnerClient
 from raylab.remote.runtime import learner_gpus
 from raylab.topology.jobs import Rollout, RolloutFlow, Update, update_job
@@ -38,24 +35,11 @@ class APPOTopology(RolloutFlow):
         assert isinstance(cfg.algo, APPOConfig), f"topology=appo got algo={cfg.algo.name}"
         self.cfg, self.spaces, self.resume, self.algo = cfg, spaces, resume, cfg.algo
 
-    def required_cpus(self) -> float:
-        return self.cfg.topology.num_workers * self.cfg.topology.worker_cpus + self.cfg.learner.num_cpus
-
-    def run(self) -> RunSummary:
-        return Driver(self.cfg, self.spaces, self, RayBackend(self.cfg, self.spaces), self.resume).run()
-
-    def create(self, driver: Driver) -> dict[str, Any]:
-        cfg, spaces = self.cfg, self.spaces
-        self.learner = PPOLearnerClient.create(cfg, spaces, learner_gpus(cfg.learner))
-        self.workers = [
-            RolloutClient.create(cfg, spaces, i, *resumed(self.resume, i)) for i in range(cfg.topology.num_workers)
-        ]
-        return {"learner": self.learner, **{f"rollout_{i}": w for i, w in enumerate(self.workers)}}
+    def make_learner(self) -> PPOLearnerClient:
+        return PPOLearnerClient.create(self.cfg, self.spaces, learner_gpus(self.cfg.learner))
 
     def start(self, driver: Driver) -> None:
-        if self.resume is not None:
-            self.version = driver.backend.get(self.learner.load_state_dict(self.resume.learner))
-        self.weights = self.learner.weights()
+        self.load_learner(driver)
         self.queue: list[Any] = []
         self.parked: list[int] = []
         self.queue_limit = 2 * self.algo.chunks_per_update
@@ -92,18 +76,6 @@ class APPOTopology(RolloutFlow):
 
     def dropped(self, driver: Driver, job: Update) -> None:
         driver.restarts.lost_chunks += self.algo.chunks_per_update  # the batch it was training on
-
-    def eval_weights(self, driver: Driver) -> Any:
-        return self.weights
-
-    def state(self) -> dict[str, Any] | None:
-        return self.learner.state_dict_or_none()
-
-    def latest_weights(self, driver: Driver) -> Any:
-        return self.weights
-
-    def final_state(self, driver: Driver) -> dict[str, Any]:
-        return self.learner.state_dict_blocking()
 
     def extra(self, driver: Driver, state: dict[str, Any]) -> dict[str, Any]:
         return {"appo": {"dropped_chunks": int(state.get("dropped_chunks", 0))}}

@@ -12,16 +12,62 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from raylab.config import RunConfig
 from raylab.driver.loop import Call, Driver, Flow
+from raylab.driver.monitor import RunSummary
+from raylab.driver.resume import ResumeState, resumed
+from raylab.envs.registry import EnvSpaces
+from raylab.remote.backend import RayBackend
+from raylab.remote.clients import RolloutClient
 from raylab.types import LearnerStats, RolloutStats
 
 
 class RolloutFlow(Flow):
-    """A flow with rollout actors ``workers`` (clients) and a restorable ``learner`` at ``version``."""
+    """A flow with rollout actors ``workers`` (clients) and a restorable ``learner`` at ``version``, whose
+    newest weights are ``weights`` (a ref)."""
 
     workers: list[Any]
     learner: Any
+    weights: Any
     version: int = 0
+
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
+        self.cfg, self.spaces, self.resume = cfg, spaces, resume
+
+    def run(self) -> RunSummary:
+        return Driver(self.cfg, self.spaces, self, RayBackend(self.cfg, self.spaces), self.resume).run()
+
+    def required_cpus(self) -> float:
+        return self.cfg.topology.num_workers * self.cfg.topology.worker_cpus + self.cfg.learner.num_cpus
+
+    def make_learner(self) -> Any:
+        raise NotImplementedError
+
+    def create(self, driver: Driver) -> dict[str, Any]:
+        cfg, spaces, resume = self.cfg, self.spaces, self.resume
+        self.learner = self.make_learner()
+        self.workers = [
+            RolloutClient.create(cfg, spaces, i, *resumed(resume, i)) for i in range(cfg.topology.num_workers)
+        ]
+        return {"learner": self.learner, **{f"rollout_{i}": w for i, w in enumerate(self.workers)}}
+
+    def load_learner(self, driver: Driver) -> None:
+        """A resumed run's learner state; ``weights``: the learner's."""
+        if self.resume is not None:
+            self.version = driver.backend.get(self.learner.load_state_dict(self.resume.learner))
+        self.weights = self.learner.weights()
+
+    def eval_weights(self, driver: Driver) -> Any:
+        return self.weights
+
+    def latest_weights(self, driver: Driver) -> Any:
+        return self.weights
+
+    def state(self) -> dict[str, Any] | None:
+        return self.learner.state_dict_or_none()
+
+    def final_state(self, driver: Driver) -> dict[str, Any]:
+        return self.learner.state_dict_blocking()
 
     def sample(self, driver: Driver, worker: int) -> None:
         """Start worker ``worker``'s next chunk (a Rollout job)."""

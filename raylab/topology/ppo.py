@@ -20,13 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from raylab.config import RunConfig
 from raylab.driver.loop import Driver
-from raylab.driver.monitor import RunSummary
-from raylab.driver.resume import ResumeState, resumed
-from raylab.envs.registry import EnvSpaces
-from raylab.remote.backend import RayBackend
-from raylab.remote.clients import RolloutClient
 from raylab.remote.ppo import PPOLearnerClient
 from raylab.remote.runtime import learner_gpus
 from raylab.topology.jobs import Rollout, RolloutFlow, Update, update_job
@@ -34,27 +28,11 @@ from raylab.types import LearnerStats, RolloutStats
 
 
 class PPOTopology(RolloutFlow):
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
-        self.cfg, self.spaces, self.resume = cfg, spaces, resume
-
-    def required_cpus(self) -> float:
-        return self.cfg.topology.num_workers * self.cfg.topology.worker_cpus + self.cfg.learner.num_cpus
-
-    def run(self) -> RunSummary:
-        return Driver(self.cfg, self.spaces, self, RayBackend(self.cfg, self.spaces), self.resume).run()
-
-    def create(self, driver: Driver) -> dict[str, Any]:
-        cfg, spaces = self.cfg, self.spaces
-        self.learner = PPOLearnerClient.create(cfg, spaces, learner_gpus(cfg.learner))
-        self.workers = [
-            RolloutClient.create(cfg, spaces, i, *resumed(self.resume, i)) for i in range(cfg.topology.num_workers)
-        ]
-        return {"learner": self.learner, **{f"rollout_{i}": w for i, w in enumerate(self.workers)}}
+    def make_learner(self) -> PPOLearnerClient:
+        return PPOLearnerClient.create(self.cfg, self.spaces, learner_gpus(self.cfg.learner))
 
     def start(self, driver: Driver) -> None:
-        if self.resume is not None:
-            self.version = driver.backend.get(self.learner.load_state_dict(self.resume.learner))
-        self.weights = self.learner.weights()
+        self.load_learner(driver)
         self.next_round(driver)
 
     def next_round(self, driver: Driver) -> None:
@@ -88,15 +66,3 @@ class PPOTopology(RolloutFlow):
         driver.restarts.lost_chunks += len(self.workers)  # the round it was training on
         self.weights = self.learner.weights()
         self.next_round(driver)
-
-    def eval_weights(self, driver: Driver) -> Any:
-        return self.weights
-
-    def state(self) -> dict[str, Any] | None:
-        return self.learner.state_dict_or_none()
-
-    def latest_weights(self, driver: Driver) -> Any:
-        return self.weights
-
-    def final_state(self, driver: Driver) -> dict[str, Any]:
-        return self.learner.state_dict_blocking()

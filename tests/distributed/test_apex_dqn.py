@@ -71,9 +71,9 @@ def test_clients_move_data_through_the_object_store(tmp_path):
     chunk_ref, stats_ref = worker.sample(learner.weights())
     stats = ray.get(stats_ref)
     assert stats.num_steps == 16 and stats.policy_version == 0
-    inserted, replay_timings, restored = ray.get(replay.add(chunk_ref))
+    inserted, replay_timings, restored, life = ray.get(replay.add(chunk_ref))
     assert inserted == (8 - cfg.algo.n_step + 1) * 2 and replay_timings["add_s"] > 0
-    assert restored is None  # not a restarted shard
+    assert restored is None and life == 0  # not a restarted shard
     stats_ref, weights_ref, priorities_ref = learner.update(replay.sample_many(4, 2))
     learner_stats, weights, priorities = ray.get([stats_ref, weights_ref, priorities_ref])
     assert learner_stats.version == 2 and learner_stats.published and weights.version == 2
