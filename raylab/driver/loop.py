@@ -48,7 +48,8 @@ class Backend(Protocol):
 
     def run(self, required_cpus: float, body: Callable[[], T]) -> T: ...
     def evaluator(self) -> Any: ...
-    def wait(self, refs: Sequence[Any], timeout: float) -> list[Any]: ...
+    def wait(self, refs: Sequence[Any], timeout: float, every: bool = False) -> list[Any]: ...
+    def called_died(self, err: BaseException) -> bool: ...
     def get(self, ref: Any) -> Any: ...
     def put(self, value: Any) -> Any: ...
     def death_of(self, err: BaseException, client: Any) -> bool: ...
@@ -102,7 +103,7 @@ class Flow:
     def gauges(self, driver: Driver) -> dict[str, float]:
         return {}
 
-    def state(self) -> dict[str, Any] | None:
+    def state(self, driver: Driver) -> dict[str, Any] | None:
         """The full training state for a periodic checkpoint (None: not now, e.g. restarting)."""
         raise NotImplementedError
 
@@ -202,18 +203,18 @@ class Driver:
         self._within_limit(name, err)
         return new
 
-    def replaced(self, kind: str, name: str, err: BaseException) -> None:
-        """The driver replaces the dead actor ``name`` with a new one (A3C workers): counted as a death."""
+    def replaced(self, kind: str, name: str, err: BaseException, what: str) -> None:
+        """The driver replaces the dead actor ``name`` (``what``) with a new one (A3C workers): one death."""
         self.restarts.replace(kind, name)
-        self._within_limit(name, err)
+        self._within_limit(name, err, what)
 
-    def _within_limit(self, name: str, err: BaseException | None) -> None:
+    def _within_limit(self, name: str, err: BaseException | None, what: str | None = None) -> None:
         limit, deaths = self.cfg.topology.max_actor_restarts, self.restarts.actors[name].deaths
         if 0 <= limit < deaths:
             last = f" (last: {first_line(err)})" if err is not None else ""
             raise RaylabError(
-                f"{name} died {deaths} times{last}, more than topology.max_actor_restarts={limit}: raise it, or "
-                f"check the actors' logs under /tmp/ray/session_latest/logs"
+                f"{what or name} died {deaths} times{last}, more than topology.max_actor_restarts={limit}: raise "
+                f"it, or check the actors' logs under /tmp/ray/session_latest/logs"
             ) from None
 
     def when_back(self, client: Any, kind: str, name: str, then: Callable[[], None]) -> None:
@@ -236,9 +237,9 @@ class Driver:
 
     def _run(self) -> RunSummary:
         self.monitor = RunMonitor(self.cfg, self.spaces, resume=self.resume)
-        actors = self.flow.create(self)
-        self.evaluator = self.backend.evaluator()
-        self.actors = {**actors, "eval": self.evaluator}
+        self.actors = self.flow.create(self)
+        """{name: client}; a flow that replaces an actor replaces it here too (peak memory)."""
+        self.evaluator = self.actors["eval"] = self.backend.evaluator()
         self.backend.wait_ready(list(self.actors.values()), "raylab actors")
         self.monitor.record_placement(self.backend.placement(self.actors))
         self.flow.start(self)
@@ -255,7 +256,7 @@ class Driver:
                 self._evaluate_if_due()
                 self._wait()
                 monitor.gauge({**self.flow.gauges(self), **self.restarts.metrics()})
-                monitor.tick(state=self.flow.state)
+                monitor.tick(state=lambda: self.flow.state(self))
                 stop = monitor.stop_reason()
                 if stop is not None:
                     return stop
@@ -265,13 +266,14 @@ class Driver:
     def _evaluate_if_due(self) -> None:
         if self.evaluating or not self.monitor.eval_due():
             return
-        self.monitor.eval_started()
         weights = self.flow.eval_weights(self)
-        if weights is not None:
-            ev, tag = self.cfg.eval, self.restarts.tag("eval")
-            ref = self.evaluator.evaluate(weights, ev.episodes, self.cfg.stop.mean_return, ev.confirm_episodes)
-            self.submit(EvalJob(ref, "eval", "eval", tag, weights=weights))
-            self.evaluating = True
+        if weights is None:
+            return
+        self.monitor.eval_started()
+        ev, tag = self.cfg.eval, self.restarts.tag("eval")
+        ref = self.evaluator.evaluate(weights, ev.episodes, self.cfg.stop.mean_return, ev.confirm_episodes)
+        self.submit(EvalJob(ref, "eval", "eval", tag, weights=weights))
+        self.evaluating = True
 
     def _wait(self) -> None:
         now = time.monotonic()

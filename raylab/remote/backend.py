@@ -34,10 +34,14 @@ class RayBackend:
     def evaluator(self) -> EvalClient:
         return EvalClient.create(self.cfg, self.spaces)
 
-    def wait(self, refs: Sequence[Any], timeout: float) -> list[Any]:
-        """The refs done now, or after at most ``timeout`` seconds the first one done (none: empty)."""
-        ready, _ = ray.wait(list(refs), num_returns=1, timeout=timeout)
+    def wait(self, refs: Sequence[Any], timeout: float, every: bool = False) -> list[Any]:
+        """The first ref done (``every``: all of them) within ``timeout`` seconds, or those done by then."""
+        ready, _ = ray.wait(list(refs), num_returns=len(refs) if every else 1, timeout=timeout)
         return ready
+
+    def called_died(self, err: BaseException) -> bool:
+        """``err`` (ActorDied) came from inside a call whose actor lives on: an actor *it* called died."""
+        return isinstance(err, ray.exceptions.RayTaskError)
 
     def get(self, ref: Any) -> Any:
         return ray.get(ref)

@@ -63,7 +63,7 @@ class RolloutFlow(Flow):
     def latest_weights(self, driver: Driver) -> Any:
         return self.weights
 
-    def state(self) -> dict[str, Any] | None:
+    def state(self, driver: Driver) -> dict[str, Any] | None:
         return self.learner.state_dict_or_none()
 
     def final_state(self, driver: Driver) -> dict[str, Any]:
