@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-KINDS = ("rollout", "replay", "learner", "server")
+KINDS = ("rollout", "replay", "learner", "server", "eval")
 
 
 @dataclass
@@ -45,7 +45,8 @@ class Restarts:
     had in flight; a replay shard's, the transitions it held (it comes back empty, or as of its newest
     snapshot with checkpoint.replay); the learner's, the updates since the latest periodic checkpoint,
     which it resumes from. An A3C parameter-server shard's death (``server``) rolls the whole server back to
-    the latest periodic checkpoint; the workers' windows cut short count as lost chunks."""
+    the latest periodic checkpoint; the workers' windows cut short count as lost chunks. The evaluation
+    actor's (``eval``) loses the evaluation it was running; the next one is due an eval interval later."""
 
     lost_chunks: int = 0
     replay_restored: int = 0

@@ -186,7 +186,8 @@ class LearnerClient(_Client, RestorableLearner):
 class EvalClient(_Client):
     @classmethod
     def create(cls, cfg: RunConfig, spaces: EnvSpaces) -> EvalClient:
-        return cls(EvalActor.options(num_cpus=0).remote(cfg, spaces))
+        """Ray restarts a crashed evaluator (topology.max_actor_restarts), like every other actor."""
+        return cls(EvalActor.options(num_cpus=0, max_restarts=cfg.topology.max_actor_restarts).remote(cfg, spaces))
 
     def evaluate(
         self,

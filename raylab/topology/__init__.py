@@ -1,4 +1,6 @@
-"""Topologies: one file each, its dataflow drawn in its docstring.
+"""Topologies: one file each, its dataflow drawn in its docstring. The Ray ones are ``Flow``s that the one
+driver loop (raylab.driver.loop) runs: they declare their actors, what to submit when, and their job types
+(shared ones in topology/jobs.py; Ape-X's in apex_jobs.py; A3C's parameter server in a3c_server.py).
 
 local     serial: every component in one process, no Ray          (topology/local.py)
 apex_dqn  Ape-X DQN: rollout actors, replay actor, learner actor   (topology/apex_dqn.py)

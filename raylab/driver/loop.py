@@ -1,0 +1,321 @@
+"""One driver loop for every topology: a topology declares its dataflow (a ``Flow``), the ``Driver`` runs it.
+
+    Driver.run ── backend.run (start or join Ray) ──> flow.create: the topology's actors
+       │   + the evaluation actor (the driver's own) ── wait_ready, record placement, flow.start
+       │
+       └─ loop until monitor.stop_reason() or Ctrl-C / SIGTERM:
+             flow.step(driver)          submit what may be submitted now (driver.submit(job))
+             eval due? ─────────────── EvalJob(flow.eval_weights())
+             backend.wait(refs in flight) ── job.done(driver, value)  |  job.failed(driver, err) (actor died)
+             gauges, restarts/*, tick (periodic checkpoint of flow.state())
+       then: flow.drain (learner calls in flight), the run's policy (the evaluated weights that met
+             stop.mean_return, else flow.latest_weights()), the final evaluation (not after an
+             interruption), peak memory, monitor.finish with flow.extra()
+
+A job is one call in flight: it knows its ref and what to do when the call is done or its actor died; the
+driver never asks what kind of job it holds. Restarts (raylab.driver.restarts) go through ``heard`` and
+``lost``, which apply the one restart policy, topology.max_actor_restarts, to every actor alike: -1 always
+restarted, 0 never (the crash ends the run with one line), n at most n times per actor.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from raylab.config import RunConfig
+from raylab.driver.checkpoints import ReplaySnapshot
+from raylab.driver.monitor import RunMonitor
+from raylab.driver.report import RunSummary
+from raylab.driver.restarts import Restarts
+from raylab.driver.resume import ResumeState
+from raylab.driver.stop import INTERRUPTED, interrupted_reason
+from raylab.envs.registry import EnvSpaces
+from raylab.errors import RaylabError
+from raylab.replay.buffer import ReplayStats
+from raylab.types import EvalResult
+
+WAIT_TIMEOUT_S = 0.1
+PROBE_EVERY_S = 0.5
+"""How often a restarting actor is asked whether it is back."""
+T = TypeVar("T")
+
+
+class Backend(Protocol):
+    """Where the actors run (raylab.remote.backend.RayBackend): the loop's only view of Ray."""
+
+    ActorDied: type[BaseException]
+
+    def run(self, required_cpus: float, body: Callable[[], T]) -> T: ...
+    def evaluator(self) -> Any: ...
+    def wait(self, refs: Sequence[Any], timeout: float, every: bool = False) -> list[Any]: ...
+    def called_died(self, err: BaseException) -> bool: ...
+    def get(self, ref: Any) -> Any: ...
+    def put(self, value: Any) -> Any: ...
+    def death_of(self, err: BaseException, client: Any) -> bool: ...
+    def wait_ready(self, clients: Sequence[Any], what: str) -> None: ...
+    def placement(self, clients: dict[str, Any]) -> dict[str, str]: ...
+    def peak_memory_bytes(self, clients: Sequence[Any]) -> int: ...
+
+
+class Job(Protocol):
+    """One call in flight."""
+
+    ref: Any
+    drain: bool
+    """Waited for at the end of the run (learner calls: the checkpoint then holds every counted update)."""
+
+    def done(self, driver: Driver, value: Any) -> None: ...
+    def failed(self, driver: Driver, err: BaseException) -> None: ...
+
+
+@dataclass
+class Call:
+    """A call in flight to the restartable actor ``name`` of ``kind``; ``tag``: raylab.driver.restarts."""
+
+    ref: Any
+    kind: str
+    name: str
+    tag: int
+    drain: bool = field(default=False, kw_only=True)
+
+
+class Flow:
+    """A topology's dataflow: its actors, what to submit when, and what the run's outputs hold."""
+
+    def required_cpus(self) -> float:
+        raise NotImplementedError
+
+    def replay_snapshot(self, driver: Driver) -> ReplaySnapshot | None:
+        """What writes every replay shard's snapshot for a checkpoint (checkpoint.replay); None: no replay.
+        Called before ``create``; the checkpoint manager calls what it returns before each checkpoint."""
+        return None
+
+    def create(self, driver: Driver) -> dict[str, Any]:
+        """Create the actors; returns {name: client} (placement, peak memory, readiness)."""
+        raise NotImplementedError
+
+    def start(self, driver: Driver) -> None:
+        """Every actor is ready: load a resumed state, submit the first calls."""
+
+    def step(self, driver: Driver) -> None:
+        """Before each wait: submit what may be submitted now."""
+
+    def eval_weights(self, driver: Driver) -> Any | None:
+        """A ref to the weights to evaluate now (None: none to evaluate now)."""
+        raise NotImplementedError
+
+    def gauges(self, driver: Driver) -> dict[str, float]:
+        return {}
+
+    def state(self, driver: Driver) -> dict[str, Any] | None:
+        """The full training state for a periodic checkpoint (None: not now, e.g. restarting)."""
+        raise NotImplementedError
+
+    def drain(self, driver: Driver) -> None:
+        """The loop ended: let the calls that change the training state land (by default the jobs marked
+        ``drain``; one whose actor died counts nothing)."""
+        for job in [job for job in driver.pending.values() if job.drain]:
+            driver.pending.pop(job.ref)
+            try:
+                value = driver.backend.get(job.ref)
+            except driver.backend.ActorDied:
+                continue
+            job.done(driver, value)
+
+    def latest_weights(self, driver: Driver) -> Any:
+        """A ref to the newest weights (the run's policy unless an evaluation met stop.mean_return)."""
+        raise NotImplementedError
+
+    def final_state(self, driver: Driver) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def replay_stats(self, driver: Driver) -> ReplayStats | None:
+        return None
+
+    def extra(self, driver: Driver, state: dict[str, Any]) -> dict[str, Any]:
+        """benchmark_metrics.json sections of this topology (``restarts`` is the driver's)."""
+        return {}
+
+
+@dataclass
+class Probe(Call):
+    """Is the restarting actor back? Asked every PROBE_EVERY_S; ``then`` runs once it answers."""
+
+    client: Any = None
+    then: Callable[[], None] = lambda: None
+
+    def done(self, driver: Driver, life: int) -> None:
+        driver.heard(self.kind, self.name, life)
+        self.then()
+
+    def failed(self, driver: Driver, err: BaseException) -> None:
+        driver.later(PROBE_EVERY_S, lambda: driver.when_back(self.client, self.kind, self.name, self.then))
+
+
+@dataclass
+class EvalJob(Call):
+    weights: Any = None
+
+    def done(self, driver: Driver, result: EvalResult) -> None:
+        driver.monitor.on_eval(result)
+        driver.evaluated, driver.evaluating = self.weights, False
+
+    def failed(self, driver: Driver, err: BaseException) -> None:  # the next one is due an interval later
+        driver.lost(self.kind, self.name, self.tag, err)
+        driver.when_back(driver.evaluator, "eval", "eval", lambda: setattr(driver, "evaluating", False))
+
+
+def first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0][:160]
+
+
+class Driver:
+    def __init__(
+        self, cfg: RunConfig, spaces: EnvSpaces, flow: Flow, backend: Backend, resume: ResumeState | None = None
+    ):
+        self.cfg, self.spaces, self.flow, self.backend, self.resume = cfg, spaces, flow, backend, resume
+        self.restarts = Restarts()
+        self.pending: dict[Any, Job] = {}
+        self.timers: list[tuple[float, Callable[[], None]]] = []
+        self.evaluating = False
+        self.stopping = False
+        """The loop ended: calls still landing start no new work."""
+        self.evaluated: Any = None
+        """The weights of the latest evaluation that came back."""
+
+    # -- for the topologies' jobs --------------------------------------------------------------------------
+    def submit(self, job: Job) -> None:
+        self.pending[job.ref] = job
+
+    def later(self, delay_s: float, then: Callable[[], None]) -> None:
+        self.timers.append((time.monotonic() + delay_s, then))
+
+    def heard(self, kind: str, name: str, life: int) -> int:
+        """A reply of ``name`` from its life ``life``: returns the deaths it reveals (restore what it lost)."""
+        new = self.restarts.replied(kind, name, life)
+        self._within_limit(name, None)
+        return new
+
+    def lost(self, kind: str, name: str, tag: int, err: BaseException) -> int:
+        """A call to ``name`` failed because it died: returns 1 for a death not counted yet."""
+        if self.cfg.topology.max_actor_restarts == 0:
+            raise RaylabError(
+                f"{name} died ({first_line(err)}) and topology.max_actor_restarts=0: raise it to let Ray restart "
+                f"crashed actors (-1 = always), or check the actors' logs under /tmp/ray/session_latest/logs"
+            ) from None
+        new = self.restarts.failed(kind, name, tag)
+        self._within_limit(name, err)
+        return new
+
+    def replaced(self, kind: str, name: str, err: BaseException, what: str) -> None:
+        """The driver replaces the dead actor ``name`` (``what``) with a new one (A3C workers): one death."""
+        self.restarts.replace(kind, name)
+        self._within_limit(name, err, what)
+
+    def _within_limit(self, name: str, err: BaseException | None, what: str | None = None) -> None:
+        limit, deaths = self.cfg.topology.max_actor_restarts, self.restarts.actors[name].deaths
+        if 0 <= limit < deaths:
+            last = f" (last: {first_line(err)})" if err is not None else ""
+            raise RaylabError(
+                f"{what or name} died {deaths} times{last}, more than topology.max_actor_restarts={limit}: raise "
+                f"it, or check the actors' logs under /tmp/ray/session_latest/logs"
+            ) from None
+
+    def when_back(self, client: Any, kind: str, name: str, then: Callable[[], None]) -> None:
+        """Run ``then`` once the restarting actor answers again (without blocking the loop)."""
+        self.submit(Probe(client.life(), kind, name, 0, client=client, then=then))
+
+    def in_flight(self, kind: type[T]) -> list[T]:
+        return [job for job in self.pending.values() if isinstance(job, kind)]
+
+    def restore_learner(self, learner: Any, min_version: int) -> int:
+        """Ray restarted the learner: it resumes from the latest periodic checkpoint, versions moving on past
+        ``min_version``. Blocks meanwhile (seconds). Returns its version."""
+        version, life = learner.restore_blocking(self.monitor.latest_learner_state(), min_version)
+        self.heard("learner", "learner", life)
+        return int(version)
+
+    # -- the run -------------------------------------------------------------------------------------------
+    def run(self) -> RunSummary:
+        return self.backend.run(self.flow.required_cpus(), self._run)
+
+    def _run(self) -> RunSummary:
+        snapshot = self.flow.replay_snapshot(self)
+        with RunMonitor(self.cfg, self.spaces, resume=self.resume, replay_snapshot=snapshot) as self.monitor:
+            self.actors = self.flow.create(self)
+            """{name: client}; a flow that replaces an actor replaces it here too (peak memory)."""
+            self.evaluator = self.actors["eval"] = self.backend.evaluator()
+            self.backend.wait_ready(list(self.actors.values()), "raylab actors")
+            self.monitor.record_placement(self.backend.placement(self.actors))
+            self.flow.start(self)
+            self.monitor.start()
+            stop = self._loop()
+            self.monitor.stopped()
+            return self._finish(stop)
+
+    def _loop(self) -> str:
+        monitor = self.monitor
+        try:
+            while True:
+                self.flow.step(self)
+                self._evaluate_if_due()
+                self._wait()
+                monitor.gauge({**self.flow.gauges(self), **self.restarts.metrics()})
+                monitor.tick(state=lambda: self.flow.state(self))
+                stop = monitor.stop_reason()
+                if stop is not None:
+                    return stop
+        except KeyboardInterrupt as err:
+            return interrupted_reason(err)
+
+    def _evaluate_if_due(self) -> None:
+        if self.evaluating or not self.monitor.eval_due():
+            return
+        weights = self.flow.eval_weights(self)
+        if weights is None:
+            return
+        self.monitor.eval_started()
+        ev, tag = self.cfg.eval, self.restarts.tag("eval")
+        ref = self.evaluator.evaluate(weights, ev.episodes, self.cfg.stop.mean_return, ev.confirm_episodes)
+        self.submit(EvalJob(ref, "eval", "eval", tag, weights=weights))
+        self.evaluating = True
+
+    def _wait(self) -> None:
+        now = time.monotonic()
+        due, self.timers = [t for t in self.timers if t[0] <= now], [t for t in self.timers if t[0] > now]
+        for _, then in due:
+            then()
+        waited = time.perf_counter()
+        ready: list[Any] = []
+        if self.pending:
+            ready = self.backend.wait(list(self.pending), WAIT_TIMEOUT_S)
+        else:  # every actor is restarting and nothing else is in flight
+            time.sleep(WAIT_TIMEOUT_S)
+        self.monitor.add_time("driver/wait_s", time.perf_counter() - waited)
+        for ref in ready:
+            job = self.pending.pop(ref)
+            try:
+                value = self.backend.get(ref)
+            except self.backend.ActorDied as err:
+                job.failed(self, err)
+                continue
+            job.done(self, value)
+
+    def _finish(self, stop: str) -> RunSummary:
+        flow, backend, monitor = self.flow, self.backend, self.monitor
+        self.stopping = True
+        flow.drain(self)
+        target = monitor.target_reached() and self.evaluated is not None
+        policy_ref = self.evaluated if target else flow.latest_weights(self)
+        final_eval = None
+        if self.cfg.eval.final_episodes and stop not in INTERRUPTED:
+            final_eval = backend.get(self.evaluator.evaluate(policy_ref, self.cfg.eval.final_episodes))
+        policy = backend.get(policy_ref)
+        state = flow.final_state(self)
+        peak = backend.peak_memory_bytes(list(self.actors.values()))
+        extra = {**flow.extra(self, state), "restarts": self.restarts.metrics()}
+        replay = flow.replay_stats(self)
+        return monitor.finish(stop, state, policy, final_eval, replay, extra_peak_memory_bytes=peak, extra=extra)

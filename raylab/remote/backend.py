@@ -1,0 +1,68 @@
+"""The Ray backend of raylab.driver.loop: what the one driver loop needs from Ray, and nothing more.
+
+The loop itself imports no Ray: it waits on refs, fetches them, tells an actor's death from other errors,
+and asks where actors run and how much memory they peaked at, all through this object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import ray
+
+from raylab.config import RunConfig
+from raylab.envs.registry import EnvSpaces
+from raylab.remote.clients import EvalClient
+from raylab.remote.runtime import placement, run_on_ray, wait_ready
+
+T = TypeVar("T")
+
+
+class RayBackend:
+    ActorDied: type[BaseException] = ray.exceptions.RayActorError
+    """What fetching a call's result raises when its actor died (Ray restarts it, or it is gone)."""
+
+    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
+        self.cfg = cfg
+        self.spaces = spaces
+
+    def run(self, required_cpus: float, body: Callable[[], T]) -> T:
+        return run_on_ray(self.cfg.ray, required_cpus, body)
+
+    def evaluator(self) -> EvalClient:
+        return EvalClient.create(self.cfg, self.spaces)
+
+    def wait(self, refs: Sequence[Any], timeout: float, every: bool = False) -> list[Any]:
+        """The first ref done (``every``: all of them) within ``timeout`` seconds, or those done by then."""
+        ready, _ = ray.wait(list(refs), num_returns=len(refs) if every else 1, timeout=timeout)
+        return ready
+
+    def called_died(self, err: BaseException) -> bool:
+        """``err`` (ActorDied) came from inside a call whose actor lives on: an actor *it* called died."""
+        return isinstance(err, ray.exceptions.RayTaskError)
+
+    def get(self, ref: Any) -> Any:
+        return ray.get(ref)
+
+    def put(self, value: Any) -> Any:
+        return ray.put(value)
+
+    def death_of(self, err: BaseException, client: Any) -> bool:
+        """Whether ``err`` reports the death of ``client``'s actor (not of an actor its call called)."""
+        return getattr(err, "actor_id", None) == client.handle._actor_id.hex()
+
+    def wait_ready(self, clients: Sequence[Any], what: str) -> None:
+        wait_ready([c.ready() for c in clients], what)
+
+    def placement(self, clients: dict[str, Any]) -> dict[str, str]:
+        return placement({name: c.handle for name, c in clients.items()})
+
+    def peak_memory_bytes(self, clients: Sequence[Any]) -> int:
+        """Summed over the actors still alive (one lost while stopping has no answer)."""
+        total = 0
+        for ref in [c.peak_memory_bytes() for c in clients]:
+            with contextlib.suppress(ray.exceptions.RayActorError):
+                total += int(ray.get(ref))
+        return total

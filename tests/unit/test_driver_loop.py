@@ -1,0 +1,198 @@
+"""The one driver loop (raylab.driver.loop) on an in-process backend whose refs are already resolved: jobs
+are settled by their own done/failed, the evaluation actor restarts like any other, and the one restart
+policy (topology.max_actor_restarts) holds for every actor. No Ray."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from raylab.driver.loop import Call, Driver, Flow
+from raylab.envs.registry import env_spaces
+from raylab.errors import RaylabError
+from raylab.types import EvalResult, Weights
+from tests.conftest import FAKE, make_config
+
+
+class Died(Exception):
+    """The fake backend's actor death."""
+
+
+@dataclass(eq=False)
+class Ref:
+    value: Any = None
+    error: BaseException | None = None
+
+
+class Actor:
+    """An actor whose next calls die as scripted (``deaths``: how many of its next calls fail); each death
+    starts a new life, as a Ray restart does."""
+
+    def __init__(self, deaths: int = 0):
+        self.deaths, self.life_now = deaths, 0
+
+    def call(self, value: Any) -> Ref:
+        if self.deaths:
+            self.deaths -= 1
+            self.life_now += 1
+            return Ref(error=Died("the actor died unexpectedly"))
+        return Ref(value)
+
+    def life(self) -> Ref:
+        return Ref(self.life_now)
+
+    def ready(self) -> Ref:
+        return Ref(True)
+
+
+class Evaluator(Actor):
+    def __init__(self, deaths: int, mean: float):
+        super().__init__(deaths)
+        self.mean, self.calls = mean, 0
+
+    def evaluate(self, weights: Ref, episodes: int, *_: Any) -> Ref:
+        self.calls += 1
+        version = weights.value.version
+        return self.call(EvalResult(version, np.full(episodes, self.mean), np.ones(episodes)))
+
+
+class Backend:
+    ActorDied = Died
+
+    def __init__(self, evaluator: Evaluator):
+        self._evaluator = evaluator
+
+    def run(self, required_cpus: float, body: Any) -> Any:
+        return body()
+
+    def evaluator(self) -> Evaluator:
+        return self._evaluator
+
+    def wait(self, refs: list[Ref], timeout: float, every: bool = False) -> list[Ref]:
+        return list(refs)
+
+    def called_died(self, err: BaseException) -> bool:
+        return False
+
+    def get(self, ref: Ref) -> Any:
+        if ref.error is not None:
+            raise ref.error
+        return ref.value
+
+    def put(self, value: Any) -> Ref:
+        return Ref(value)
+
+    def death_of(self, err: BaseException, client: Any) -> bool:
+        return True
+
+    def wait_ready(self, clients: list[Any], what: str) -> None:
+        pass
+
+    def placement(self, clients: dict[str, Any]) -> dict[str, str]:
+        return {name: "node-0" for name in clients}
+
+    def peak_memory_bytes(self, clients: list[Any]) -> int:
+        return 0
+
+
+@dataclass
+class Tick(Call):
+    flow: Counter
+
+    def done(self, driver: Driver, value: int) -> None:
+        driver.heard(self.kind, self.name, self.flow.worker.life_now)
+        self.flow.done += 1
+
+    def failed(self, driver: Driver, err: BaseException) -> None:
+        driver.lost(self.kind, self.name, self.tag, err)
+        self.flow.down = True  # called again once it is back, as a rollout actor is
+        driver.when_back(self.flow.worker, self.kind, self.name, lambda: setattr(self.flow, "down", False))
+
+
+class Counter(Flow):
+    """One rollout actor answering calls one at a time; its weights' version is the calls done."""
+
+    def __init__(self, deaths: int):
+        self.worker, self.done, self.down = Actor(deaths), 0, False
+
+    def required_cpus(self) -> float:
+        return 1.0
+
+    def create(self, driver: Driver) -> dict[str, Any]:
+        return {"rollout_0": self.worker}
+
+    def step(self, driver: Driver) -> None:
+        if not self.down and not driver.in_flight(Tick):
+            tag = driver.restarts.tag("rollout_0")
+            driver.submit(Tick(self.worker.call(1), "rollout", "rollout_0", tag, flow=self, drain=True))
+
+    def weights(self) -> Weights:
+        return Weights(self.done, {"w": np.zeros(2, np.float32)})
+
+    def eval_weights(self, driver: Driver) -> Ref:
+        return Ref(self.weights())
+
+    def latest_weights(self, driver: Driver) -> Ref:
+        return Ref(self.weights())
+
+    def state(self, driver: Driver) -> dict[str, Any] | None:
+        return {"done": self.done}
+
+    def final_state(self, driver: Driver) -> dict[str, Any]:
+        return {"done": self.done}
+
+    def extra(self, driver: Driver, state: dict[str, Any]) -> dict[str, Any]:
+        return {"counter": state}
+
+
+def drive(tmp_path: Path, deaths: int, eval_deaths: int, *overrides: str) -> tuple[Any, Counter, Evaluator]:
+    """A run of ``Counter`` whose actor dies on its first ``deaths`` calls, the evaluator on its first
+    ``eval_deaths``; every evaluation returns 10 (the target is 5)."""
+    cfg = make_config(
+        tmp_path, *FAKE, "topology=apex_dqn", "stop.mean_return=5", "stop.seconds=60", "eval.every_seconds=0.05",
+        "eval.episodes=2", "eval.final_episodes=3", "logger.report_every_seconds=0.1", *overrides,
+    )  # fmt: skip
+    flow, evaluator = Counter(deaths), Evaluator(eval_deaths, mean=10.0)
+    summary = Driver(cfg, env_spaces(cfg.env), flow, Backend(evaluator)).run()
+    return summary, flow, evaluator
+
+
+def test_jobs_settle_themselves_and_a_dead_evaluator_comes_back(tmp_path):
+    summary, flow, evaluator = drive(tmp_path, 2, 1)
+    assert summary.stop_reason.startswith("eval return 10.0 >= stop.mean_return=5"), summary.stop_reason
+    restarts = summary.benchmark["restarts"]
+    assert restarts["restarts/rollout"] == 2 and restarts["restarts/eval"] == 1
+    assert summary.eval_return_mean == 10.0 and summary.benchmark["eval"]["episodes"] == 3  # the final evaluation
+    assert evaluator.calls == 3  # the one lost to its death, the one that met the target, the final one
+    assert summary.benchmark["counter"] == {"done": flow.done} and flow.done >= 1
+    assert summary.benchmark["placement"]["actors"] == {"rollout_0": "node-0", "eval": "node-0"}
+    rows = [json.loads(line) for line in (Path(summary.run_dir) / "metrics.jsonl").read_text().splitlines()]
+    assert rows[-1]["restarts/rollout"] == 2 and "timing/driver/wait_s" in rows[-1]
+
+
+def test_max_actor_restarts_0_ends_the_run_at_the_first_crash_in_one_line(tmp_path):
+    with pytest.raises(RaylabError) as err:
+        drive(tmp_path, 1, 0, "topology.max_actor_restarts=0")
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("rollout_0 died (the actor died unexpectedly)")
+    assert "topology.max_actor_restarts=0" in message
+
+
+@pytest.mark.parametrize("who", ["rollout_0", "eval"])
+def test_max_actor_restarts_n_allows_n_deaths_per_actor(who, tmp_path):
+    def deaths(n: int) -> tuple[int, int]:
+        return (n, 0) if who == "rollout_0" else (0, n)
+
+    summary, _, _ = drive(tmp_path / "two", *deaths(2), "topology.max_actor_restarts=2")
+    kind = "rollout" if who == "rollout_0" else "eval"
+    assert summary.benchmark["restarts"][f"restarts/{kind}"] == 2
+    with pytest.raises(RaylabError) as err:
+        drive(tmp_path / "three", *deaths(3), "topology.max_actor_restarts=2")
+    assert str(err.value).startswith(
+        f"{who} died 3 times (last: the actor died unexpectedly), more than topology.max_actor_restarts=2"
+    )
