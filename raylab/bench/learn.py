@@ -35,6 +35,14 @@ def add_parser(commands: Any) -> None:
         metavar="NAME=OVERRIDES",
         help="a named set of extra overrides, space-separated (repeatable), e.g. local=topology=local",
     )
+    p.add_argument(
+        "--source",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="run variant NAME from the raylab source tree DIR (its PYTHONPATH), e.g. old=/tmp/raylab-83337f6: "
+        "a before/after comparison of two commits in one alternating run",
+    )
     p.add_argument("--output", required=True, help="JSON to write; the PNG goes next to it")
     p.add_argument("--runs-dir", default=None, help="where the runs' output dirs go (default: outputs/bench/<name>)")
     p.set_defaults(func=run)
@@ -49,18 +57,21 @@ def parse_variant(text: str) -> tuple[str, list[str]]:
 
 def run(args: argparse.Namespace, overrides: list[str]) -> int:
     variants = [parse_variant(v) for v in args.variant] or [("default", [])]
+    sources = dict(parse_source(s, [name for name, _ in variants]) for s in args.source)
     output = Path(args.output)
     runs_dir = Path(args.runs_dir or Path("outputs") / "bench" / output.stem)
     results: list[dict[str, Any]] = []
-    for seed in args.seeds:
-        for name, extra in variants:
-            result = run_one(name, [*overrides, *extra], seed, runs_dir / f"{name}_seed{seed}")
+    for k, seed in enumerate(args.seeds):
+        for name, extra in variants if k % 2 == 0 else variants[::-1]:  # who goes first alternates too
+            run_dir = runs_dir / f"{name}_seed{seed}"
+            result = run_one(name, [*overrides, *extra], seed, run_dir, sources.get(name))
             results.append(result)
             print(_line(result), flush=True)
     report = {
         "benchmark": "learn",
         "overrides": overrides,
         "variants": {name: extra for name, extra in variants},
+        "sources": {name: _describe(tree) for name, tree in sources.items()},
         "seeds": args.seeds,
         "machine": machine_info(),
         "summary": {name: summarize([r for r in results if r["variant"] == name]) for name, _ in variants},
@@ -75,11 +86,29 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     return 0 if all(r["ok"] for r in results) else 1
 
 
-def run_one(variant: str, overrides: list[str], seed: int, run_dir: Path) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "raylab.train", *overrides, f"seed={seed}", f"hydra.run.dir={run_dir}"]
+def parse_source(text: str, variants: list[str]) -> tuple[str, Path]:
+    name, _, tree = text.partition("=")
+    if name not in variants or not (Path(tree) / "raylab" / "__init__.py").is_file():
+        raise SystemExit(f"raylab bench: error: --source needs NAME=DIR, a --variant NAME and DIR/raylab: got '{text}'")
+    if not (Path(tree) / "raylab" / "conf").exists():  # an editable install maps raylab.conf to its own conf/
+        raise SystemExit(f"raylab bench: error: {tree}/raylab/conf is missing: ln -s ../conf {tree}/raylab/conf")
+    return name, Path(tree).resolve()
+
+
+def _describe(tree: Path) -> dict[str, str]:
+    """The source tree and its commit (when it is a git checkout)."""
+    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return {"path": str(tree), "commit": head.stdout.strip() if head.returncode == 0 else "unknown"}
+
+
+def run_one(variant: str, overrides: list[str], seed: int, run_dir: Path, source: Path | None = None) -> dict[str, Any]:
+    """One ``python -m raylab.train`` run; ``source``: the raylab tree it imports (Ray's workers inherit it)."""
+    cmd = [sys.executable, "-m", "raylab.train", *overrides, f"seed={seed}", f"hydra.run.dir={run_dir.resolve()}"]
     env = {**os.environ, "WANDB_MODE": os.environ.get("WANDB_MODE", "disabled")}
+    if source is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=source)
     process_seconds = time.perf_counter() - start
     result: dict[str, Any] = {"variant": variant, "seed": seed, "run_dir": str(run_dir)}
     result["process_seconds"] = round(process_seconds, 2)
