@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from raylab.algos.a3c import A3CWorker, ActorCriticPolicy
+from raylab.algos.a3c import A3CWorker
+from raylab.algos.actor_critic import ActorCriticPolicy
 from raylab.algos.dqn import DQN, EpsilonGreedyPolicy, EpsilonSchedule, apex_epsilons
 from raylab.algos.ppo.appo import APPO
 from raylab.algos.ppo.objective import PPO

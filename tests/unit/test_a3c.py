@@ -7,8 +7,7 @@ import pytest
 import torch
 
 from raylab.algos.a3c import A3CWorker, actor_critic_loss
-from raylab.algos.a3c.worker import bootstrap_before_crashes
-from raylab.algos.returns import bootstrapped_returns
+from raylab.algos.returns import bootstrap_before_crashes, bootstrapped_returns
 from raylab.envs.fake import FakeEnv
 from raylab.envs.vector import SerialVectorEnv
 from raylab.models.encoders import MLPEncoder

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from raylab.algos.a3c.loss import actor_critic_loss
-from raylab.algos.returns import bootstrapped_returns
+from raylab.algos.returns import bootstrap_before_crashes, bootstrapped_returns
 from raylab.envs.vector import VectorEnv
 from raylab.metrics.timing import StageTimer
 from raylab.models.factory import ActorCritic
@@ -298,15 +298,3 @@ class A3CWorker:
             "grad_norm": grad_norm,
         }
         return steps * num_envs, row
-
-
-def bootstrap_before_crashes(
-    valid: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, bootstrap: np.ndarray, values: np.ndarray
-) -> None:
-    """In place: a crashed step (``valid`` False) has no real outcome, so it leaves the loss and the step
-    before it ends its episode there, bootstrapping from the value of the state the crash happened in;
-    unless that step already ended its episode, in which case the crashed step was a new episode's first."""
-    for t, e in zip(*np.nonzero(~valid), strict=True):
-        if t > 0 and not (terminated[t - 1, e] or truncated[t - 1, e]):
-            truncated[t - 1, e] = True
-            bootstrap[t - 1, e] = values[t, e]

@@ -1,4 +1,6 @@
-"""A categorical policy over an actor-critic network: samples to act and explore, argmax to evaluate."""
+"""A categorical policy over an actor-critic network: samples to act and explore, argmax to evaluate.
+
+Algorithm-neutral: PPO, APPO and A3C act through it (A3C on the very module its worker trains)."""
 
 from __future__ import annotations
 
@@ -11,10 +13,15 @@ from raylab.types import Weights
 
 
 class ActorCriticPolicy:
-    """CPU inference without autograd. ``greedy`` picks the most likely action (evaluation)."""
+    """CPU inference without autograd. ``greedy`` picks the most likely action (evaluation).
 
-    def __init__(self, model: ActorCritic, seed: int, greedy: bool = False):
-        self.model = model.eval().requires_grad_(False)
+    ``frozen`` (the default) puts the model in eval mode without gradients: the policy owns it. False leaves
+    the module's mode and gradients alone, for a caller that also trains it in place (A3C's worker): acting
+    still runs under ``torch.inference_mode``.
+    """
+
+    def __init__(self, model: ActorCritic, seed: int, greedy: bool = False, frozen: bool = True):
+        self.model = model.eval().requires_grad_(False) if frozen else model
         self.greedy = greedy
         self.generator = torch.Generator().manual_seed(int(seed))
         self.version = -1
