@@ -262,9 +262,10 @@ def build_a3c_worker(
     algo = _a3c(cfg)
     seed = cfg.seed + RESTART_SEED_STRIDE * incarnation
     env = make_vector_env(cfg.env, cfg.topology.envs_per_worker, seed, worker_index=worker_id)
+    policy = ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=seed * 7919 + worker_id, frozen=False)
     return A3CWorker(
         env,
-        build_actor_critic(cfg.model, spaces),
+        policy,
         link,
         worker_id=worker_id,
         rollout_length=cfg.topology.rollout_length,
@@ -274,6 +275,5 @@ def build_a3c_worker(
         max_grad_norm=algo.max_grad_norm,
         cut_at_episode_end=algo.cut_at_episode_end,
         pushes_in_flight=cfg.params.pushes_in_flight,
-        seed=seed * 7919 + worker_id,
         timer=_timer(cfg),
     )
