@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from raylab.models.factory import ActorCritic
+from raylab.config import RunConfig
+from raylab.envs.registry import EnvSpaces
+from raylab.models.factory import ActorCritic, build_actor_critic
 from raylab.params.flat import load_params
 from raylab.types import Weights
 
@@ -44,3 +46,13 @@ class ActorCriticPolicy:
         load_params(self.model, weights.params)
         self.version = weights.version
         return True
+
+
+def rollout_policy(cfg: RunConfig, spaces: EnvSpaces, worker_id: int, frozen: bool = True) -> ActorCriticPolicy:
+    """Worker ``worker_id``'s sampling policy, its generator seeded apart from the other workers'."""
+    return ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=cfg.seed * 7919 + worker_id, frozen=frozen)
+
+
+def eval_policy(cfg: RunConfig, spaces: EnvSpaces, num_envs: int) -> ActorCriticPolicy:
+    """Evaluation: the most likely action, or a sample from the policy with eval.greedy=false."""
+    return ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=cfg.seed, greedy=cfg.eval.greedy)
