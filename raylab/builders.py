@@ -1,7 +1,9 @@
 """Builders: the only code that reads a RunConfig to construct components (Acme's builder pattern).
 
 Each builder passes explicit keyword arguments to a plain class, so the same builder serves the serial
-topology in the driver process and the Ray actors on any node.
+topology in the driver process and the Ray actors on any node. Where algorithms differ (the policy a worker
+acts with, the evaluation policy, the Learner's objective), the builders ask the algorithm's spec in the
+registry (raylab.algos.registry; each package's builder.py) rather than branching on the config's type.
 """
 
 from __future__ import annotations
@@ -12,18 +14,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from raylab.algos.a3c import A3CWorker, ActorCriticPolicy
-from raylab.algos.dqn import DQN, EpsilonGreedyPolicy, EpsilonSchedule, apex_epsilons
-from raylab.algos.ppo.appo import APPO
-from raylab.algos.ppo.objective import PPO
-from raylab.config import A3CConfig, APPOConfig, DQNConfig, PPOConfig, RunConfig
+from raylab.algos.a3c import A3CWorker
+from raylab.algos.a3c.builder import a3c_config
+from raylab.algos.actor_critic import ActorCriticPolicy
+from raylab.algos.dqn.builder import dqn_config
+from raylab.algos.registry import algorithm
+from raylab.config import RunConfig
 from raylab.envs.registry import EVAL_WORKER_INDEX, EnvSpaces, make_vector_env
 from raylab.errors import ConfigError
 from raylab.learner.learner import Learner
 from raylab.learner.objective import Objective
-from raylab.learner.options import NO_LEARNER, check_learner_options
+from raylab.learner.options import check_learner_options
 from raylab.metrics.timing import StageTimer
-from raylab.models.factory import QNetwork, build_actor_critic, build_q_network
+from raylab.models.factory import build_actor_critic
 from raylab.params.flat import ParamLayout, flatten_params
 from raylab.params.link import ServerLink
 from raylab.params.server import ParameterServer
@@ -44,56 +47,23 @@ if TYPE_CHECKING:
 MAX_EVAL_ENVS = 16
 
 
-def _dqn(cfg: RunConfig) -> DQNConfig:
-    assert isinstance(cfg.algo, DQNConfig), f"algo={cfg.algo.name} reached a DQN builder"
-    return cfg.algo
-
-
-def _a3c(cfg: RunConfig) -> A3CConfig:
-    assert isinstance(cfg.algo, A3CConfig), f"algo={cfg.algo.name} reached an A3C builder"
-    return cfg.algo
-
-
 def _timer(cfg: RunConfig) -> StageTimer:
     """An actor's stage timer: a no-op with logger.timing=false."""
     return StageTimer(enabled=cfg.logger.timing)
 
 
-def _q_network(cfg: RunConfig, spaces: EnvSpaces) -> QNetwork:
-    algo = _dqn(cfg)
-    return build_q_network(cfg.model, spaces, atoms=algo.num_quantiles if algo.loss == "quantile" else 1)
-
-
 def build_rollout_worker(
     cfg: RunConfig, spaces: EnvSpaces, worker_id: int, incarnation: int = 0, env_steps: int = 0
 ) -> RolloutWorker:
-    """Worker ``worker_id`` with its envs seeded apart: DQN acts epsilon-greedily with its slice of the Ape-X
-    epsilon ladder, PPO samples from its categorical policy. ``incarnation`` > 0 (a restarted actor) gives
-    fresh env seeds, so a restart does not replay the episodes it already played; ``env_steps`` (a resumed
-    run) puts its exploration schedule where the worker left it."""
-    if incarnation:
-        cfg = dataclasses.replace(cfg, seed=cfg.seed + RESTART_SEED_STRIDE * incarnation)
-    if isinstance(cfg.algo, PPOConfig | APPOConfig):
-        sampler = ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=cfg.seed * 7919 + worker_id)
-        env = make_vector_env(cfg.env, cfg.topology.envs_per_worker, cfg.seed, worker_index=worker_id)
-        return RolloutWorker(
-            env, sampler, worker_id=worker_id, rollout_length=cfg.topology.rollout_length, timer=_timer(cfg)
-        )
-    topo, eps = cfg.topology, _dqn(cfg).epsilon
-    num_envs = topo.envs_per_worker
-    ladder = apex_epsilons(topo.num_workers * num_envs, eps.base, eps.alpha)
-    schedule = EpsilonSchedule(
-        final=ladder[worker_id * num_envs : (worker_id + 1) * num_envs],
-        initial=eps.initial,
-        anneal_env_steps=eps.anneal_env_steps,
-        steps_scale=topo.num_workers,
-    )
-    assert spaces.num_actions is not None
-    policy = EpsilonGreedyPolicy(
-        _q_network(cfg, spaces), schedule, spaces.num_actions, seed=cfg.seed * 7919 + worker_id
-    )
-    policy.steps = env_steps // num_envs
-    env = make_vector_env(cfg.env, num_envs, cfg.seed, worker_index=worker_id)
+    """Worker ``worker_id`` with its envs seeded apart, acting with its algorithm's rollout policy (DQN:
+    epsilon-greedy with its slice of the Ape-X epsilon ladder; the actor-critics sample from their
+    categorical policy). ``incarnation`` > 0 (a restarted actor) gives fresh env and policy seeds, so a
+    restart does not replay the episodes it already played; ``env_steps`` (a resumed run) puts its
+    exploration schedule where the worker left it."""
+    cfg = _incarnation(cfg, incarnation)
+    policy = algorithm(cfg.algo.name).rollout_policy(cfg, spaces, worker_id, env_steps)
+    topo = cfg.topology
+    env = make_vector_env(cfg.env, topo.envs_per_worker, cfg.seed, worker_index=worker_id)
     worker = RolloutWorker(env, policy, worker_id=worker_id, rollout_length=topo.rollout_length, timer=_timer(cfg))
     worker.env_steps = env_steps
     return worker
@@ -109,11 +79,7 @@ def build_evaluator(cfg: RunConfig, spaces: EnvSpaces) -> Evaluator:
 
 def build_eval_policy(cfg: RunConfig, spaces: EnvSpaces, num_envs: int) -> Policy:
     """The evaluation policy for batches of ``num_envs`` observations (weights still to be set)."""
-    assert spaces.num_actions is not None
-    if isinstance(cfg.algo, DQNConfig):
-        schedule = EpsilonSchedule(final=np.full(num_envs, cfg.algo.epsilon.eval))
-        return EpsilonGreedyPolicy(_q_network(cfg, spaces), schedule, spaces.num_actions, seed=cfg.seed)
-    return ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=cfg.seed, greedy=cfg.eval.greedy)
+    return algorithm(cfg.algo.name).eval_policy(cfg, spaces, num_envs)
 
 
 def replay_dedup(cfg: RunConfig, spaces: EnvSpaces) -> bool:
@@ -148,8 +114,8 @@ def build_replay(cfg: RunConfig, spaces: EnvSpaces, shard: int = 0) -> ReplayBuf
         capacity=replay_shard_capacity(cfg),
         obs_shape=spaces.obs_shape,
         obs_dtype=spaces.obs_dtype,
-        n_step=_dqn(cfg).n_step,
-        gamma=_dqn(cfg).gamma,
+        n_step=dqn_config(cfg).n_step,
+        gamma=dqn_config(cfg).gamma,
         seed=cfg.seed + 1 + 7919 * shard,
         prioritized=prioritized,
         frame_stack=cfg.env.frame_stack,
@@ -180,14 +146,11 @@ def replay_snapshots_to_load(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeSt
 
 def build_objective(cfg: RunConfig, spaces: EnvSpaces) -> Objective:
     """The algorithm as the Learner trains it: DQN (and QR-DQN), PPO, or APPO (V-trace, lag-bounded)."""
-    if isinstance(cfg.algo, DQNConfig):
-        return DQN(_q_network(cfg, spaces), cfg.algo)
-    if isinstance(cfg.algo, APPOConfig):
-        return APPO(build_actor_critic(cfg.model, spaces), cfg.algo, seed=cfg.seed)
-    if isinstance(cfg.algo, PPOConfig):
-        return PPO(build_actor_critic(cfg.model, spaces), cfg.algo, seed=cfg.seed)
-    reason = NO_LEARNER.get(cfg.algo.name, "it has no objective")
-    raise ConfigError(f"algo={cfg.algo.name} has no learner ({reason}): build its workers, not a learner")
+    spec = algorithm(cfg.algo.name)
+    if spec.objective is None:
+        reason = spec.info.no_learner or "it has no objective"
+        raise ConfigError(f"algo={cfg.algo.name} has no learner ({reason}): build its workers, not a learner")
+    return spec.objective(cfg, spaces)
 
 
 def build_learner(cfg: RunConfig, spaces: EnvSpaces) -> Learner:
@@ -229,7 +192,7 @@ def build_rate_limiter(cfg: RunConfig) -> SamplesPerInsertLimiter:
         )
     # The limiter counts env steps inserted; the replay completes a step's n-step transition only once the
     # next n - 1 steps arrived, so up to (n - 1) steps per env are still in flight at any time.
-    pending = (_dqn(cfg).n_step - 1) * cfg.topology.envs_per_worker * cfg.topology.num_workers
+    pending = (dqn_config(cfg).n_step - 1) * cfg.topology.envs_per_worker * cfg.topology.num_workers
     return SamplesPerInsertLimiter(spi, cfg.replay.min_size + pending, error_buffer)
 
 
@@ -246,11 +209,17 @@ def build_parameter_servers(cfg: RunConfig, spaces: EnvSpaces) -> tuple[ParamLay
 
 
 def build_parameter_server(cfg: RunConfig, params: np.ndarray, shard: int) -> ParameterServer:
-    algo = _a3c(cfg)
+    algo = a3c_config(cfg)
     return ParameterServer(params, lr=algo.lr, alpha=algo.rmsprop_alpha, eps=algo.rmsprop_eps, shard=shard)
 
 
 RESTART_SEED_STRIDE = 1_000_003
+
+
+def _incarnation(cfg: RunConfig, incarnation: int) -> RunConfig:
+    """The config a worker's ``incarnation``-th restart builds from: seeds moved on by a stride, so it
+    neither replays its earlier episodes nor collides with another worker's seeds."""
+    return dataclasses.replace(cfg, seed=cfg.seed + RESTART_SEED_STRIDE * incarnation) if incarnation else cfg
 
 
 def build_a3c_worker(
@@ -258,12 +227,13 @@ def build_a3c_worker(
 ) -> A3CWorker:
     """Worker ``worker_id`` with its envs seeded apart; weights come from the server on the first run.
     ``incarnation`` counts restarts of this worker: a restarted worker gets fresh seeds, not a replay."""
-    algo = _a3c(cfg)
-    seed = cfg.seed + RESTART_SEED_STRIDE * incarnation
-    env = make_vector_env(cfg.env, cfg.topology.envs_per_worker, seed, worker_index=worker_id)
+    algo, cfg = a3c_config(cfg), _incarnation(cfg, incarnation)
+    env = make_vector_env(cfg.env, cfg.topology.envs_per_worker, cfg.seed, worker_index=worker_id)
+    policy = algorithm(cfg.algo.name).rollout_policy(cfg, spaces, worker_id, 0)
+    assert isinstance(policy, ActorCriticPolicy), "A3C's worker trains the module its policy acts with"
     return A3CWorker(
         env,
-        build_actor_critic(cfg.model, spaces),
+        policy,
         link,
         worker_id=worker_id,
         rollout_length=cfg.topology.rollout_length,
@@ -273,6 +243,5 @@ def build_a3c_worker(
         max_grad_norm=algo.max_grad_norm,
         cut_at_episode_end=algo.cut_at_episode_end,
         pushes_in_flight=cfg.params.pushes_in_flight,
-        seed=seed * 7919 + worker_id,
         timer=_timer(cfg),
     )

@@ -1,5 +1,5 @@
-"""Returns in one place: n-step targets (DQN/Ape-X), bootstrapped segment returns (A3C); GAE and V-trace
-join here.
+"""Returns in one place: n-step targets (DQN/Ape-X), bootstrapped segment returns (A3C), GAE (PPO) and
+V-trace (APPO), and the bootstrap fix-up before env crashes they share.
 
 All functions work on time-major ``[T, E]`` arrays.
 """
@@ -89,6 +89,18 @@ def bootstrapped_returns(
         following = np.where(terminated[t], 0.0, following)
         returns[t] = rewards[t] + gamma * following
     return returns
+
+
+def bootstrap_before_crashes(
+    valid: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, bootstrap: np.ndarray, values: np.ndarray
+) -> None:
+    """In place: a crashed step (``valid`` False) has no real outcome, so it leaves the loss and the step
+    before it ends its episode there, bootstrapping from the value of the state the crash happened in;
+    unless that step already ended its episode, in which case the crashed step was a new episode's first."""
+    for t, e in zip(*np.nonzero(~valid), strict=True):
+        if t > 0 and not (terminated[t - 1, e] or truncated[t - 1, e]):
+            truncated[t - 1, e] = True
+            bootstrap[t - 1, e] = values[t, e]
 
 
 def _boundaries(terminated: np.ndarray, truncated: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from raylab.algos.names import ALGORITHMS, LOCAL_TOPOLOGY, TOPOLOGY_ALGOS
 from raylab.config.algo import APPOConfig, DQNConfig, PPOConfig
 from raylab.config.coerce import build, to_container
-from raylab.config.schema import TOPOLOGY_ALGOS, RunConfig
+from raylab.config.schema import RunConfig
 from raylab.envs.registry import check_env_config, max_return
 from raylab.errors import ConfigError, check
 from raylab.learner.options import check_learner_options
@@ -34,14 +35,15 @@ def resolve(cfg: Mapping[str, Any], run_dir: str = ".") -> RunConfig:
 def check_cross_fields(run: RunConfig) -> None:
     """Checks that need more than one section, or the env family (raises ``ConfigError``)."""
     algos = TOPOLOGY_ALGOS[run.topology.name]
-    runners = [t for t, a in TOPOLOGY_ALGOS.items() if run.algo.name in a and t != "local"]
+    runners = [t for t, a in TOPOLOGY_ALGOS.items() if run.algo.name in a and t != LOCAL_TOPOLOGY]
     check(
         run.algo.name in algos,
         f"topology={run.topology.name} runs {'/'.join(algos)}, not algo={run.algo.name}: "
         f"add algo={algos[0]}, or topology={'/'.join(runners) or 'local'} for algo={run.algo.name}",
     )
+    info = ALGORITHMS[run.algo.name]
     check(
-        run.algo.name != "dqn" or run.replay.min_size >= run.learner.batch_size,
+        not info.replay or run.replay.min_size >= run.learner.batch_size,
         f"replay.min_size={run.replay.min_size} is below learner.batch_size={run.learner.batch_size}: "
         f"raise replay.min_size",
     )
@@ -53,7 +55,7 @@ def check_cross_fields(run: RunConfig) -> None:
             f"algo.minibatches or raise topology.rollout_length",
         )
     check(
-        not run.checkpoint.replay or run.algo.name == "dqn",
+        not run.checkpoint.replay or info.replay,
         f"checkpoint.replay=true snapshots a replay, and algo={run.algo.name} has none: set checkpoint.replay=false",
     )
     check(

@@ -17,19 +17,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from raylab.algos.names import TOPOLOGY_ALGOS
 from raylab.config.algo import AlgoConfig, DQNConfig
 from raylab.config.coerce import plain
 from raylab.envs.config import EnvConfig
 from raylab.errors import check, positive_or_none
-
-TOPOLOGY_ALGOS: dict[str, tuple[str, ...]] = {
-    "local": ("dqn", "a3c", "ppo", "appo"),
-    "apex_dqn": ("dqn",),
-    "a3c": ("a3c",),
-    "ppo": ("ppo",),
-    "appo": ("appo",),
-}
-"""Which algorithms each topology runs."""
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from raylab.algos.names import ALGORITHMS
 from raylab.errors import ConfigError
 
 SPEED_OPTIONS = ("precision", "compile", "compile_mode", "grad_accumulation", "prefetch", "tf32")
 """What the Learner does with each optimizer step; meaningless where no Learner steps an optimizer."""
 
-NO_LEARNER = {"a3c": "its gradients are computed in the workers and applied by the parameter servers"}
-"""Algorithms without a Learner, and why."""
+NO_LEARNER = {name: info.no_learner for name, info in ALGORITHMS.items() if info.no_learner is not None}
+"""Algorithms without a Learner, and why (raylab.algos.names)."""
 
 
 def check_learner_options(algo_name: str, learner: Any) -> None:

@@ -1,11 +1,13 @@
 """RolloutWorker: steps a vector of envs with a local policy and returns ``steps x envs`` chunks.
 
-Plain Python: the apex_dqn topology wraps it in a Ray actor, the local topology calls it directly.
+The one rollout path of every algorithm: the Ray topologies wrap it in an actor (apex_dqn, ppo, appo), the
+local topology calls it directly, and A3C's worker (raylab.algos.a3c.worker) collects its segments with it.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -28,16 +30,38 @@ class Policy(Protocol):
     def set_weights(self, weights: Weights) -> bool: ...
 
 
+@dataclass
+class Rollout:
+    """What one ``collect`` call gathered."""
+
+    chunk: Chunk
+    episodes: list[dict[str, float]]
+    """Records of the episodes that ended in it (raw game returns and lengths, plus the env's extras)."""
+    env_restarts: int
+    """Envs rebuilt after a crash during it."""
+
+
 class RolloutWorker:
-    """Owns a vector env and a policy; ``sample()`` takes ``rollout_length`` steps of every env."""
+    """Owns a vector env and a policy; ``sample()`` takes ``rollout_length`` steps of every env.
+
+    ``cut_at_episode_end`` ends a chunk early, right after the first step at which any env's episode ends
+    (terminated, truncated or crashed): A3C's segments. Its chunks then hold 1 to ``rollout_length`` steps.
+    """
 
     def __init__(
-        self, env: VectorEnv, policy: Policy, worker_id: int, rollout_length: int, timer: StageTimer | None = None
+        self,
+        env: VectorEnv,
+        policy: Policy,
+        worker_id: int,
+        rollout_length: int,
+        timer: StageTimer | None = None,
+        cut_at_episode_end: bool = False,
     ):
         self.env = env
         self.policy = policy
         self.worker_id = worker_id
         self.rollout_length = rollout_length
+        self.cut_at_episode_end = cut_at_episode_end
         self.timer = timer if timer is not None else StageTimer()
         self._gap = GapTimer()
         """Time between handing back a chunk and being asked for the next one ("wait"): parked by the
@@ -61,9 +85,31 @@ class RolloutWorker:
         self.timer.add("weight_sync", seconds)
         return loaded
 
+    def reset(self) -> None:
+        """Reset every env: the next chunk starts fresh episodes."""
+        self._obs = self.env.reset().copy()
+
     def sample(self) -> tuple[Chunk, RolloutStats]:
+        """A chunk and its stats, the timer's stages popped into them; the time since the previous ``sample``
+        returned (less weight loads) counts as ``wait``."""
         gap, self._sync_s = self._gap.begin() - self._sync_s, 0.0
         self.timer.add("wait", max(gap, 0.0))
+        rollout = self.collect()
+        chunk = rollout.chunk
+        stats = RolloutStats(
+            worker_id=self.worker_id,
+            num_steps=chunk.size,
+            policy_version=chunk.policy_version,
+            episodes=episodes_of(rollout.episodes),
+            timings=self.timer.pop(),
+            env_restarts=rollout.env_restarts,
+            epsilon=getattr(self.policy, "epsilon", None),
+        )
+        self._gap.end()
+        return chunk, stats
+
+    def collect(self) -> Rollout:
+        """Step the envs for one chunk (``env`` and ``inference`` stages go to the timer, which keeps them)."""
         steps, num_envs = self.rollout_length, self.env.num_envs
         obs = np.empty((steps + 1, *self._obs.shape), self._obs.dtype)
         actions = np.empty((steps, num_envs), np.int64)
@@ -79,6 +125,7 @@ class RolloutWorker:
         version = self.policy.version
         restarts_before = self.env.restarts
         timer = self.timer
+        taken = 0
         for t in range(steps):
             with timer.stage("inference"):
                 actions[t] = self.policy.act(obs[t])
@@ -101,8 +148,16 @@ class RolloutWorker:
                 if restarted is None:
                     restarted = np.zeros((steps, num_envs), bool)
                 restarted[t] = step.restarted
-        self._obs = obs[steps].copy()
-        self.env_steps += steps * num_envs
+            taken = t + 1
+            if self.cut_at_episode_end and (step.terminated | step.truncated).any():
+                break
+        if taken < steps:  # cut at an episode's end
+            obs, actions, rewards = obs[: taken + 1], actions[:taken], rewards[:taken]
+            terminated, truncated = terminated[:taken], truncated[:taken]
+            restarted = None if restarted is None else restarted[:taken]
+            log_probs = None if log_probs is None else log_probs[:taken]
+        self._obs = obs[taken].copy()
+        self.env_steps += taken * num_envs
         shape = self._obs.shape[1:]
         chunk = Chunk(
             obs=obs,
@@ -119,17 +174,7 @@ class RolloutWorker:
             log_probs=log_probs,
         )
         self._seq += 1
-        stats = RolloutStats(
-            worker_id=self.worker_id,
-            num_steps=steps * num_envs,
-            policy_version=version,
-            episodes=episodes_of(episodes),
-            timings=timer.pop(),
-            env_restarts=self.env.restarts - restarts_before,
-            epsilon=getattr(self.policy, "epsilon", None),
-        )
-        self._gap.end()
-        return chunk, stats
+        return Rollout(chunk, episodes, self.env.restarts - restarts_before)
 
 
 def episodes_of(records: list[dict[str, float]]) -> Episodes:

@@ -5,15 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from gymnasium.wrappers import TimeLimit
 
 from raylab.algos.a3c import A3CWorker, actor_critic_loss
-from raylab.algos.a3c.worker import bootstrap_before_crashes
-from raylab.algos.returns import bootstrapped_returns
+from raylab.algos.a3c.worker import chunk_loss
+from raylab.algos.actor_critic import ActorCriticPolicy
+from raylab.algos.returns import bootstrap_before_crashes, bootstrapped_returns
 from raylab.envs.fake import FakeEnv
 from raylab.envs.vector import SerialVectorEnv
 from raylab.models.encoders import MLPEncoder
 from raylab.models.factory import ActorCritic
 from raylab.params import LocalServerLink, ParameterServer, ParamLayout, flatten_params, load_flat
+from raylab.params.flat import flatten_grads
+from raylab.params.link import ServerUpdate
+from raylab.rollout.worker import RolloutWorker
 
 
 def col(*values, dtype=np.float32):
@@ -138,9 +143,10 @@ def fake_worker(link, pushes_in_flight=1, seed=0, crash_every=None, num_envs=2):
         [lambda: FakeEnv(num_actions=3, episode_length=10, crash_every=crash_every) for _ in range(num_envs)],
         seeds=[seed * 100 + i for i in range(num_envs)],
     )
+    policy = ActorCriticPolicy(small_model(seed), seed=seed, frozen=False)
     return A3CWorker(
-        env, small_model(seed), link, worker_id=0, rollout_length=5, gamma=0.5, value_coef=0.5, entropy_coef=0.01,
-        max_grad_norm=40.0, cut_at_episode_end=False, pushes_in_flight=pushes_in_flight, seed=seed,
+        env, policy, link, worker_id=0, rollout_length=5, gamma=0.5, value_coef=0.5, entropy_coef=0.01,
+        max_grad_norm=40.0, cut_at_episode_end=False, pushes_in_flight=pushes_in_flight,
     )  # fmt: skip
 
 
@@ -244,3 +250,80 @@ def test_crashed_steps_are_masked_and_the_worker_goes_on():
     report = worker.run(max_segments=20)
     assert report.env_restarts > 0 and report.segments == 20
     assert all(np.isfinite(v) for v in report.metrics.values())
+
+
+class RecordingLink:
+    """A server that never moves: every push is recorded, the weights stay those of version 0."""
+
+    def __init__(self, flat):
+        self.flat = flat
+        self.pushed = []
+
+    def pull(self):
+        return ServerUpdate(version=0, params=self.flat, lag=0, queue_s=0.0, apply_s=0.0)
+
+    def push(self, grad, version):
+        self.pushed.append((grad.copy(), version))
+
+    def poll(self):
+        return []
+
+    def in_flight(self):
+        return 0
+
+    def wait_oldest(self):
+        raise AssertionError("nothing is in flight")
+
+    def discard(self):
+        return 0
+
+
+def crashing_envs(seed):
+    """Three envs whose episodes end every way: env 0 terminates after 3 steps, the others are truncated after
+    4 (a time limit), and every env crashes on its 9th step."""
+
+    def make(episode_length):
+        return lambda: TimeLimit(FakeEnv(num_actions=3, episode_length=episode_length, crash_every=9), 4)
+
+    return SerialVectorEnv([make(3), make(10), make(10)], seeds=[seed * 100 + i for i in range(3)])
+
+
+@pytest.mark.parametrize("cut_at_episode_end", [False, True])
+def test_a3c_segments_are_rollout_worker_chunks_and_their_gradients_the_chunk_loss(cut_at_episode_end):
+    """The A3C worker acts through RolloutWorker: for the same seeds and weights, its segments are the chunks a
+    plain RolloutWorker collects (cut at episode ends, crashes and truncations included), and each pushed
+    gradient is chunk_loss's on that chunk, clipped."""
+    link = RecordingLink(flatten_params(small_model(0)))
+    worker = A3CWorker(
+        crashing_envs(3), ActorCriticPolicy(small_model(1), seed=5, frozen=False), link, worker_id=0,
+        rollout_length=6, gamma=0.9, value_coef=0.5, entropy_coef=0.01, max_grad_norm=0.5,
+        cut_at_episode_end=cut_at_episode_end, pushes_in_flight=1,
+    )  # fmt: skip
+    report = worker.run(max_segments=8)
+
+    reference = small_model(0)
+    plain = RolloutWorker(
+        crashing_envs(3), ActorCriticPolicy(small_model(0), seed=5), worker_id=0, rollout_length=6,
+        cut_at_episode_end=cut_at_episode_end,
+    )  # fmt: skip
+    plain.policy.version = 0
+    chunks = [plain.collect() for _ in range(8)]
+    lengths = [r.chunk.num_steps for r in chunks]
+    if cut_at_episode_end:
+        assert min(lengths) < 6 and max(lengths) <= 6
+        for r in chunks:  # a chunk ends at its first episode end, or after rollout_length steps
+            ends = (r.chunk.terminated | r.chunk.truncated).any(axis=1)
+            assert not ends[:-1].any() and (ends[-1] or r.chunk.num_steps == 6)
+    else:
+        assert lengths == [6] * 8
+    assert any(r.chunk.restarted is not None for r in chunks) and any(len(r.chunk.final_obs) for r in chunks)
+    assert report.env_steps == sum(r.chunk.size for r in chunks)
+    assert report.env_restarts == sum(r.env_restarts for r in chunks)
+    np.testing.assert_array_equal(report.episodes.returns, [e["return"] for r in chunks for e in r.episodes])
+    assert len(link.pushed) == 8
+    for (grad, version), rollout in zip(link.pushed, chunks, strict=True):
+        assert version == rollout.chunk.policy_version == 0
+        reference.zero_grad(set_to_none=True)
+        chunk_loss(reference, rollout.chunk, 0.9, 0.5, 0.01).loss.backward()
+        torch.nn.utils.clip_grad_norm_(reference.parameters(), 0.5)
+        np.testing.assert_array_equal(grad, flatten_grads(reference))

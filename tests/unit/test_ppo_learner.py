@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from raylab.algos.a3c import ActorCriticPolicy
+from raylab.algos.actor_critic import ActorCriticPolicy
 from raylab.algos.ppo.objective import PPO, join_chunks
 from raylab.config import PPOConfig
 from raylab.envs.fake import FakeEnv

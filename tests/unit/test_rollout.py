@@ -94,3 +94,17 @@ def test_evaluator_confirms_a_passing_evaluation_with_more_episodes(tmp_path):
     assert evaluator.evaluate(None, 4, confirm_target=-1.0, confirm_episodes=6).returns.size == 10
     assert evaluator.evaluate(None, 4, confirm_target=99.0, confirm_episodes=6).returns.size == 4
     assert evaluator.evaluate(None, 4, confirm_target=None, confirm_episodes=6).returns.size == 4
+
+
+def test_a_cut_chunk_ends_right_after_the_first_episode_end(tmp_path):
+    cfg = make_config(tmp_path, *FAKE, "env.max_episode_steps=3", "topology.envs_per_worker=2",
+                      "topology.rollout_length=5", "model.hidden_sizes=[8]")  # fmt: skip
+    worker = build_rollout_worker(cfg, env_spaces(cfg.env), 0)
+    worker.cut_at_episode_end = True
+    first, stats = worker.sample()
+    assert first.num_steps == 3 and first.obs.shape[0] == 4 and stats.num_steps == 6 and len(stats.episodes) == 2
+    assert first.truncated[2].all() and not first.truncated[:2].any()
+    assert first.final_index.tolist() == [[2, 0], [2, 1]]
+    second, _ = worker.sample()  # the next one starts where the cut one stopped
+    np.testing.assert_array_equal(second.obs[0], first.obs[-1])
+    assert second.num_steps == 3 and worker.env_steps == 12

@@ -2,8 +2,9 @@
 
 One iteration (one "episode" in seed 000's benchmark):
 
-    act with the local weights for rollout_length steps (or until an episode ends, cut_at_episode_end)
-    returns = bootstrapped_returns(...)            # raylab.algos.returns, shared with the other algorithms
+    chunk = RolloutWorker.collect()                # the one rollout path: rollout_length steps with the local
+                                                   # weights (or until an episode ends, cut_at_episode_end)
+    loss = chunk_loss(model, chunk, ...)           # bootstrapped_returns (raylab.algos.returns) + actor_critic_loss
     loss.backward(); clip by global norm; flatten  # on this worker's CPU, one torch thread
     link.push(gradient, version)                   # returns at once
     collect replies: block only while more than pushes_in_flight are outstanding; load the newest weights
@@ -21,15 +22,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from raylab.algos.a3c.loss import actor_critic_loss
-from raylab.algos.returns import bootstrapped_returns
+from raylab.algos.a3c.loss import ActorCriticLoss, actor_critic_loss
+from raylab.algos.actor_critic import ActorCriticPolicy
+from raylab.algos.returns import bootstrap_before_crashes, bootstrapped_returns
 from raylab.envs.vector import VectorEnv
 from raylab.metrics.timing import StageTimer
 from raylab.models.factory import ActorCritic
 from raylab.params.flat import flatten_grads, load_flat
 from raylab.params.link import ServerLink, ServerUpdate
-from raylab.rollout.worker import episodes_of
-from raylab.types import Episodes, LearnerStats, RolloutStats
+from raylab.rollout.worker import RolloutWorker, episodes_of
+from raylab.types import Chunk, Episodes, LearnerStats, RolloutStats
 
 
 @dataclass
@@ -79,10 +81,13 @@ class WorkerReport:
 
 
 class A3CWorker:
+    """``policy`` acts and its module is the one trained: built with ``frozen=False``
+    (raylab.algos.a3c.builder), so it keeps its mode and gradients."""
+
     def __init__(
         self,
         env: VectorEnv,
-        model: ActorCritic,
+        policy: ActorCriticPolicy,
         link: ServerLink,
         *,
         worker_id: int,
@@ -93,25 +98,32 @@ class A3CWorker:
         max_grad_norm: float | None,
         cut_at_episode_end: bool,
         pushes_in_flight: int,
-        seed: int,
         timer: StageTimer | None = None,
     ):
+        self.timer = timer if timer is not None else StageTimer()
+        self.rollout = RolloutWorker(
+            env, policy, worker_id, rollout_length, timer=self.timer, cut_at_episode_end=cut_at_episode_end
+        )
         self.env = env
-        self.model = model
+        self.policy = policy
+        self.model: ActorCritic = policy.model
         self.link = link
         self.worker_id = worker_id
-        self.rollout_length = rollout_length
         self.gamma = gamma
         self.value_coef = value_coef
         self.entropy_coef = entropy_coef
         self.max_grad_norm = max_grad_norm
-        self.cut_at_episode_end = cut_at_episode_end
         self.pushes_in_flight = pushes_in_flight
-        self.generator = torch.Generator().manual_seed(int(seed))
-        self.version = -1
-        self.timer = timer if timer is not None else StageTimer()
-        self._obs = env.reset().copy()
         self._lags: list[int] = []
+
+    @property
+    def version(self) -> int:
+        """The version of the weights the worker acts and computes gradients with (-1: none loaded yet)."""
+        return self.policy.version
+
+    @version.setter
+    def version(self, version: int) -> None:
+        self.policy.version = version
 
     # -- weights -------------------------------------------------------------------------------------------
     def sync(self) -> int:
@@ -124,7 +136,7 @@ class A3CWorker:
         lags cleared (benchmarks restart the server from a checkpoint between rows this way)."""
         self._collect(0)
         self.version = -1
-        self._obs = self.env.reset().copy()
+        self.rollout.reset()
         self.sync()
         self.timer.pop()
         self._lags = []
@@ -222,64 +234,10 @@ class A3CWorker:
 
     def _segment(self, episodes: list[dict[str, float]]) -> tuple[int, dict[str, float]]:
         """One segment: act, compute the gradient, push it, collect replies. Returns agent steps taken."""
-        timer, env = self.timer, self.env
-        num_envs = env.num_envs
-        obs_list: list[np.ndarray] = []
-        actions_list: list[np.ndarray] = []
-        rewards_list: list[np.ndarray] = []
-        terminated_list: list[np.ndarray] = []
-        truncated_list: list[np.ndarray] = []
-        valid_list: list[np.ndarray] = []
-        final: list[tuple[int, int, np.ndarray]] = []
-        obs = self._obs
-        for t in range(self.rollout_length):
-            with timer.stage("inference"), torch.inference_mode():
-                logits, _ = self.model(torch.from_numpy(obs))
-                actions = torch.multinomial(torch.softmax(logits, 1), 1, generator=self.generator).squeeze(1).numpy()
-            with timer.stage("env"):
-                step = env.step(actions)
-            obs_list.append(obs)
-            actions_list.append(actions)
-            rewards_list.append(step.rewards.astype(np.float32))
-            terminated_list.append(step.terminated.copy())
-            truncated_list.append(step.truncated.copy())
-            valid_list.append(np.ones(num_envs, bool) if step.restarted is None else ~step.restarted)
-            for env_index, last_obs in step.final_obs:
-                final.append((t, env_index, last_obs))
-            if step.episodes:
-                episodes.extend(stats for _, stats in step.episodes)
-            obs = step.obs.copy()
-            if self.cut_at_episode_end and (step.terminated | step.truncated).any():
-                break
-        self._obs = obs
-        steps = len(actions_list)
-
-        with timer.stage("learn"):
-            obs_batch = torch.from_numpy(np.stack(obs_list))  # [T, E, ...]
-            rewards = np.stack(rewards_list)
-            terminated, truncated = np.stack(terminated_list), np.stack(truncated_list)
-            valid = np.stack(valid_list)
-            bootstrap = np.zeros((steps, num_envs), np.float32)
-            with torch.no_grad():
-                tail = [obs] + [o[None] for _, _, o in final]
-                _, tail_values = self.model(torch.from_numpy(np.concatenate(tail)))
-            bootstrap[steps - 1] = tail_values[:num_envs].numpy()
-            for k, (t, e, _) in enumerate(final):
-                bootstrap[t, e] = float(tail_values[num_envs + k])
-            logits, values = self.model(obs_batch.reshape(steps * num_envs, *obs_batch.shape[2:]))
-            if not valid.all():
-                state_values = values.detach().reshape(steps, num_envs).numpy()
-                bootstrap_before_crashes(valid, terminated, truncated, bootstrap, state_values)
-            returns = bootstrapped_returns(rewards, terminated, truncated, bootstrap, self.gamma)
-            out = actor_critic_loss(
-                logits,
-                values,
-                torch.from_numpy(np.stack(actions_list).reshape(-1)),
-                torch.from_numpy(returns.reshape(-1)),
-                self.value_coef,
-                self.entropy_coef,
-                mask=None if valid.all() else torch.from_numpy(valid.reshape(-1)),
-            )
+        rollout = self.rollout.collect()
+        episodes.extend(rollout.episodes)
+        with self.timer.stage("learn"):
+            out = chunk_loss(self.model, rollout.chunk, self.gamma, self.value_coef, self.entropy_coef)
             self.model.zero_grad(set_to_none=True)
             out.loss.backward()
             grad_norm = (
@@ -288,7 +246,7 @@ class A3CWorker:
                 else 0.0
             )
             grad = flatten_grads(self.model)
-        with timer.stage("push"):
+        with self.timer.stage("push"):
             self.link.push(grad, self.version)
         self._collect(self.pushes_in_flight)
         row = {
@@ -297,16 +255,37 @@ class A3CWorker:
             "entropy": float(out.entropy.detach()),
             "grad_norm": grad_norm,
         }
-        return steps * num_envs, row
+        return rollout.chunk.size, row
 
 
-def bootstrap_before_crashes(
-    valid: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, bootstrap: np.ndarray, values: np.ndarray
-) -> None:
-    """In place: a crashed step (``valid`` False) has no real outcome, so it leaves the loss and the step
-    before it ends its episode there, bootstrapping from the value of the state the crash happened in;
-    unless that step already ended its episode, in which case the crashed step was a new episode's first."""
-    for t, e in zip(*np.nonzero(~valid), strict=True):
-        if t > 0 and not (terminated[t - 1, e] or truncated[t - 1, e]):
-            truncated[t - 1, e] = True
-            bootstrap[t - 1, e] = values[t, e]
+def chunk_loss(
+    model: ActorCritic, chunk: Chunk, gamma: float, value_coef: float, entropy_coef: float
+) -> ActorCriticLoss:
+    """A3C's loss on one segment (with gradients through ``model``): n-step returns bootstrapped from V(obs_T)
+    at the segment's end and from V(last observation) where an episode was truncated, none past a terminal;
+    steps where an env crashed leave the loss, the step before one bootstraps from the crash state."""
+    steps, num_envs = chunk.num_steps, chunk.num_envs
+    bootstrap = np.zeros((steps, num_envs), np.float32)
+    with torch.no_grad():
+        _, tail_values = model(torch.from_numpy(np.concatenate([chunk.obs[steps], chunk.final_obs])))
+    bootstrap[steps - 1] = tail_values[:num_envs].numpy()
+    for k, (t, e) in enumerate(chunk.final_index):
+        bootstrap[t, e] = float(tail_values[num_envs + k])
+    obs = torch.from_numpy(chunk.obs[:steps])
+    logits, values = model(obs.reshape(steps * num_envs, *obs.shape[2:]))
+    terminated, truncated = chunk.terminated, chunk.truncated
+    valid = None if chunk.restarted is None or not chunk.restarted.any() else ~chunk.restarted
+    if valid is not None:
+        terminated, truncated = terminated.copy(), truncated.copy()
+        state_values = values.detach().reshape(steps, num_envs).numpy()
+        bootstrap_before_crashes(valid, terminated, truncated, bootstrap, state_values)
+    returns = bootstrapped_returns(chunk.rewards, terminated, truncated, bootstrap, gamma)
+    return actor_critic_loss(
+        logits,
+        values,
+        torch.from_numpy(chunk.actions.reshape(-1)),
+        torch.from_numpy(returns.reshape(-1)),
+        value_coef,
+        entropy_coef,
+        mask=None if valid is None else torch.from_numpy(valid.reshape(-1)),
+    )

@@ -18,9 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from raylab.algos.a3c.worker import bootstrap_before_crashes
 from raylab.algos.ppo.loss import ppo_loss
-from raylab.algos.returns import gae
+from raylab.algos.returns import bootstrap_before_crashes, gae
 from raylab.config import APPOConfig, PPOConfig
 from raylab.learner.objective import DeviceIO, LossOutput, Plan, StepInput
 from raylab.models.factory import ActorCritic

@@ -1,0 +1,58 @@
+"""A categorical policy over an actor-critic network: samples to act and explore, argmax to evaluate.
+
+Algorithm-neutral: PPO, APPO and A3C act through it (A3C on the very module its worker trains)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from raylab.config import RunConfig
+from raylab.envs.registry import EnvSpaces
+from raylab.models.factory import ActorCritic, build_actor_critic
+from raylab.params.flat import load_params
+from raylab.types import Weights
+
+
+class ActorCriticPolicy:
+    """CPU inference without autograd. ``greedy`` picks the most likely action (evaluation).
+
+    ``frozen`` (the default) puts the model in eval mode without gradients: the policy owns it. False leaves
+    the module's mode and gradients alone, for a caller that also trains it in place (A3C's worker): acting
+    still runs under ``torch.inference_mode``.
+    """
+
+    def __init__(self, model: ActorCritic, seed: int, greedy: bool = False, frozen: bool = True):
+        self.model = model.eval().requires_grad_(False) if frozen else model
+        self.greedy = greedy
+        self.generator = torch.Generator().manual_seed(int(seed))
+        self.version = -1
+        self.last_log_probs: np.ndarray | None = None
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            logits, _ = self.model(torch.from_numpy(obs))
+            if self.greedy:
+                return logits.argmax(dim=1).numpy()
+            log_probs = torch.log_softmax(logits, dim=1)
+            actions = torch.multinomial(log_probs.exp(), 1, generator=self.generator)
+            self.last_log_probs = log_probs.gather(1, actions).squeeze(1).numpy()
+            return actions.squeeze(1).numpy()
+
+    def set_weights(self, weights: Weights) -> bool:
+        """Load ``weights`` if newer than what the policy holds; returns whether it did."""
+        if weights.version <= self.version:
+            return False
+        load_params(self.model, weights.params)
+        self.version = weights.version
+        return True
+
+
+def rollout_policy(cfg: RunConfig, spaces: EnvSpaces, worker_id: int, frozen: bool = True) -> ActorCriticPolicy:
+    """Worker ``worker_id``'s sampling policy, its generator seeded apart from the other workers'."""
+    return ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=cfg.seed * 7919 + worker_id, frozen=frozen)
+
+
+def eval_policy(cfg: RunConfig, spaces: EnvSpaces, num_envs: int) -> ActorCriticPolicy:
+    """Evaluation: the most likely action, or a sample from the policy with eval.greedy=false."""
+    return ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=cfg.seed, greedy=cfg.eval.greedy)
