@@ -1,6 +1,6 @@
 """One driver loop for every topology: a topology declares its dataflow (a ``Flow``), the ``Driver`` runs it.
 
-    Driver.run ── backend.run (start or join Ray) ──> flow.create: the topology's actors
+    Driver.run ── backend.run (start or join Ray; in one process: nothing) ──> flow.create: the actors
        │   + the evaluation actor (the driver's own) ── wait_ready, record placement, flow.start
        │
        └─ loop until monitor.stop_reason() or Ctrl-C / SIGTERM:
