@@ -1,6 +1,6 @@
 """One driver loop for every topology: a topology declares its dataflow (a ``Flow``), the ``Driver`` runs it.
 
-    Driver.run ── backend.run (start or join Ray) ──> flow.create: the topology's actors
+    Driver.run ── backend.run (start or join Ray; in one process: nothing) ──> flow.create: the actors
        │   + the evaluation actor (the driver's own) ── wait_ready, record placement, flow.start
        │
        └─ loop until monitor.stop_reason() or Ctrl-C / SIGTERM:
@@ -25,6 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+import numpy as np
+
 from raylab.config import RunConfig
 from raylab.driver.checkpoints import ReplaySnapshot
 from raylab.driver.monitor import RunMonitor
@@ -44,12 +46,20 @@ T = TypeVar("T")
 
 
 class Backend(Protocol):
-    """Where the actors run (raylab.remote.backend.RayBackend): the loop's only view of Ray."""
+    """Where the actors run: Ray actors (raylab.remote.backend.RayBackend, the loop's only view of Ray), or
+    plain objects in this process whose calls are done when made (raylab.topology.inprocess). The flows
+    create their actors through it; a client's calls return refs the loop waits on and fetches."""
 
     ActorDied: type[BaseException]
 
     def run(self, required_cpus: float, body: Callable[[], T]) -> T: ...
     def evaluator(self) -> Any: ...
+    def rollout(self, worker_id: int, incarnation: int = 0, env_steps: int = 0) -> Any: ...
+    def replay(self, shard: int) -> Any: ...
+    def learner(self) -> Any: ...
+    def ppo_learner(self) -> Any: ...
+    def shard(self, params: np.ndarray, shard: int, name: str) -> Any: ...
+    def a3c_worker(self, worker_id: int, shards: list[Any], bounds: list[int], incarnation: int, name: str) -> Any: ...
     def wait(self, refs: Sequence[Any], timeout: float, every: bool = False) -> list[Any]: ...
     def called_died(self, err: BaseException) -> bool: ...
     def get(self, ref: Any) -> Any: ...
@@ -249,7 +259,9 @@ class Driver:
             """{name: client}; a flow that replaces an actor replaces it here too (peak memory)."""
             self.evaluator = self.actors["eval"] = self.backend.evaluator()
             self.backend.wait_ready(list(self.actors.values()), "raylab actors")
-            self.monitor.record_placement(self.backend.placement(self.actors))
+            placement = self.backend.placement(self.actors)
+            if placement:  # in one process: none to record
+                self.monitor.record_placement(placement)
             self.flow.start(self)
             self.monitor.start()
             stop = self._loop()

@@ -18,13 +18,15 @@ import ray
 from ray import ObjectRef
 
 from raylab.algos.a3c import WorkerReport
-from raylab.builders import build_a3c_worker, build_parameter_server
 from raylab.config import RunConfig
 from raylab.envs.registry import EnvSpaces
 from raylab.params.link import ServerUpdate, shard_slices
 from raylab.params.server import PushReply, ServerStats
-from raylab.remote.hosts import _Host, _single_thread_torch
+from raylab.remote.hosts import A3CWorkerHost, ShardHost
 from raylab.remote.runtime import SPREAD, actor_class, wait_back
+
+WINDOW_S = 0.25
+"""Seconds a worker actor runs between reports to the driver (raylab.topology.a3c)."""
 
 
 class RayServerLink:
@@ -67,63 +69,19 @@ class RayServerLink:
         return dropped
 
 
-class ShardHost(_Host):
-    def __init__(self, cfg: RunConfig, params: np.ndarray, shard: int):
-        _single_thread_torch()
-        with self._deferring_user_errors():
-            self.server = build_parameter_server(cfg, params, shard)
+class _RayA3CWorkerHost(A3CWorkerHost):
+    """An A3C worker actor: its pushes go to the shard actors (RayServerLink), at params.worker_nice."""
 
-    def push(self, grad: np.ndarray, version: int, sent_at: float) -> PushReply:
-        return self.server.push(grad, version, sent_at)
-
-    def pull(self, known_version: int) -> PushReply | None:
-        return self.server.pull(known_version)
-
-    def load(self, params: np.ndarray, version: int = 0) -> None:
-        self.server.load(params, version)
-
-    def stats(self, reset: bool = False) -> ServerStats:
-        return self.server.stats(reset)
-
-    def state_dict(self) -> dict:
-        return self.server.state_dict()
-
-    def load_state_dict(self, state: dict, min_version: int = 0) -> None:
-        self.server.load_state_dict(state, min_version)
-
-
-class A3CWorkerHost(_Host):
     def __init__(
         self, cfg: RunConfig, spaces: EnvSpaces, worker_id: int, shards: list[Any], bounds: list[int], incarnation: int
     ):
-        _single_thread_torch()
         if cfg.params.worker_nice:
             os.nice(cfg.params.worker_nice)
-        with self._deferring_user_errors():
-            self.worker = build_a3c_worker(cfg, spaces, worker_id, RayServerLink(shards, bounds), incarnation)
-
-    def run(self, max_segments: int | None, seconds: float | None) -> WorkerReport:
-        return self.worker.run(max_segments, seconds)
-
-    def flush(self) -> WorkerReport:
-        return self.worker.flush()
-
-    def configure(self, pushes_in_flight: int) -> None:
-        if pushes_in_flight < 0:
-            raise ValueError(f"pushes_in_flight must be >= 0, got {pushes_in_flight}")
-        self.worker.pushes_in_flight = pushes_in_flight
-
-    def restart(self) -> int:
-        """Start over from the server's current weights (after the shards were reloaded)."""
-        return self.worker.restart()
-
-    def recover(self) -> int:
-        """The server was restored after a shard's crash: drop outstanding pushes; returns how many."""
-        return self.worker.recover()
+        super().__init__(cfg, spaces, worker_id, RayServerLink(shards, bounds), incarnation)
 
 
 ShardActor = actor_class(ShardHost)
-A3CWorkerActor = actor_class(A3CWorkerHost)
+A3CWorkerActor = actor_class(_RayA3CWorkerHost, name="A3CWorkerHost")
 
 
 class ShardClient:
@@ -200,6 +158,10 @@ class A3CWorkerClient:
     def run(self, max_segments: int | None = None, seconds: float | None = None) -> ObjectRef[WorkerReport]:
         """Push gradients until ``max_segments`` or ``seconds`` (at least one)."""
         return self.handle.run.remote(max_segments, seconds)
+
+    def window(self) -> ObjectRef[WorkerReport]:
+        """The a3c topology's unit of work between two reports: WINDOW_S seconds of segments."""
+        return self.run(seconds=WINDOW_S)
 
     def flush(self) -> ObjectRef[WorkerReport]:
         return self.handle.flush.remote()

@@ -1,7 +1,9 @@
 """The Ray backend of raylab.driver.loop: what the one driver loop needs from Ray, and nothing more.
 
 The loop itself imports no Ray: it waits on refs, fetches them, tells an actor's death from other errors,
-and asks where actors run and how much memory they peaked at, all through this object.
+and asks where actors run and how much memory they peaked at, all through this object; the topologies
+create their actors through it too (``rollout``, ``replay``, ``learner``, ...), so the same flow runs on
+Ray or in one process (raylab.topology.inprocess).
 """
 
 from __future__ import annotations
@@ -10,12 +12,15 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
 import ray
 
 from raylab.config import RunConfig
 from raylab.envs.registry import EnvSpaces
-from raylab.remote.clients import EvalClient
-from raylab.remote.runtime import placement, run_on_ray, wait_ready
+from raylab.remote.a3c import A3CWorkerClient, ShardClient
+from raylab.remote.clients import EvalClient, LearnerClient, ReplayClient, RolloutClient
+from raylab.remote.ppo import PPOLearnerClient
+from raylab.remote.runtime import learner_gpus, placement, run_on_ray, wait_ready
 
 T = TypeVar("T")
 
@@ -31,8 +36,31 @@ class RayBackend:
     def run(self, required_cpus: float, body: Callable[[], T]) -> T:
         return run_on_ray(self.cfg.ray, required_cpus, body)
 
+    # -- the actors -----------------------------------------------------------------------------------------
     def evaluator(self) -> EvalClient:
         return EvalClient.create(self.cfg, self.spaces)
+
+    def rollout(self, worker_id: int, incarnation: int = 0, env_steps: int = 0) -> RolloutClient:
+        return RolloutClient.create(self.cfg, self.spaces, worker_id, incarnation, env_steps)
+
+    def replay(self, shard: int) -> ReplayClient:
+        return ReplayClient.create(self.cfg, self.spaces, shard)
+
+    def learner(self) -> LearnerClient:
+        return LearnerClient.create(self.cfg, self.spaces, learner_gpus(self.cfg.learner))
+
+    def ppo_learner(self) -> PPOLearnerClient:
+        return PPOLearnerClient.create(self.cfg, self.spaces, learner_gpus(self.cfg.learner))
+
+    def shard(self, params: np.ndarray, shard: int, name: str) -> ShardClient:
+        return ShardClient.create(self.cfg, params, shard, name=name)
+
+    def a3c_worker(
+        self, worker_id: int, shards: list[ShardClient], bounds: list[int], incarnation: int, name: str
+    ) -> A3CWorkerClient:
+        return A3CWorkerClient.create(self.cfg, self.spaces, worker_id, shards, bounds, incarnation, name=name)
+
+    # -- the calls ------------------------------------------------------------------------------------------
 
     def wait(self, refs: Sequence[Any], timeout: float, every: bool = False) -> list[Any]:
         """The first ref done (``every``: all of them) within ``timeout`` seconds, or those done by then."""

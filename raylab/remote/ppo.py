@@ -7,40 +7,12 @@ from typing import Any
 import ray
 from ray import ObjectRef
 
-from raylab.builders import build_learner
 from raylab.config import RunConfig
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.clients import RestorableLearner
-from raylab.remote.hosts import _Host
+from raylab.remote.hosts import PPOLearnerHost
 from raylab.remote.runtime import actor_class
 from raylab.types import Chunk, LearnerStats, Weights
-
-
-class PPOLearnerHost(_Host):
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
-        with self._deferring_user_errors():
-            self.learner = build_learner(cfg, spaces)
-
-    def update(self, *chunks: Chunk) -> tuple[LearnerStats, Weights]:
-        """Train on one round (the chunks arrive as separate refs, resolved by Ray); returns the new weights."""
-        stats = self.learner.update_many(list(chunks))
-        stats.life = self.life
-        return stats, self.learner.get_weights()
-
-    def get_weights(self) -> Weights:
-        return self.learner.get_weights()
-
-    def state_dict(self) -> dict:
-        return self.learner.state_dict()
-
-    def load_state_dict(self, state: dict | None, min_version: int = 0) -> int:
-        """Resume from a checkpoint's learner state (None: none yet, start fresh); versions never go back,
-        so that rollout actors holding newer weights accept the next ones. Returns the version."""
-        if state is not None:
-            self.learner.load_state_dict(state)
-        self.learner.version = max(self.learner.version, min_version)
-        return self.learner.version
-
 
 PPOLearnerActor = actor_class(PPOLearnerHost)
 

@@ -50,6 +50,10 @@ class _Located:
 
     def __init__(self, *args: Any, **kwargs: Any):
         self.life = actor_life()
+        if getattr(self, "single_threaded", False):  # raylab.remote.hosts: an actor of its own uses one thread
+            import torch
+
+            torch.set_num_threads(1)
         super().__init__(*args, **kwargs)
 
     def get_life(self) -> int:

@@ -6,9 +6,10 @@
           +-------------- reply: the shard's new weights <-----+
     driver: Window job (run(window)) per worker -> report -> RunMonitor;  eval: pull shards -> EvalActor
 
-Workers drive themselves (raylab.algos.a3c.A3CWorker): the driver only hands each one a time window
-(WINDOW_S) and collects its report (steps, episodes, losses, per-stage seconds including the time blocked on
-the server), so it never sits between a worker and the server. A worker that dies (its process killed, a
+Workers drive themselves (raylab.algos.a3c.A3CWorker): the driver only hands each one a window (on Ray
+raylab.remote.a3c.WINDOW_S seconds; in one process one segment, the workers taking turns) and collects its
+report (steps, episodes, losses, per-stage seconds including the time blocked on the server), so it never
+sits between a worker and the server. A worker that dies (its process killed, a
 node lost) is replaced by a fresh one with new seeds, up to topology.max_actor_restarts times each (the
 one restart policy, raylab.driver.loop); an exception raised inside a worker (a bug, a bad config) stops
 the run. A crashed shard comes back (Ray) with its initial weights: every worker finishes its window, then
@@ -26,15 +27,9 @@ from raylab.algos.a3c import WorkerReport
 from raylab.builders import build_parameter_servers
 from raylab.config import RunConfig
 from raylab.driver.loop import Call, Driver, Flow, first_line
-from raylab.driver.monitor import RunSummary
 from raylab.driver.resume import ResumeState
 from raylab.envs.registry import EnvSpaces
-from raylab.remote.a3c import A3CWorkerClient
-from raylab.remote.backend import RayBackend
 from raylab.topology.a3c_server import ParameterServer, WaitAccount, finish_windows
-
-WINDOW_S = 0.25
-"""Seconds a worker runs between reports to the driver."""
 
 
 @dataclass
@@ -65,14 +60,11 @@ class A3CTopology(Flow):
         cfg = self.cfg
         return cfg.topology.num_workers * cfg.topology.worker_cpus + cfg.params.num_shards * cfg.params.shard_cpus
 
-    def run(self) -> RunSummary:
-        return Driver(self.cfg, self.spaces, self, RayBackend(self.cfg, self.spaces), self.resume).run()
-
     def create(self, driver: Driver) -> dict[str, Any]:
         self.token = uuid.uuid4().hex[:8]
-        self.server = ParameterServer(self.cfg, self.layout, self.bounds, self.initial, self.token)
+        self.server = ParameterServer(driver.backend, self.cfg, self.layout, self.bounds, self.initial, self.token)
         self.incarnations = [0 if self.resume is None else self.resume.incarnation] * self.cfg.topology.num_workers
-        self.workers = [self.create_worker(i) for i in range(self.cfg.topology.num_workers)]
+        self.workers = [self.create_worker(driver, i) for i in range(self.cfg.topology.num_workers)]
         self.account, self.worker_restarts = WaitAccount(), 0
         self.idle: list[int] = []
         """Workers whose window ended while the server was down: they go on once it is restored."""
@@ -81,11 +73,9 @@ class A3CTopology(Flow):
             **{f"rollout_{i}": w for i, w in enumerate(self.workers)},
         }
 
-    def create_worker(self, i: int) -> A3CWorkerClient:
+    def create_worker(self, driver: Driver, i: int) -> Any:
         name = f"raylab-a3c-{self.token}-worker-{i}-{self.incarnations[i]}"
-        return A3CWorkerClient.create(
-            self.cfg, self.spaces, i, self.server.shards, self.bounds, self.incarnations[i], name=name
-        )
+        return driver.backend.a3c_worker(i, self.server.shards, self.bounds, self.incarnations[i], name)
 
     def start(self, driver: Driver) -> None:
         if self.resume is not None:  # before any worker's first run pulls the weights
@@ -100,7 +90,7 @@ class A3CTopology(Flow):
         if self.server.down:
             self.idle.append(i)
         else:
-            ref = self.workers[i].run(seconds=WINDOW_S)
+            ref = self.workers[i].window()
             driver.submit(Window(ref, "rollout", f"rollout_{i}", 0, flow=self, worker=i))
 
     def replace_worker(self, driver: Driver, i: int, err: BaseException) -> None:
@@ -108,7 +98,7 @@ class A3CTopology(Flow):
         self.worker_restarts += 1
         driver.replaced("rollout", f"rollout_{i}", err, f"a3c worker {i}")
         print(f"raylab: a3c worker {i} died ({first_line(err)}); restarting it", flush=True)
-        self.workers[i] = driver.actors[f"rollout_{i}"] = self.create_worker(i)
+        self.workers[i] = driver.actors[f"rollout_{i}"] = self.create_worker(driver, i)
         driver.backend.wait_ready([self.workers[i]], f"a3c worker {i}")
 
     def on_report(self, driver: Driver, report: WorkerReport) -> None:

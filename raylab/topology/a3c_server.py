@@ -17,20 +17,19 @@ import numpy as np
 
 from raylab.algos.a3c import WorkerReport
 from raylab.config import RunConfig
-from raylab.driver.loop import Driver, first_line
+from raylab.driver.loop import Backend, Driver, first_line
 from raylab.errors import RaylabError
 from raylab.params.link import ServerUpdate
 from raylab.params.server import ServerStats
-from raylab.remote.a3c import ShardClient
 from raylab.types import Weights
 
 
 class ParameterServer:
-    def __init__(self, cfg: RunConfig, layout: Any, bounds: list[int], initial: list[np.ndarray], token: str):
+    def __init__(
+        self, backend: Backend, cfg: RunConfig, layout: Any, bounds: list[int], initial: list[np.ndarray], token: str
+    ):
         self.cfg, self.layout, self.bounds, self.initial = cfg, layout, bounds, initial
-        self.shards = [
-            ShardClient.create(cfg, params, k, name=f"raylab-a3c-{token}-shard-{k}") for k, params in enumerate(initial)
-        ]
+        self.shards = [backend.shard(params, k, f"raylab-a3c-{token}-shard-{k}") for k, params in enumerate(initial)]
         self.down = False
         """A shard died: workers finishing their window wait (idle) until the server is restored."""
 

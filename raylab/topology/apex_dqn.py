@@ -30,8 +30,6 @@ from raylab.driver.loop import Driver
 from raylab.driver.resume import ResumeState
 from raylab.envs.registry import EnvSpaces
 from raylab.errors import ConfigError
-from raylab.remote.clients import LearnerClient, ReplayClient
-from raylab.remote.runtime import learner_gpus
 from raylab.replay.buffer import ReplayStats
 from raylab.topology.apex_jobs import Add, ApexUpdate, ReplayFlow
 from raylab.topology.jobs import Rollout, Update
@@ -53,11 +51,11 @@ class ApexDQNTopology(ReplayFlow):
                 f" (each worker writes to one shard): set replay.num_shards <= {cfg.topology.num_workers}"
             )
 
-    def make_learner(self) -> LearnerClient:
-        return LearnerClient.create(self.cfg, self.spaces, learner_gpus(self.cfg.learner))
+    def make_learner(self, driver: Driver) -> Any:
+        return driver.backend.learner()
 
     def create(self, driver: Driver) -> dict[str, Any]:
-        self.shards = [ReplayClient.create(self.cfg, self.spaces, k) for k in range(self.cfg.replay.num_shards)]
+        self.shards = [driver.backend.replay(k) for k in range(self.cfg.replay.num_shards)]
         return {**super().create(driver), **{f"replay_{k}": s for k, s in enumerate(self.shards)}}
 
     def start(self, driver: Driver) -> None:

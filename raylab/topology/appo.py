@@ -24,8 +24,6 @@ from raylab.config import APPOConfig, RunConfig
 from raylab.driver.loop import Driver
 from raylab.driver.resume import ResumeState
 from raylab.envs.registry import EnvSpaces
-from raylab.remote.ppo import PPOLearnerClient
-from raylab.remote.runtime import learner_gpus
 from raylab.topology.jobs import Rollout, RolloutFlow, Update, update_job
 from raylab.types import LearnerStats, RolloutStats
 
@@ -34,9 +32,6 @@ class APPOTopology(RolloutFlow):
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
         assert isinstance(cfg.algo, APPOConfig), f"topology=appo got algo={cfg.algo.name}"
         self.cfg, self.spaces, self.resume, self.algo = cfg, spaces, resume, cfg.algo
-
-    def make_learner(self) -> PPOLearnerClient:
-        return PPOLearnerClient.create(self.cfg, self.spaces, learner_gpus(self.cfg.learner))
 
     def start(self, driver: Driver) -> None:
         self.load_learner(driver)

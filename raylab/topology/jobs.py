@@ -14,11 +14,8 @@ from typing import Any
 
 from raylab.config import RunConfig
 from raylab.driver.loop import Call, Driver, Flow
-from raylab.driver.monitor import RunSummary
 from raylab.driver.resume import ResumeState, resumed
 from raylab.envs.registry import EnvSpaces
-from raylab.remote.backend import RayBackend
-from raylab.remote.clients import RolloutClient
 from raylab.types import LearnerStats, RolloutStats
 
 
@@ -34,21 +31,16 @@ class RolloutFlow(Flow):
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
         self.cfg, self.spaces, self.resume = cfg, spaces, resume
 
-    def run(self) -> RunSummary:
-        return Driver(self.cfg, self.spaces, self, RayBackend(self.cfg, self.spaces), self.resume).run()
-
     def required_cpus(self) -> float:
         return self.cfg.topology.num_workers * self.cfg.topology.worker_cpus + self.cfg.learner.num_cpus
 
-    def make_learner(self) -> Any:
-        raise NotImplementedError
+    def make_learner(self, driver: Driver) -> Any:
+        return driver.backend.ppo_learner()
 
     def create(self, driver: Driver) -> dict[str, Any]:
-        cfg, spaces, resume = self.cfg, self.spaces, self.resume
-        self.learner = self.make_learner()
-        self.workers = [
-            RolloutClient.create(cfg, spaces, i, *resumed(resume, i)) for i in range(cfg.topology.num_workers)
-        ]
+        self.learner = self.make_learner(driver)
+        backend, resume = driver.backend, self.resume
+        self.workers = [backend.rollout(i, *resumed(resume, i)) for i in range(self.cfg.topology.num_workers)]
         return {"learner": self.learner, **{f"rollout_{i}": w for i, w in enumerate(self.workers)}}
 
     def load_learner(self, driver: Driver) -> None:

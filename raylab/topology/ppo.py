@@ -21,16 +21,11 @@ from __future__ import annotations
 from typing import Any
 
 from raylab.driver.loop import Driver
-from raylab.remote.ppo import PPOLearnerClient
-from raylab.remote.runtime import learner_gpus
 from raylab.topology.jobs import Rollout, RolloutFlow, Update, update_job
 from raylab.types import LearnerStats, RolloutStats
 
 
 class PPOTopology(RolloutFlow):
-    def make_learner(self) -> PPOLearnerClient:
-        return PPOLearnerClient.create(self.cfg, self.spaces, learner_gpus(self.cfg.learner))
-
     def start(self, driver: Driver) -> None:
         self.load_learner(driver)
         self.next_round(driver)

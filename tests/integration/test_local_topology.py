@@ -74,6 +74,17 @@ def test_it_learns_the_fake_task(fake_run):
     assert np.isfinite(bm["average_fps"]) and bm["average_fps"] > 0
 
 
+def test_runs_the_apex_dqn_flow_on_the_one_driver_loop_in_process(fake_run):
+    """topology=local is apex_dqn's flow on the in-process backend: the loop's gauges and restart counters
+    land in every row, and one process has no placement to record."""
+    _, summary = fake_run
+    rows = [json.loads(line) for line in (Path(summary.run_dir) / "metrics.jsonl").read_text().splitlines()]
+    gauges = {"queue/rollouts_in_flight", "queue/learner_calls", "queue/parked_workers", "replay/inserted"}
+    assert gauges | {"restarts/rollout", "restarts/learner", "timing/driver/wait_s"} <= set(rows[-1])
+    assert rows[-1]["replay/inserted"] > 0 and rows[-1]["restarts/rollout"] == 0
+    assert summary.benchmark["placement"] is None and summary.benchmark["restarts"]["restarts/lost_chunks"] == 0
+
+
 def test_learner_never_samples_transitions_still_waiting_for_their_n_steps(tmp_path):
     # 64 envs x 2 steps per chunk with n=3: the first chunk completes no transition at all; the limiter must
     # not let the learner sample the empty replay (it used to count env steps as stored transitions).
