@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from raylab.algos.names import ALGORITHMS
 from raylab.config import RunConfig
 from raylab.driver.loop import Backend, Driver, Flow
 from raylab.driver.monitor import RunSummary
@@ -42,12 +43,10 @@ def make_topology(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None 
     return Driver(cfg, spaces, flow, backend, resume)
 
 
-FLOWS = {"dqn": "apex_dqn", "a3c": "a3c", "ppo": "ppo", "appo": "appo"}
-"""The flow each algorithm runs with topology=local."""
-
-
 def make_flow(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None) -> Flow:
-    name = FLOWS[cfg.algo.name] if cfg.topology.name == "local" else cfg.topology.name
+    """The flow of ``cfg.topology.name``; for ``local``, the flow of the Ray topology that runs the algorithm
+    (raylab.algos.names)."""
+    name = ALGORITHMS[cfg.algo.name].topology if cfg.topology.name == "local" else cfg.topology.name
     if name == "apex_dqn":
         from raylab.topology.apex_dqn import ApexDQNTopology
 
