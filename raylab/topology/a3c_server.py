@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from raylab.algos.a3c import WorkerReport
+from raylab.algos.a3c.worker import WORKER_STAGES, WorkerReport
 from raylab.config import RunConfig
 from raylab.driver.loop import Backend, Driver, first_line
 from raylab.errors import RaylabError
@@ -136,6 +136,8 @@ class WaitAccount:
         row = self.by_worker[report.worker_id]
         row["seconds"] += report.seconds
         row["segments"] += report.segments
+        for stage in WORKER_STAGES:  # a stage never entered (no wait: the server kept up) is 0 s, not missing
+            row[f"{stage}_s"] += 0.0
         for stage, secs in report.timings.items():
             row[f"{stage}_s"] += secs
 

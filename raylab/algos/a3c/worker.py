@@ -33,6 +33,9 @@ from raylab.params.link import ServerLink, ServerUpdate
 from raylab.rollout.worker import RolloutWorker, episodes_of
 from raylab.types import Chunk, Episodes, LearnerStats, RolloutStats
 
+WORKER_STAGES = ("env", "inference", "learn", "push", "wait", "receive", "sync")
+"""The stages of a worker's own timeline (its report may add the shards' server_apply and server_queue)."""
+
 
 @dataclass
 class WorkerReport:
