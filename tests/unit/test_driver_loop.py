@@ -172,7 +172,9 @@ def test_jobs_settle_themselves_and_a_dead_evaluator_comes_back(tmp_path):
     assert summary.benchmark["counter"] == {"done": flow.done} and flow.done >= 1
     assert summary.benchmark["placement"]["actors"] == {"rollout_0": "node-0", "eval": "node-0"}
     rows = [json.loads(line) for line in (Path(summary.run_dir) / "metrics.jsonl").read_text().splitlines()]
-    assert rows[-1]["restarts/rollout"] == 2 and "timing/driver/wait_s" in rows[-1]
+    assert rows[-1]["restarts/rollout"] == 2
+    # the loop's rows hold the driver's wait; the last (after the loop) only if the loop went round since
+    assert all("timing/driver/wait_s" in row for row in rows[:-1]) and any("timing/driver/wait_s" in r for r in rows)
 
 
 def test_max_actor_restarts_0_ends_the_run_at_the_first_crash_in_one_line(tmp_path):
