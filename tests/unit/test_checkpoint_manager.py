@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from raylab.driver import checkpoints
 from raylab.driver.checkpoints import CheckpointManager
 from raylab.driver.monitor import RunMonitor
 from raylab.driver.outputs import RunOutputs
@@ -126,7 +127,9 @@ def test_without_a_callback_nothing_is_timed(make):
     assert "timing/replay/snapshot_s" not in progress.row()
 
 
-def test_periodic_checkpoints_are_due_every_seconds(make):
+def test_periodic_checkpoints_are_due_every_seconds(make, monkeypatch):
+    clock = [100.0]  # the manager's clock, moved by hand: "not due yet" must not depend on the machine's load
+    monkeypatch.setattr(checkpoints.time, "perf_counter", lambda: clock[0])
     manager, _ = make("checkpoint.every_seconds=0.05")
     asked: list[int] = []
 
@@ -135,11 +138,13 @@ def test_periodic_checkpoints_are_due_every_seconds(make):
         return None if len(asked) == 1 else {"w": torch.zeros(1)}  # the first time: the learner is restarting
 
     manager.start()
+    clock[0] += 0.04
     assert manager.maybe_save(state) is None and not asked  # not due yet
-    time.sleep(0.06)
+    clock[0] += 0.02
     assert manager.maybe_save(state) is None and len(asked) == 1 and manager.names == []  # skipped
+    clock[0] += 0.04
     assert manager.maybe_save(state) is None and len(asked) == 1  # the interval starts over
-    time.sleep(0.06)
+    clock[0] += 0.02
     assert manager.maybe_save(state) == "step_000000000000.pt"
 
 
