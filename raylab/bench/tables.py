@@ -354,6 +354,95 @@ def envs(data: list[Json]) -> str:
     return _rows(header, rows) + notes
 
 
+def timer_overhead(data: list[Json]) -> str:
+    """``raylab.bench timer_overhead``: ns per timed stage, and runs with timing on against off."""
+    (d,) = data
+    micro = _rows(
+        ["timer", "ns per `with timer.stage(...)`"], ([k, _int(v)] for k, v in d["micro_ns_per_stage"].items())
+    )
+    p = d["protocol"]
+    header = ["run", "overrides", "env steps/s, timing off", "timing on", "on / off"]
+    rows = [
+        [
+            f"`{name}`",
+            " ".join(f"`{o}`" for o in s["overrides"]),
+            _int(s["timing_off"]["env_steps_per_s"]),
+            _int(s["timing_on"]["env_steps_per_s"]),
+            f"{s['ratio_on_over_off']['env_steps_per_s']:.3f}",
+        ]
+        for name, s in d["summary"].items()
+    ]
+    notes = f"\n{p['rounds']} rounds × {p['seconds']:g} s, {p['statistic']}.\n"
+    return micro + "\n" + _rows(header, rows) + notes
+
+
+def replay_snapshot(data: list[Json]) -> str:
+    """``raylab.bench replay_snapshot``: writing and loading a full replay shard, and a run with vs without."""
+    (d,) = data
+    header = ["replay", "transitions", "on disk", "write", "load"]
+    rows = []
+    for name, s in d["per_snapshot"].items():
+        mib = s["file_bytes"] / 2**20
+        rows.append(
+            [
+                f"`{name}`",
+                _int(s["transitions"]),
+                f"{mib:.1f} MiB" if mib < 100 else f"{mib:,.0f} MiB",
+                _duration(s["write_s"]),
+                _duration(s["load_s"]),
+            ]
+        )
+    run, p = d["run"], d["protocol"]
+    notes = (
+        f"\nA run ({' '.join(f'`{o}`' for o in p['run_overrides'])}, {p['seconds']:g} s, a checkpoint every "
+        f"{p['checkpoint_every_seconds']:g} s, {p['rounds']} rounds, {p['statistic']}): "
+        f"{_int(run['snapshots_on']['env_steps_per_s'])} env steps/s with snapshots, "
+        f"{_int(run['snapshots_off']['env_steps_per_s'])} without "
+        f"({run['ratio_on_over_off']['env_steps_per_s']:.2f}×); {_duration(run['snapshots_on']['snapshot_s'])} "
+        "of the run spent writing snapshots.\n"
+    )
+    return _rows(header, rows) + notes
+
+
+def fault_run(data: list[Json]) -> str:
+    """benchmarks/fault_run.py: cartpole_dqn with actors SIGKILLed during training, beside a clean run."""
+    (d,) = data
+    header = [
+        "variant",
+        "kills (actor at s)",
+        "restarts counted",
+        "final greedy eval",
+        "first periodic eval at target",
+        "train time",
+    ]
+    rows = []
+    for variant, runs in d["results"].items():
+        for r in runs:
+            kills = ", ".join(f"{k['actor']} {k['at_s']:.0f}" for k in r["kills"]) or "none"
+            counted = ", ".join(f"{k.removeprefix('restarts/')} {v:,}" for k, v in r["restarts"].items() if v)
+            rows.append(
+                [
+                    variant,
+                    kills,
+                    counted or "0",
+                    f"{r['final_eval']:.1f}",
+                    _s(r["first_eval_at_target_s"]),
+                    _s(r["train_s"]),
+                ]
+            )
+    p = d["protocol"]
+    notes = (
+        f"\nA rollout actor killed every {p['kill_every']:g} s, the learner at {p['learner_at']:g} s, the replay "
+        f"shard at {p['replay_at']:g} s; runs of at most {p['seconds']:g} s, {p['seeds']} seed per variant. "
+        "A kill after the training time landed during the final evaluation.\n"
+    )
+    return _rows(header, rows) + notes
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
 TABLES: dict[str, Table] = {
     "cartpole_dqn_learning": Table(("cartpole_dqn_learning.json",), learn, "Ape-X DQN on CartPole to a greedy 475"),
     "cartpole_ppo_learning": Table(("cartpole_ppo_learning.json",), learn, "PPO on CartPole to a greedy 475"),
@@ -367,6 +456,9 @@ TABLES: dict[str, Table] = {
     "e2e_cartpole": Table(("e2e_cartpole.json",), e2e_cartpole, "apex_dqn end to end against RLlib DQN"),
     "e2e_mario": Table(("e2e_mario.json", "e2e_mario_free.json"), e2e_mario, "apex_dqn end to end on Mario"),
     "envs": Table(("envs.json",), envs, "raw env throughput"),
+    "timer_overhead": Table(("timer_overhead.json",), timer_overhead, "the cost of per-stage timing"),
+    "replay_snapshot": Table(("replay_snapshot.json",), replay_snapshot, "replay snapshots: size and seconds"),
+    "fault_run": Table(("fault_run.json",), fault_run, "a run with actors killed, beside a clean one"),
 }
 """Every table, by the name a docs page asks for it with."""
 

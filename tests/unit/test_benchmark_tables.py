@@ -29,7 +29,7 @@ def test_every_table_renders_from_the_committed_json(name):
     assert not re.search(r"\b(None|nan|inf)\b", text), text
     for file in TABLES[name].files:
         assert f"benchmarks/{file}" in text
-    assert "cores" in text and "commit" in text  # the machine line of each file
+    assert ("cores" in text and "commit" in text) or "machine not recorded" in text  # each file's machine line
 
 
 def test_every_committed_result_of_a_rendered_kind_has_a_table():
