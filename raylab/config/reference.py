@@ -90,14 +90,20 @@ def keys(cls: type = RunConfig) -> list[str]:
     return list(dict.fromkeys(e.key for e in entries(cls)))
 
 
+def sections(cls: type = RunConfig) -> list[str]:
+    """The fields of ``cls`` that are sections (nested dataclasses): each one a heading of the page."""
+    hints = typing.get_type_hints(cls)
+    return [f.name for f in dataclasses.fields(cls) if dataclass_types(hints[f.name])]
+
+
 def markdown(cls: type = RunConfig) -> str:
     """The reference page's body: the top-level keys, then a section per nested dataclass (``algo``: one per
     algorithm), each a table of key, type, default and description."""
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
-    sections = [f.name for f in dataclasses.fields(cls) if dataclass_types(hints[f.name])]
-    parts = ["## Top level\n", _table(e for e in entries(cls) if e.key.split(".")[0] not in sections)]
-    for name in sections:
+    names = sections(cls)
+    parts = ["## Top level\n", _table(e for e in entries(cls) if e.key.split(".")[0] not in names)]
+    for name in names:
         parts.append(f"## `{name}`\n")
         parts.append(_describe(docs.get(name, "")) + "\n")
         members = dataclass_types(hints[name])

@@ -1,15 +1,19 @@
 """The benchmark tables (raylab/bench/tables.py, the docs site's benchmark pages): every table renders from
-the committed JSON and every committed result of a kind they render is in one."""
+the committed JSON, every committed result of a kind they render is in one, and every table is on a docs page."""
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from raylab.bench import tables
 from raylab.bench.tables import BENCHMARKS, TABLES, module_bullets, table
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
 
 
 @pytest.mark.parametrize("name", list(TABLES))
@@ -42,6 +46,12 @@ def test_every_committed_result_of_a_rendered_kind_has_a_table():
         if json.loads(path.read_text()).get("benchmark") in kinds and path.name not in claimed
     ]
     assert not unclaimed, f"benchmark results with no table in raylab/bench/tables.py: {unclaimed}"
+
+
+def test_every_table_is_on_a_docs_page():
+    pages = "\n".join(path.read_text() for path in DOCS.rglob("*.md"))
+    missing = [name for name in TABLES if f"<!-- raylab:bench {name} -->" not in pages]
+    assert not missing, f"tables no docs page shows: {missing}"
 
 
 def test_figures_match_their_json():
