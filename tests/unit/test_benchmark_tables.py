@@ -1,5 +1,6 @@
 """The benchmark tables (raylab/bench/tables.py, the docs site's benchmark pages): every table renders from
-the committed JSON, every committed result of a kind they render is in one, and every table is on a docs page."""
+the committed JSON, every committed result of a kind they render is in one, every table is on a docs page, and the
+short README quotes its table as generated."""
 
 from __future__ import annotations
 
@@ -52,6 +53,13 @@ def test_every_table_is_on_a_docs_page():
     pages = "\n".join(path.read_text() for path in DOCS.rglob("*.md"))
     missing = [name for name in TABLES if f"<!-- raylab:bench {name} -->" not in pages]
     assert not missing, f"tables no docs page shows: {missing}"
+
+
+def test_the_short_readme_quotes_its_table_as_generated():
+    """README.short.md's headline table is pasted from `python -m raylab.bench.tables`: it must still be what
+    the JSON says."""
+    readme = (ROOT / "README.short.md").read_text()
+    assert table("cartpole_ppo_vs_rllib", link=lambda file: f"benchmarks/{file}") in readme
 
 
 def test_figures_match_their_json():
