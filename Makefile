@@ -13,7 +13,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format bench-learning bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-snake bench-replay bench-e2e bench-timing bench-faults bench-snapshot clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-snake bench-replay bench-e2e bench-timing bench-faults bench-snapshot clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -43,15 +43,26 @@ test-all: install ## every tier, including the slow learning runs (3 seeds, both
 test-learning: install ## only the learning tier (slow runs included)
 	WANDB_MODE=disabled $(PY) -m pytest tests/learning $(ARGS)
 
-lint: install ## ruff (lint + format check) and mypy
-	$(PY) -m ruff check raylab tests benchmarks
-	$(PY) -m ruff format --check raylab tests benchmarks
+LINT_PATHS := raylab tests benchmarks scripts docs/hooks.py
+# mkdocs-material prints a banner about its successor on every build; the build itself is unaffected
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
+
+lint: install ## ruff (lint + format check), mypy, hadolint, and the docs site building cleanly
+	$(PY) -m ruff check $(LINT_PATHS)
+	$(PY) -m ruff format --check $(LINT_PATHS)
 	$(PY) -m mypy
 	$(VENV)/bin/hadolint --config .hadolint.yaml docker/Dockerfile.cpu docker/Dockerfile.cuda
+	$(MKDOCS) build --strict --quiet -d site
 
 format: install ## apply ruff's fixes and formatting
-	$(PY) -m ruff check --fix raylab tests benchmarks
-	$(PY) -m ruff format raylab tests benchmarks
+	$(PY) -m ruff check --fix $(LINT_PATHS)
+	$(PY) -m ruff format $(LINT_PATHS)
+
+docs: install ## the documentation site into site/ (mkdocs build --strict; its tables generated from code and data)
+	$(MKDOCS) build --strict -d site
+
+docs-serve: install ## serve the documentation site at http://127.0.0.1:8000, rebuilt on every change
+	$(MKDOCS) serve
 
 bench-learning: install ## time-to-475 on CartPole, 3 seeds, apex_dqn vs serial -> benchmarks/cartpole_dqn_learning.json
 	$(PY) -m raylab.bench learn --seeds 0 1 2 --output benchmarks/cartpole_dqn_learning.json \
@@ -119,5 +130,5 @@ bench-coinrun: install ## seed 003: coinrun_ppo for COINRUN_HOURS sequential and
 	$(PY) -m raylab.bench compare --sequential $(COINRUN_DIR)/sequential_seed* --parallel $(COINRUN_DIR)/parallel_seed* \
 		--output $(COINRUN_DIR)/comparison.png
 
-clean: ## remove run outputs and caches (keeps $(VENV))
-	rm -rf outputs multirun .pytest_cache .mypy_cache .ruff_cache
+clean: ## remove run outputs, the built docs site and caches (keeps $(VENV))
+	rm -rf outputs multirun site .pytest_cache .mypy_cache .ruff_cache

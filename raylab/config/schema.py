@@ -42,18 +42,23 @@ class ModelConfig:
 @dataclass(frozen=True)
 class TopologyConfig:
     name: str = "apex_dqn"
-    """Dataflow: local (serial, no Ray) | apex_dqn | a3c | ppo | appo."""
+    """Dataflow: local (serial, no Ray) | apex_dqn | a3c | ppo | appo; each Ray topology runs its algorithms
+    (raylab/algos/names.py), local runs every algorithm."""
     num_workers: int = 2
-    """Rollout workers (Ray actors, or serial workers in the local topology)."""
+    """Rollout workers, or A3C workers (Ray actors, or serial workers taking turns in the local topology)."""
     envs_per_worker: int = 8
     """Envs stepped as one batch inside each worker."""
     rollout_length: int = 32
-    """Steps per env in one chunk; a chunk moves rollout_length x envs_per_worker steps at once."""
+    """Steps per env in one chunk; a chunk moves rollout_length x envs_per_worker steps at once (A3C: the
+    longest segment)."""
     worker_cpus: float = 1.0
-    """Logical Ray CPUs reserved per rollout actor."""
+    """Logical Ray CPUs reserved per rollout actor (A3C: per worker)."""
     max_actor_restarts: int = -1
-    """apex_dqn: how often Ray restarts a crashed rollout, replay or learner actor (-1 = always, 0 = never;
-    then a crash ends the run). The learner comes back from the latest periodic checkpoint."""
+    """How often a crashed actor is restarted, in every Ray topology: rollout actors, replay shards, the
+    learner, parameter-server shards, A3C workers (replaced by the driver) and the evaluation actor. -1 =
+    always; 0 = never (a crash ends the run in one line); n = at most n deaths per actor. The learner and
+    A3C's server come back from the latest periodic checkpoint, a replay shard empty or from its snapshot
+    (checkpoint.replay)."""
 
     def __post_init__(self) -> None:
         check(self.max_actor_restarts >= -1, "topology.max_actor_restarts must be -1 (always), 0 or more")
@@ -102,23 +107,24 @@ class LearnerConfig:
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """auto picks cuda when present."""
     batch_size: int = 64
-    """Transitions per update."""
+    """DQN: transitions per update (PPO and APPO split their chunks into algo.minibatches instead)."""
     lr: float = 1e-3
-    """Adam learning rate."""
+    """Adam learning rate (A3C: algo.lr, applied by the parameter server)."""
     adam_eps: float = 1e-8
     """Adam epsilon."""
     max_grad_norm: float | None = 10.0
     """Clip gradients to this global norm (None = no clipping)."""
     updates_per_call: int = 32
-    """Updates per learner call; amortizes the Ray round trip."""
+    """DQN: updates per learner call, on batches sampled in one replay call; amortizes the Ray round trip."""
     publish_every: int = 32
-    """Publish new inference weights every N updates."""
+    """DQN: publish new inference weights every N updates (PPO and APPO publish after every learner call)."""
     num_threads: int = 1
     """torch intra-op threads in the learner."""
     num_cpus: float = 1.0
     """Logical Ray CPUs for the learner actor."""
     num_gpus: float = 0.0
-    """Ray GPUs for the learner actor."""
+    """Ray GPUs reserved for the learner actor; 0 (with device auto or cuda) reserves one when the Ray
+    cluster has a GPU."""
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
     """Mixed precision: bf16 autocast (CPU or CUDA), fp16 autocast with a GradScaler (CUDA only)."""
     compile: bool = False
@@ -215,6 +221,7 @@ class LoggerConfig:
     report_every_seconds: float = 5.0
     """Interval between metrics.jsonl rows and console reports."""
     wandb: WandbConfig = field(default_factory=WandbConfig)
+    """Weights & Biases (``logger=wandb`` turns it on)."""
     tensorboard: bool = False
     """Also write TensorBoard event files under <run_dir>/tensorboard (needs the ``tensorboard`` extra)."""
     timing: bool = True
@@ -232,7 +239,8 @@ class StopConfig:
     seconds: float | None = 600.0
     """Stop after this much training wall time."""
     mean_return: float | None = None
-    """Stop once a periodic greedy evaluation reaches this mean return."""
+    """Stop once a periodic evaluation reaches this mean return and holds it over eval.confirm_episodes
+    more episodes of the same weights."""
     train_return: float | None = None
     """Stop once the mean return of the last 100 training episodes reaches this (RLlib's and Sample
     Factory's usual criterion; it judges the exploring policy, not the greedy one)."""
@@ -245,9 +253,9 @@ class StopConfig:
 @dataclass(frozen=True)
 class EvalConfig:
     every_seconds: float | None = 10.0
-    """Periodic greedy evaluation, wall-clock interval (None = off)."""
+    """Periodic evaluation (greedy unless eval.greedy=false), wall-clock interval (None = off)."""
     every_env_steps: int | None = None
-    """Periodic greedy evaluation, env-step interval (None = off)."""
+    """Periodic evaluation, env-step interval (None = off)."""
     episodes: int = 10
     """Episodes per periodic evaluation."""
     confirm_episodes: int = 20
@@ -291,8 +299,8 @@ class CheckpointConfig:
 @dataclass(frozen=True)
 class RayConfig:
     address: str = ""
-    """"" starts an embedded local Ray (or joins RAY_ADDRESS under `ray job submit`); "auto" or an address
-    joins a running cluster."""
+    """Empty starts an embedded local Ray (or joins RAY_ADDRESS under ``ray job submit``); ``auto``,
+    ``host:port`` or ``ray://host:port`` joins a running cluster."""
     num_cpus: int | None = None
     """Logical CPUs of the embedded Ray (None = what the topology reserves, at least the machine's cores)."""
     include_dashboard: bool = False
@@ -315,20 +323,37 @@ class RunConfig:
     """Everything a run needs, validated; built once by ``resolve``."""
 
     seed: int = 0
+    """The run's seed: envs, exploration, network initialization and replay sampling derive theirs from it
+    (each worker, shard and restarted actor its own)."""
     env: EnvConfig = field(default_factory=EnvConfig)
+    """The environment and its preprocessing (config group ``env``: gymnasium, mario, procgen, snake, fake)."""
     algo: AlgoConfig = field(default_factory=DQNConfig)
+    """The algorithm and its hyperparameters (config group ``algo``: dqn, a3c, ppo, appo), one schema per
+    algorithm, told apart by ``algo.name``."""
     model: ModelConfig = field(default_factory=ModelConfig)
+    """The network (config group ``model``: mlp, nature_cnn, impala_cnn)."""
     topology: TopologyConfig = field(default_factory=TopologyConfig)
+    """The dataflow and its workers (config group ``topology``: apex_dqn, a3c, ppo, appo, local)."""
     learner: LearnerConfig = field(default_factory=LearnerConfig)
+    """The one Learner of DQN, PPO and APPO: optimizer, batches, device and speed options (A3C has none)."""
     replay: ReplayConfig = field(default_factory=ReplayConfig)
+    """DQN's replay: sampler, capacity, shards, rate limit, frame de-duplication (config group ``replay``:
+    uniform, prioritized)."""
     params: ParamsConfig = field(default_factory=ParamsConfig)
+    """A3C's parameter server."""
     logger: LoggerConfig = field(default_factory=LoggerConfig)
+    """Console, W&B and TensorBoard outputs and the stage timers (``metrics.jsonl`` is always written)."""
     stop: StopConfig = field(default_factory=StopConfig)
+    """When training stops: whichever condition comes first (at least one must be set)."""
     eval: EvalConfig = field(default_factory=EvalConfig)
+    """Periodic and final evaluation of the newest weights, by the evaluator (on Ray, its own actor)."""
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    """Periodic checkpoints and replay snapshots (``checkpoints/final.pt`` is always written)."""
     ray: RayConfig = field(default_factory=RayConfig)
+    """Which Ray to run on (embedded or a cluster) and the embedded Ray's resources."""
     run_dir: str = "."
-    """Where the run writes its outputs (the Hydra run dir under raylab.train)."""
+    """Where the run writes its outputs: raylab.train sets it to the Hydra run dir (choose it with
+    ``hydra.run.dir=...``; it is not a key of the composed config)."""
     resume: str | None = None
     """A run dir to continue from its newest checkpoint, counters intact; the run then writes into that dir
     (raylab/driver/resume.py). Stop conditions count the totals: raise stop.* to train further."""

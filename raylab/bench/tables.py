@@ -1,0 +1,509 @@
+"""Markdown tables of the committed benchmark results, made from their JSON so that no figure can drift from
+its data.
+
+    python -m raylab.bench.tables                      # every table, from ./benchmarks
+    python -m raylab.bench.tables e2e_cartpole a3c_scaling --benchmarks path/to/benchmarks
+
+The documentation site renders them when it is built (docs/hooks.py: a ``<!-- raylab:bench NAME -->`` line
+in a page becomes table NAME), so its benchmark pages are always the JSON's. Each table is followed by the
+machine every file was measured on (its ``machine`` field: date, CPU, cores, GPU, versions, commit).
+tests/unit/test_benchmark_tables.py renders every table over the committed files. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+"""The committed benchmark results (a checkout's benchmarks/)."""
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Table:
+    files: tuple[str, ...]
+    """The JSON files under benchmarks/ the table is made from."""
+    render: Callable[[list[Json]], str]
+    """Their parsed contents (in ``files``' order) -> the Markdown table."""
+    title: str
+    """What it measures, in a few words."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Number formatting
+
+
+def _int(x: float) -> str:
+    return f"{round(x):,}"
+
+
+def _sig(x: float, digits: int = 3) -> str:
+    """``digits`` significant digits, trailing zeros kept (1.60, 27.3); whole numbers from 1,000 on."""
+    return _int(x) if abs(x) >= 10 ** (digits - 1) * 10 else f"{x:#.{digits}g}".rstrip(".")
+
+
+def _s(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1f} s"
+
+
+def _pct(x: float) -> str:
+    """A share as a percentage: two significant digits under 10 % (0.026 %, 2.8 %), whole ones above."""
+    return f"{100 * x:#.2g} %" if x < 0.1 else f"{100 * x:.0f} %"
+
+
+def _ratio(x: float) -> str:
+    return f"{x:.2f}×"
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _rows(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def machine_line(data: Json) -> str:
+    """Where and when ``data`` was measured, from its ``machine`` field."""
+    m = data.get("machine")
+    if not m:
+        return "machine not recorded"
+    gpu = m.get("cuda") or "no GPU"
+    versions = ", ".join(
+        f"{name} {m[key]}" for name, key in (("Python", "python"), ("torch", "torch"), ("Ray", "ray")) if m.get(key)
+    )
+    when = m["date"].replace("T", " ")[:16]
+    return f"{when}, {m['cpu']}, {m['cores']} cores, {gpu}; {versions}; commit {m.get('git_commit')}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The tables
+
+
+def learn(data: list[Json]) -> str:
+    """``raylab.bench learn``: each variant's runs to the target (cartpole_*_learning.json)."""
+    (d,) = data
+    episodes = sorted({run["final_eval_episodes"] for run in d["runs"]})
+    header = [
+        "variant",
+        "overrides",
+        f"reached {d['runs'][0]['target']:g}",
+        "train time (median / max)",
+        "whole command (median)",
+        "env steps (median)",
+        "env steps/s",
+        "learner updates/s",
+        f"final eval, per seed ({' / '.join(map(str, episodes))} episodes)",
+    ]
+    rows = []
+    for variant, summary in d["summary"].items():
+        runs = sorted((r for r in d["runs"] if r["variant"] == variant), key=lambda r: r["seed"])
+        overrides = " ".join(f"`{o}`" for o in [*d["overrides"], *d["variants"][variant]])
+        rows.append(
+            [
+                f"`{variant}`",
+                overrides,
+                f"{summary['reached']} / {summary['runs']}",
+                f"{_s(summary['median_train_seconds'])} / {_s(summary['max_train_seconds'])}",
+                _s(summary["median_process_seconds"]),
+                _int(summary["median_env_steps"]),
+                _int(summary["median_env_steps_per_s"]),
+                _int(summary["median_updates_per_s"]),
+                ", ".join(f"{r['final_eval_return']:.1f}" for r in runs),
+            ]
+        )
+    return _rows(header, rows)
+
+
+LEARNER_VARIANTS = ("eager_fp32", "amp", "compile", "amp_compile")
+
+
+def learner(data: list[Json]) -> str:
+    """``raylab.bench learner``: learner updates/s per speed option and batch size (learner_*.json)."""
+    (d,) = data
+    first = next(iter(d["batch_sizes"].values()))
+    amp = first["precision"]["amp"]
+    labels = {"eager_fp32": "eager fp32", "amp": f"AMP ({amp} autocast)", "compile": "torch.compile"}
+    labels["amp_compile"] = f"AMP ({amp}) + compile"
+    header = ["minibatch" if d.get("algo") == "ppo" else "batch", *(labels[v] for v in LEARNER_VARIANTS)]
+    rows = []
+    for batch, result in d["batch_sizes"].items():
+        ups, ratio = result["updates_per_s"], result["ratio_vs_eager_fp32"]
+        cells = [f"{_sig(ups[v])} ({_ratio(ratio[v])})" for v in LEARNER_VARIANTS]
+        cells[0] = f"{_sig(ups['eager_fp32'])} updates/s"
+        rows.append([batch, *cells])
+    notes = (
+        f"\n{d['network']}. {_sentence(d['protocol'])}; torch threads: {d['torch_threads']}, device: {d['device']}.\n"
+    )
+    return _rows(header, rows) + notes
+
+
+def snake_loop(data: list[Json]) -> str:
+    """``raylab.bench snake_dqn_loop``: seed 004's Snake DQN loop, env steps/s per variant."""
+    (d,) = data
+    notes = module_bullets(BENCHMARKS.parent / "raylab" / "bench" / "snake_loop.py")
+    published = d["seed_004_steps_per_s"]
+    header = ["loop", "env steps/s", f"vs seed 004's published {published:,} (its machine)", "vs `seed004` here"]
+    rows = [
+        [
+            f"`{v}`" + (f": {notes[v]}" if v in notes else ""),
+            _int(steps),
+            _ratio(d["vs_seed_004_published"][v]),
+            _ratio(d["vs_seed004_same_machine"][v]),
+        ]
+        for v, steps in d["median_steps_per_s"].items()
+    ]
+    return _rows(header, rows) + f"\n{_sentence(d['protocol'])}.\n"
+
+
+def ppo_vs_rllib(data: list[Json]) -> str:
+    """benchmarks/cartpole_ppo_vs_rllib.py: raylab PPO against RLlib PPO on CartPole, to a training return."""
+    (d,) = data
+    s = d["summary"]
+    header = [
+        "2 rollout workers × envs each",
+        "raylab: train time to 475 (median)",
+        "RLlib",
+        "RLlib / raylab",
+        "raylab env steps/s",
+        "RLlib env steps/s",
+        "raylab / RLlib",
+        "env steps to 475 (raylab / RLlib)",
+        "whole command (raylab / RLlib)",
+    ]
+    rows = []
+    for key in sorted(k.removeprefix("ratio_") for k in s if k.startswith("ratio_")):
+        ours, theirs, ratio = s[f"raylab_ppo_{key}"], s[f"rllib_ppo_{key}"], s[f"ratio_{key}"]
+        rows.append(
+            [
+                key.replace("x", " × "),
+                f"{_s(ours['median_train_s'])} ({ours['reached']} / {ours['runs']})",
+                f"{_s(theirs['median_train_s'])} ({theirs['reached']} / {theirs['runs']})",
+                _ratio(ratio["wall_time_rllib_over_raylab"]),
+                _int(ours["median_env_steps_per_s"]),
+                _int(theirs["median_env_steps_per_s"]),
+                _ratio(ratio["env_steps_per_s_raylab_over_rllib"]),
+                f"{ours['median_env_steps'] / 1000:.0f}k / {theirs['median_env_steps'] / 1000:.0f}k",
+                f"{_s(ours['median_process_s'])} / {_s(theirs['median_process_s'])}",
+            ]
+        )
+    return _rows(header, rows) + f"\nCriterion: {d['criterion']} (RLlib {d['rllib']}).\n"
+
+
+def a3c_scaling(data: list[Json]) -> str:
+    """``raylab.bench scaling``: seed 000's A3C worker-scaling protocol, beside seed 000's own figures."""
+    (d,) = data
+    piped, sync, seed = d["summary"]["pushes_in_flight=1"], d["summary"].get("pushes_in_flight=0", {}), d["seed_000"]
+    header = [
+        "workers",
+        "total_s initial / final",
+        "wait_s initial / final",
+        "wait share (initial)",
+        "speed-up initial / final",
+        "synchronous pushes: total_s initial / final",
+        "its wait share",
+        "seed 000 total_s initial / final",
+        "seed 000 wait share",
+    ]
+    rows = []
+    for workers, r in piped.items():
+        s, o = sync.get(workers), seed["rows"].get(workers)
+        rows.append(
+            [
+                workers,
+                f"{r['initial_total_s']:.2f} / {r['final_total_s']:.2f}",
+                f"{r['initial_wait_s']:.3f} / {r['final_wait_s']:.3f}",
+                _pct(r["initial_wait_share"]),
+                f"{r['initial_speedup']:.2f} / {r['final_speedup']:.2f}",
+                f"{s['initial_total_s']:.2f} / {s['final_total_s']:.2f}" if s else "—",
+                _pct(s["initial_wait_share"]) if s else "—",
+                f"{_sig(o['initial_total_s'])} / {_sig(o['final_total_s'])}" if o else "—",
+                _pct(o["initial_wait_s"] / o["initial_total_s"]) if o else "—",
+            ]
+        )
+    p = d["protocol"]
+    notes = (
+        f"\n{p['segments_per_row']} segments of up to {p['rollout_length']} steps per row, {p['statistic']} of "
+        f"{p['repeats']}, {p['num_shards']} server shard(s), {d['cores_available']} cores available; plateau: "
+        + "; ".join(f"{k}: {v}" for k, v in d["plateau"].items())
+        + f". Seed 000: {seed['source']}.\n"
+    )
+    return _rows(header, rows) + notes
+
+
+FRAMEWORKS = {"raylab": "raylab apex_dqn", "rllib": "RLlib DQN"}
+
+
+def e2e_cartpole(data: list[Json]) -> str:
+    """``raylab.bench e2e``: apex_dqn end to end beside RLlib's DQN, and where raylab's time went."""
+    (d,) = data
+    header = [
+        "framework",
+        "env steps/s",
+        "learner updates/s",
+        "samples trained per env step",
+        f"training return ≥ {d['target']:g} (last 100 episodes)",
+        "best training return, per seed",
+        f"greedy eval ≥ {d['target']:g}, per seed",
+    ]
+    rows = []
+    for name, s in d["summary"].items():
+        reached = s["greedy_eval_target_reached_s"]
+        rows.append(
+            [
+                FRAMEWORKS.get(name, name),
+                _int(s["env_steps_per_s"]),
+                _int(s["updates_per_s"]),
+                f"{s['samples_per_env_step']:.1f}",
+                s["reached_475"].replace("/", " / "),
+                ", ".join(f"{x:.0f}" for x in s["best_return_mean"]),
+                "at " + ", ".join(_s(x) for x in reached) if any(x is not None for x in reached) else "—",
+            ]
+        )
+    out = _rows(header, rows)
+    if "raylab_over_rllib" in d:
+        r = d["raylab_over_rllib"]
+        out += (
+            f"\nraylab / RLlib: {_ratio(r['env_steps_per_s'])} the env steps/s, "
+            f"{_ratio(r['samples_per_env_step'])} the samples per env step; {d['seconds']:.0f} s of training per run.\n"
+        )
+    share = d["summary"]["raylab"].get("busy_share")
+    if share:
+        out += "\n" + _rows(["raylab stage", "share of training time"], ([f"`{k}`", _pct(v)] for k, v in share.items()))
+    return out
+
+
+def e2e_mario(data: list[Json]) -> str:
+    """``raylab.bench e2e`` on Mario: as configured and with collection free-running."""
+    header = [
+        "mario_dqn, overrides",
+        "env steps/s (frames/s)",
+        "learner updates/s",
+        "samples per env step",
+        "rollout worker time: env / inference / weight sync",
+        "learner busy",
+        "sampling efficiency",
+    ]
+    rows = []
+    for d in data:
+        s, eff = d["summary"]["raylab"], d["sampling_efficiency"]
+        share = s["busy_share"]
+        worker = " / ".join(_pct(share[f"rollout/{k}_s (per worker)"]) for k in ("env", "inference", "weight_sync"))
+        rows.append(
+            [
+                " ".join(f"`{o}`" for o in d["raylab_overrides"]) or "as configured",
+                f"{_int(s['env_steps_per_s'])} ({_int(eff['e2e_env_frames_per_s'])})",
+                f"{s['updates_per_s']:.1f}",
+                f"{s['samples_per_env_step']:.1f}",
+                worker,
+                _pct(share["learner/update_s"]),
+                _pct(eff["efficiency"]),
+            ]
+        )
+    eff = data[0]["sampling_efficiency"]
+    notes = (
+        f"\nSampling efficiency: end-to-end frames/s over {eff['workers']} workers × the single-process raw "
+        f"emulator rate ({eff['raw_env_frames_per_s_one_process']:,} frames/s); {data[0]['seconds']:.0f} s per run.\n"
+    )
+    return _rows(header, rows) + notes
+
+
+ENV_STAGES = (
+    ("raw", "raw env"),
+    ("wrapped", "+ preprocessing"),
+    ("vector", "vector env"),
+    ("worker", "one rollout worker"),
+)
+
+
+def envs(data: list[Json]) -> str:
+    """``raylab.bench envs``: raw throughput per env family and pipeline stage, one process."""
+    (d,) = data
+    header = ["family (experiment)", "observation", *(label for _, label in ENV_STAGES), "worker time: env / inference"]
+    rows = []
+    for family, f in d["families"].items():
+        cells = []
+        for stage, _ in ENV_STAGES:
+            rate = f["stages"][stage]
+            cells.append(_int(rate["agent_steps_per_s"]))
+            if rate["frames_per_s"] != rate["agent_steps_per_s"]:
+                cells[-1] += f" ({_int(rate['frames_per_s'])} frames)"
+        cells[2] += f", {f['envs_per_worker']} envs"
+        share = f["worker_time_share"]
+        rows.append(
+            [
+                f"{family} (`{f['experiment']}`)",
+                f"{tuple(f['obs_shape'])} {f['obs_dtype']}",
+                *cells,
+                f"{_pct(share['env'])} / {_pct(share['inference'])}",
+            ]
+        )
+    notes = (
+        "\nAgent steps/s (emulator frames in brackets where a step skips frames); "
+        f"{d['rounds']} rounds × {d['seconds_per_stage']:g} s per stage, medians.\n"
+    )
+    return _rows(header, rows) + notes
+
+
+def timer_overhead(data: list[Json]) -> str:
+    """``raylab.bench timer_overhead``: ns per timed stage, and runs with timing on against off."""
+    (d,) = data
+    micro = _rows(
+        ["timer", "ns per `with timer.stage(...)`"], ([k, _int(v)] for k, v in d["micro_ns_per_stage"].items())
+    )
+    p = d["protocol"]
+    header = ["run", "overrides", "env steps/s, timing off", "timing on", "on / off"]
+    rows = [
+        [
+            f"`{name}`",
+            " ".join(f"`{o}`" for o in s["overrides"]),
+            _int(s["timing_off"]["env_steps_per_s"]),
+            _int(s["timing_on"]["env_steps_per_s"]),
+            f"{s['ratio_on_over_off']['env_steps_per_s']:.3f}",
+        ]
+        for name, s in d["summary"].items()
+    ]
+    notes = f"\n{p['rounds']} rounds × {p['seconds']:g} s, {p['statistic']}.\n"
+    return micro + "\n" + _rows(header, rows) + notes
+
+
+def replay_snapshot(data: list[Json]) -> str:
+    """``raylab.bench replay_snapshot``: writing and loading a full replay shard, and a run with vs without."""
+    (d,) = data
+    header = ["replay", "transitions", "on disk", "write", "load"]
+    rows = []
+    for name, s in d["per_snapshot"].items():
+        mib = s["file_bytes"] / 2**20
+        rows.append(
+            [
+                f"`{name}`",
+                _int(s["transitions"]),
+                f"{mib:.1f} MiB" if mib < 100 else f"{mib:,.0f} MiB",
+                _duration(s["write_s"]),
+                _duration(s["load_s"]),
+            ]
+        )
+    run, p = d["run"], d["protocol"]
+    notes = (
+        f"\nA run ({' '.join(f'`{o}`' for o in p['run_overrides'])}, {p['seconds']:g} s, a checkpoint every "
+        f"{p['checkpoint_every_seconds']:g} s, {p['rounds']} rounds, {p['statistic']}): "
+        f"{_int(run['snapshots_on']['env_steps_per_s'])} env steps/s with snapshots, "
+        f"{_int(run['snapshots_off']['env_steps_per_s'])} without "
+        f"({run['ratio_on_over_off']['env_steps_per_s']:.2f}×); {_duration(run['snapshots_on']['snapshot_s'])} "
+        "of the run spent writing snapshots.\n"
+    )
+    return _rows(header, rows) + notes
+
+
+def fault_run(data: list[Json]) -> str:
+    """benchmarks/fault_run.py: cartpole_dqn with actors SIGKILLed during training, beside a clean run."""
+    (d,) = data
+    header = [
+        "variant",
+        "kills (actor at s)",
+        "restarts counted",
+        "final greedy eval",
+        "first periodic eval at target",
+        "train time",
+    ]
+    rows = []
+    for variant, runs in d["results"].items():
+        for r in runs:
+            kills = ", ".join(f"{k['actor']} {k['at_s']:.0f}" for k in r["kills"]) or "none"
+            counted = ", ".join(f"{k.removeprefix('restarts/')} {v:,}" for k, v in r["restarts"].items() if v)
+            rows.append(
+                [
+                    variant,
+                    kills,
+                    counted or "0",
+                    f"{r['final_eval']:.1f}",
+                    _s(r["first_eval_at_target_s"]),
+                    _s(r["train_s"]),
+                ]
+            )
+    p = d["protocol"]
+    notes = (
+        f"\nA rollout actor killed every {p['kill_every']:g} s, the learner at {p['learner_at']:g} s, the replay "
+        f"shard at {p['replay_at']:g} s; runs of at most {p['seconds']:g} s, {p['seeds']} seed per variant. "
+        "A kill after the training time landed during the final evaluation.\n"
+    )
+    return _rows(header, rows) + notes
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+TABLES: dict[str, Table] = {
+    "cartpole_dqn_learning": Table(("cartpole_dqn_learning.json",), learn, "Ape-X DQN on CartPole to a greedy 475"),
+    "cartpole_ppo_learning": Table(("cartpole_ppo_learning.json",), learn, "PPO on CartPole to a greedy 475"),
+    "cartpole_appo_learning": Table(("cartpole_appo_learning.json",), learn, "APPO on CartPole to a greedy 475"),
+    "cartpole_a3c_learning": Table(("cartpole_a3c_learning.json",), learn, "A3C on CartPole to a greedy 475"),
+    "learner_cpu": Table(("learner_cpu.json",), learner, "DQN learner updates/s"),
+    "learner_ppo_cpu": Table(("learner_ppo_cpu.json",), learner, "PPO learner updates/s"),
+    "snake_dqn_loop": Table(("snake_dqn_loop.json",), snake_loop, "seed 004's Snake DQN loop"),
+    "cartpole_ppo_vs_rllib": Table(("cartpole_ppo_vs_rllib.json",), ppo_vs_rllib, "PPO against RLlib"),
+    "a3c_scaling": Table(("a3c_scaling.json",), a3c_scaling, "A3C worker scaling"),
+    "e2e_cartpole": Table(("e2e_cartpole.json",), e2e_cartpole, "apex_dqn end to end against RLlib DQN"),
+    "e2e_mario": Table(("e2e_mario.json", "e2e_mario_free.json"), e2e_mario, "apex_dqn end to end on Mario"),
+    "envs": Table(("envs.json",), envs, "raw env throughput"),
+    "timer_overhead": Table(("timer_overhead.json",), timer_overhead, "the cost of per-stage timing"),
+    "replay_snapshot": Table(("replay_snapshot.json",), replay_snapshot, "replay snapshots: size and seconds"),
+    "fault_run": Table(("fault_run.json",), fault_run, "a run with actors killed, beside a clean one"),
+}
+"""Every table, by the name a docs page asks for it with."""
+
+
+def table(name: str, benchmarks: Path = BENCHMARKS, link: Callable[[str], str] | None = None) -> str:
+    """Table ``name`` from the JSON under ``benchmarks``, then its sources and machines. ``link`` turns a
+    file name into a link target (the docs site's copy of the JSON); without it files are named plainly."""
+    spec = TABLES[name]
+    data = [json.loads((benchmarks / file).read_text()) for file in spec.files]
+    sources = "; ".join(
+        f"{f'[`{file}`]({link(file)})' if link else f'`benchmarks/{file}`'}: {machine_line(d)}"
+        for file, d in zip(spec.files, data, strict=True)
+    )
+    return f"{spec.render(data)}\n*Data: {sources}.*\n"
+
+
+def module_bullets(path: Path) -> dict[str, str]:
+    """``{name: text}`` of the ``- ``name``: text`` items in a module's docstring (read with ast, nothing
+    imported): a benchmark's variants described where they are defined."""
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    items: dict[str, str] = {}
+    current = None
+    for line in doc.splitlines():
+        if line.startswith("- ``") and "``:" in line:
+            current, _, text = line[4:].partition("``:")
+            items[current] = text.strip().replace("``", "`")
+        elif current and line.startswith("  "):
+            items[current] += " " + line.strip().replace("``", "`")
+        else:
+            current = None
+    return items
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m raylab.bench.tables", description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help=f"tables to print (default: all): {', '.join(TABLES)}")
+    parser.add_argument("--benchmarks", type=Path, default=BENCHMARKS, help="the benchmark JSON folder")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.names if name not in TABLES]
+    if unknown:
+        parser.error(f"unknown table(s) {', '.join(unknown)}: choose from {', '.join(TABLES)}")
+    for name in args.names or TABLES:
+        print(f"### {TABLES[name].title}\n\n{table(name, args.benchmarks)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
