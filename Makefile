@@ -13,7 +13,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-snake bench-replay bench-e2e bench-timing bench-faults bench-snapshot clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-snake bench-replay bench-e2e bench-timing bench-faults bench-snapshot clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -67,6 +67,12 @@ docs-serve: install ## serve the documentation site at http://127.0.0.1:8000, re
 bench-learning: install ## time-to-475 on CartPole, 3 seeds, apex_dqn vs serial -> benchmarks/cartpole_dqn_learning.json
 	$(PY) -m raylab.bench learn --seeds 0 1 2 --output benchmarks/cartpole_dqn_learning.json \
 		--variant apex_dqn= --variant local=topology=local +experiment=cartpole_dqn $(ARGS)
+
+OLD ?= /tmp/raylab-83337f6
+bench-core: install ## before/after the framework core: cartpole_{dqn,ppo,appo,a3c}, 3 seeds, OLD checkout vs this one -> benchmarks/core_before_after_*.json
+	@test -d $(OLD)/raylab/conf || { echo "OLD=$(OLD) needs a raylab checkout with raylab/conf: git worktree add $(OLD) 83337f6 && ln -s ../conf $(OLD)/raylab/conf"; exit 2; }
+	for x in dqn ppo appo a3c; do $(PY) -m raylab.bench learn --seeds 0 1 2 --variant old= --variant new= \
+		--source old=$(OLD) --output benchmarks/core_before_after_$$x.json +experiment=cartpole_$$x $(ARGS) || exit 1; done
 
 bench-a3c: install ## time-to-475 on CartPole with A3C, 3 seeds, a3c vs serial -> benchmarks/cartpole_a3c_learning.json
 	$(PY) -m raylab.bench learn --seeds 0 1 2 --output benchmarks/cartpole_a3c_learning.json \

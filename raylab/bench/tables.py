@@ -124,6 +124,42 @@ def learn(data: list[Json]) -> str:
     return _rows(header, rows)
 
 
+def before_after(data: list[Json]) -> str:
+    """Several ``raylab.bench learn`` runs of the same variants (e.g. old and new commits), one experiment each:
+    time to the target and env steps/s per variant, and each as a ratio to the file's first variant."""
+    header = [
+        "experiment",
+        "variant",
+        "reached",
+        "time to target (median / max)",
+        "× first",
+        "env steps/s (median)",
+        "× first",
+        "learner updates/s",
+        "final eval, per seed",
+    ]
+    rows = []
+    for d in data:
+        experiment = " ".join(f"`{o}`" for o in d["overrides"])
+        first = next(iter(d["summary"].values()))
+        for variant, summary in d["summary"].items():
+            runs = sorted((r for r in d["runs"] if r["variant"] == variant), key=lambda r: r["seed"])
+            rows.append(
+                [
+                    experiment,
+                    f"`{variant}`",
+                    f"{summary['reached']} / {summary['runs']}",
+                    f"{_s(summary['median_train_seconds'])} / {_s(summary['max_train_seconds'])}",
+                    _ratio(summary["median_train_seconds"] / first["median_train_seconds"]),
+                    _int(summary["median_env_steps_per_s"]),
+                    _ratio(summary["median_env_steps_per_s"] / first["median_env_steps_per_s"]),
+                    _int(summary["median_updates_per_s"]),
+                    ", ".join(f"{r['final_eval_return']:.1f}" for r in runs),
+                ]
+            )
+    return _rows(header, rows)
+
+
 LEARNER_VARIANTS = ("eager_fp32", "amp", "compile", "amp_compile")
 
 
@@ -448,6 +484,11 @@ TABLES: dict[str, Table] = {
     "cartpole_ppo_learning": Table(("cartpole_ppo_learning.json",), learn, "PPO on CartPole to a greedy 475"),
     "cartpole_appo_learning": Table(("cartpole_appo_learning.json",), learn, "APPO on CartPole to a greedy 475"),
     "cartpole_a3c_learning": Table(("cartpole_a3c_learning.json",), learn, "A3C on CartPole to a greedy 475"),
+    "core_before_after": Table(
+        tuple(f"core_before_after_{algo}.json" for algo in ("dqn", "ppo", "appo", "a3c")),
+        before_after,
+        "before and after the framework core, to a greedy 475",
+    ),
     "learner_cpu": Table(("learner_cpu.json",), learner, "DQN learner updates/s"),
     "learner_ppo_cpu": Table(("learner_ppo_cpu.json",), learner, "PPO learner updates/s"),
     "snake_dqn_loop": Table(("snake_dqn_loop.json",), snake_loop, "seed 004's Snake DQN loop"),
