@@ -16,16 +16,19 @@ import sys
 from importlib import resources
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from raylab.config import RunConfig, resolve
 from raylab.config.store import register as register_config_defaults
-from raylab.driver.report import RunSummary
 from raylab.driver.stop import terminate, terminated
 from raylab.envs.registry import env_spaces
 from raylab.errors import EXIT_USAGE, ConfigError, RaylabError
+
+if TYPE_CHECKING:
+    from raylab.driver.report import RunSummary
 
 CONFIG_MODULE = "raylab.conf"
 EXIT_INTERRUPTED = 130

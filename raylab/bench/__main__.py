@@ -3,36 +3,34 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
-from raylab.bench import (
-    compare,
-    e2e,
-    envs,
-    learn,
-    learner_speed,
-    replay_snapshot,
-    scaling,
-    snake_loop,
-    timed,
-    timer_overhead,
-)
 from raylab.errors import EXIT_USAGE, RaylabError
+
+COMMANDS = {
+    "learn": "learn",
+    "envs": "envs",
+    "scaling": "scaling",
+    "timed": "timed",
+    "compare": "compare",
+    "snake_dqn_loop": "snake_loop",
+    "learner": "learner_speed",
+    "e2e": "e2e",
+    "timer_overhead": "timer_overhead",
+    "replay_snapshot": "replay_snapshot",
+}
+"""Each command and the module under raylab.bench that adds its parser. Only the chosen command's module is
+imported (several import torch and Ray), so a mistyped argument is answered at once."""
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="python -m raylab.bench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    learn.add_parser(commands)
-    envs.add_parser(commands)
-    scaling.add_parser(commands)
-    timed.add_parser(commands)
-    compare.add_parser(commands)
-    snake_loop.add_parser(commands)
-    learner_speed.add_parser(commands)
-    e2e.add_parser(commands)
-    timer_overhead.add_parser(commands)
-    replay_snapshot.add_parser(commands)
+    chosen = [argv[0]] if argv and argv[0] in COMMANDS else list(COMMANDS)
+    for name in chosen:
+        importlib.import_module(f"raylab.bench.{COMMANDS[name]}").add_parser(commands)
     args, overrides = parser.parse_known_args(argv)
     try:
         return int(args.func(args, overrides) or 0)
