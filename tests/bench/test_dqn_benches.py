@@ -89,6 +89,7 @@ def test_e2e_summary_shares_and_ratio_from_run_outputs(tmp_path):
     assert [c["return_mean"] for c in s["curve"]] == [100.0, 480.0]
 
 
+@pytest.mark.slow  # a whole apex_dqn run in its own Ray (27 s)
 def test_e2e_runs_apex_dqn_end_to_end(tmp_path):
     out = tmp_path / "e2e.json"
     proc = bench("e2e", "--experiment", "cartpole_dqn", "--seconds", "6", "--seeds", "0", "--eval-every", "2",

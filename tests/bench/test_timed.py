@@ -77,6 +77,7 @@ def test_sequential_runs_in_one_process_with_the_same_layout(tmp_path):
     assert (out / "metrics.jsonl").read_bytes() == before  # nothing lost
 
 
+@pytest.mark.slow  # a 12 s run per mode on Ray: the default tier keeps the sequential run and the unit tests of compare
 @pytest.mark.distributed
 def test_parallel_then_compare_on_real_runs(tmp_path):
     seq, par = tmp_path / "seq", tmp_path / "par"

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from raylab.bench.__main__ import main
 from raylab.bench.timer_overhead import micro
 
@@ -11,6 +13,7 @@ def test_stage_timer_costs_less_than_the_contextmanager_it_replaced():
     assert ns["empty loop"] < ns["StageTimer disabled"] < ns["StageTimer"] < ns["contextmanager (before)"]
 
 
+@pytest.mark.slow  # two runs, timing on and off
 def test_timer_overhead_command_writes_json_and_png(tmp_path):
     out = tmp_path / "timer.json"
     argv = ["timer_overhead", "--rounds", "1", "--seconds", "2", "--variants", "local", "--micro-iterations", "5000",

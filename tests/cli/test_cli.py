@@ -186,6 +186,7 @@ def test_bench_scaling_needs_the_a3c_topology():
     assert proc.returncode == 2 and "add +experiment=snake_a3c" in proc.stderr
 
 
+@pytest.mark.slow  # 8 rows on its own Ray (30 s); the default tier checks its arguments (above)
 def test_bench_scaling_writes_rows_json_and_png(tmp_path):
     """Seed 000's protocol, tiny: both push modes, both models, every row's fields."""
     out = tmp_path / "scaling.json"
