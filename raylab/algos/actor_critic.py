@@ -20,11 +20,19 @@ class ActorCriticPolicy:
     ``frozen`` (the default) puts the model in eval mode without gradients: the policy owns it. False leaves
     the module's mode and gradients alone, for a caller that also trains it in place (A3C's worker): acting
     still runs under ``torch.inference_mode``.
+
+    ``keep_log_probs`` (the default) records the log-probabilities of the actions taken (``last_log_probs``,
+    a chunk's ``log_probs``), which APPO's V-trace needs. False samples from the softmax alone and leaves
+    ``last_log_probs`` None: for consumers that recompute what they need (A3C's loss, PPO's round values),
+    it spares a log-softmax, a gather and a copy on every step of a small network's rollout.
     """
 
-    def __init__(self, model: ActorCritic, seed: int, greedy: bool = False, frozen: bool = True):
+    def __init__(
+        self, model: ActorCritic, seed: int, greedy: bool = False, frozen: bool = True, keep_log_probs: bool = True
+    ):
         self.model = model.eval().requires_grad_(False) if frozen else model
         self.greedy = greedy
+        self.keep_log_probs = keep_log_probs
         self.generator = torch.Generator().manual_seed(int(seed))
         self.version = -1
         self.last_log_probs: np.ndarray | None = None
@@ -34,6 +42,8 @@ class ActorCriticPolicy:
             logits, _ = self.model(torch.from_numpy(obs))
             if self.greedy:
                 return logits.argmax(dim=1).numpy()
+            if not self.keep_log_probs:
+                return torch.multinomial(torch.softmax(logits, 1), 1, generator=self.generator).squeeze(1).numpy()
             log_probs = torch.log_softmax(logits, dim=1)
             actions = torch.multinomial(log_probs.exp(), 1, generator=self.generator)
             self.last_log_probs = log_probs.gather(1, actions).squeeze(1).numpy()
@@ -48,9 +58,12 @@ class ActorCriticPolicy:
         return True
 
 
-def rollout_policy(cfg: RunConfig, spaces: EnvSpaces, worker_id: int, frozen: bool = True) -> ActorCriticPolicy:
+def rollout_policy(
+    cfg: RunConfig, spaces: EnvSpaces, worker_id: int, frozen: bool = True, keep_log_probs: bool = True
+) -> ActorCriticPolicy:
     """Worker ``worker_id``'s sampling policy, its generator seeded apart from the other workers'."""
-    return ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=cfg.seed * 7919 + worker_id, frozen=frozen)
+    model = build_actor_critic(cfg.model, spaces)
+    return ActorCriticPolicy(model, seed=cfg.seed * 7919 + worker_id, frozen=frozen, keep_log_probs=keep_log_probs)
 
 
 def eval_policy(cfg: RunConfig, spaces: EnvSpaces, num_envs: int) -> ActorCriticPolicy:

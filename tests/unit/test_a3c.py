@@ -294,17 +294,17 @@ def test_a3c_segments_are_rollout_worker_chunks_and_their_gradients_the_chunk_lo
     plain RolloutWorker collects (cut at episode ends, crashes and truncations included), and each pushed
     gradient is chunk_loss's on that chunk, clipped."""
     link = RecordingLink(flatten_params(small_model(0)))
+    policy = ActorCriticPolicy(small_model(1), seed=5, frozen=False, keep_log_probs=False)  # as A3C's builder makes it
     worker = A3CWorker(
-        crashing_envs(3), ActorCriticPolicy(small_model(1), seed=5, frozen=False), link, worker_id=0,
-        rollout_length=6, gamma=0.9, value_coef=0.5, entropy_coef=0.01, max_grad_norm=0.5,
-        cut_at_episode_end=cut_at_episode_end, pushes_in_flight=1,
+        crashing_envs(3), policy, link, worker_id=0, rollout_length=6, gamma=0.9, value_coef=0.5,
+        entropy_coef=0.01, max_grad_norm=0.5, cut_at_episode_end=cut_at_episode_end, pushes_in_flight=1,
     )  # fmt: skip
     report = worker.run(max_segments=8)
 
     reference = small_model(0)
     plain = RolloutWorker(
-        crashing_envs(3), ActorCriticPolicy(small_model(0), seed=5), worker_id=0, rollout_length=6,
-        cut_at_episode_end=cut_at_episode_end,
+        crashing_envs(3), ActorCriticPolicy(small_model(0), seed=5, keep_log_probs=False), worker_id=0,
+        rollout_length=6, cut_at_episode_end=cut_at_episode_end,
     )  # fmt: skip
     plain.policy.version = 0
     chunks = [plain.collect() for _ in range(8)]
@@ -317,6 +317,7 @@ def test_a3c_segments_are_rollout_worker_chunks_and_their_gradients_the_chunk_lo
     else:
         assert lengths == [6] * 8
     assert any(r.chunk.restarted is not None for r in chunks) and any(len(r.chunk.final_obs) for r in chunks)
+    assert all(r.chunk.log_probs is None for r in chunks)  # A3C's loss recomputes them
     assert report.env_steps == sum(r.chunk.size for r in chunks)
     assert report.env_restarts == sum(r.env_restarts for r in chunks)
     np.testing.assert_array_equal(report.episodes.returns, [e["return"] for r in chunks for e in r.episodes])
@@ -327,3 +328,17 @@ def test_a3c_segments_are_rollout_worker_chunks_and_their_gradients_the_chunk_lo
         chunk_loss(reference, rollout.chunk, 0.9, 0.5, 0.01).loss.backward()
         torch.nn.utils.clip_grad_norm_(reference.parameters(), 0.5)
         np.testing.assert_array_equal(grad, flatten_grads(reference))
+
+
+def test_a_policy_that_keeps_no_log_probs_samples_the_same_actions():
+    """keep_log_probs=False (A3C's workers) only skips recording the log-probabilities: with the same seed
+    and weights it samples what the default policy samples, and its chunks carry no log_probs."""
+    obs = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    keeping, sparing = (
+        ActorCriticPolicy(small_model(1), seed=3),
+        ActorCriticPolicy(small_model(1), seed=3, keep_log_probs=False),
+    )
+    for _ in range(50):
+        np.testing.assert_array_equal(keeping.act(obs), sparing.act(obs))
+        assert keeping.last_log_probs is not None and keeping.last_log_probs.shape == (5,)
+        assert sparing.last_log_probs is None

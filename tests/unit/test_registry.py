@@ -56,6 +56,10 @@ def test_every_algorithm_builds_its_policies_and_objective_for_the_fake_env(tmp_
 
     chunk, stats = build_rollout_worker(cfg, spaces, 1).sample()  # the builders act through the spec
     assert chunk.actions.shape == (4, 3) and stats.num_steps == 12
+    if name == "appo":  # V-trace reads the behaviour policy's log-probabilities; A3C's loss recomputes them
+        assert chunk.log_probs is not None and chunk.log_probs.shape == (4, 3)
+    if name == "a3c":
+        assert chunk.log_probs is None
 
     if spec.objective is None:
         assert spec.info.no_learner

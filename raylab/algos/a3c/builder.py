@@ -18,8 +18,9 @@ def a3c_config(cfg: RunConfig) -> A3CConfig:
 
 
 def rollout_policy(cfg: RunConfig, spaces: EnvSpaces, worker_id: int, env_steps: int) -> Policy:
-    """Not frozen: the A3C worker trains this policy's module in place (raylab.algos.a3c.worker)."""
-    return actor_critic.rollout_policy(cfg, spaces, worker_id, frozen=False)
+    """Not frozen: the A3C worker trains this policy's module in place (raylab.algos.a3c.worker). Without the
+    behaviour log-probabilities: A3C's loss recomputes them from the segment, with gradients."""
+    return actor_critic.rollout_policy(cfg, spaces, worker_id, frozen=False, keep_log_probs=False)
 
 
 A3C_ALGORITHM = Algorithm(ALGORITHMS["a3c"], rollout_policy, actor_critic.eval_policy, objective=None)
