@@ -21,10 +21,11 @@ def ray_session() -> Iterator[None]:
 
     import ray
 
-    from raylab.remote.runtime import actors_at_driver_priority
+    from raylab.remote.runtime import actors_at_driver_priority, quiet_token_auth_notice
 
     if not ray.is_initialized():
         actors_at_driver_priority()  # as raylab's embedded Ray: actors are not starved on a busy machine
+        quiet_token_auth_notice()
         ray.init(num_cpus=RAY_TEST_CPUS, include_dashboard=False, logging_level=logging.WARNING)
     yield
     ray.shutdown()

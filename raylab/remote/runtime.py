@@ -113,6 +113,19 @@ def actors_at_driver_priority() -> None:
     os.environ.setdefault(WORKER_NICENESS, "0")
 
 
+TOKEN_AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
+"""Where Ray 2.60 says, on every start of a new local instance, that it turned token authentication on."""
+
+
+def quiet_token_auth_notice() -> None:
+    """Keep Ray's default token authentication for the Ray this process starts, without its notice ("Token
+    authentication is enabled for this Ray cluster. Set RAY_AUTH_MODE=disabled to opt out"), which a healthy
+    first run should not print. (Setting RAY_AUTH_MODE=token instead also silences it, but only if set before
+    ``import ray``: set later, the driver and the GCS disagree and the start fails.) A cluster joined by address
+    keeps whatever its nodes were started with, and Ray's other auth messages are untouched."""
+    logging.getLogger(TOKEN_AUTH_LOGGER).setLevel(logging.ERROR)
+
+
 def init_ray(cfg: RayConfig, required_cpus: float) -> bool:
     """Start an embedded Ray or join a cluster; returns True when this call started Ray (and must stop it).
 
@@ -131,6 +144,7 @@ def init_ray(cfg: RayConfig, required_cpus: float) -> bool:
         # "local" always starts a new instance; None would join a cluster left by `ray start` on this machine
         address = "local"
         actors_at_driver_priority()
+        quiet_token_auth_notice()
         kwargs["num_cpus"] = cfg.num_cpus or max(os.cpu_count() or 1, math.ceil(required_cpus))
         if cfg.object_store_memory:
             kwargs["object_store_memory"] = cfg.object_store_memory

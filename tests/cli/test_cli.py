@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -132,6 +133,14 @@ def test_sigterm_stops_cleanly_with_exit_0(topology, tmp_path):
     assert proc.returncode == 0, out
     assert time.monotonic() - start < 30
     assert b"SIGTERM: stopping" in out
+    # a healthy run prints raylab's lines and nothing else: no Python or Ray warnings, no actors' log lines;
+    # the one warning that matters here (no GPU for the learner) once
+    text = out.decode()
+    warnings = [line for line in text.splitlines() if "warn" in line.lower() or "deprecat" in line.lower()]
+    expected = ["no GPU in the Ray cluster: the learner runs on CPU"] if topology == "apex_dqn" else []
+    assert [w for w in warnings if not any(e in w for e in expected)] == [], text[-3000:]
+    assert sum(any(e in w for e in expected) for w in warnings) == len(expected), text[-3000:]
+    assert not re.search(r"^\(\w+ pid=\d+", text, re.MULTILINE), text[-3000:]  # "(RolloutHost pid=...)" lines
     bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
     assert bm["stop_reason"] == "terminated" and bm["total_timesteps"] > 0
     assert (run_dir / "checkpoints" / "final.pt").exists()

@@ -56,9 +56,9 @@ def test_every_table_is_on_a_docs_page():
 
 
 def test_the_short_readme_quotes_its_table_as_generated():
-    """README.short.md's headline table is pasted from `python -m raylab.bench.tables`: it must still be what
+    """README.md's headline table is pasted from `python -m raylab.bench.tables`: it must still be what
     the JSON says."""
-    readme = (ROOT / "README.short.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     assert table("cartpole_ppo_vs_rllib", link=lambda file: f"benchmarks/{file}") in readme
 
 
