@@ -134,7 +134,9 @@ class LearnerConfig:
     grad_accumulation: int = 1
     """Split each batch into this many micro-batches and accumulate their gradients (one optimizer step)."""
     prefetch: bool = True
-    """A thread readies the next batch (gather, pin, copy to the device) while the current one trains."""
+    """A thread readies the next batch (gather, pin, copy to the device) while the current one trains: on
+    CUDA for every algorithm; on the CPU where pulling a batch waits (DQN's replay draws), not for PPO's and
+    APPO's minibatches, gathered from memory faster than the threads hand them over."""
     tf32: bool = True
     """On CUDA: TF32 matmuls/convolutions and cudnn.benchmark (no effect on CPU)."""
 

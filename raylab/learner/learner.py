@@ -13,9 +13,10 @@ drop over-lagged chunks -> V-trace -> epochs x minibatches). Every step runs thr
   errors are copied.
 - ``grad_accumulation``: a step's batch split into micro-batches whose gradients add up to one optimizer
   step (weighted by size, so the step equals one big batch).
-- ``prefetch``: the input of step k + 1 is pulled and prepared while step k trains: a thread on the CPU; on
-  CUDA the same thread issues it on a side stream, host to device copies going through reused pinned
-  buffers (raylab.learner.prefetch).
+- ``prefetch``: the input of step k + 1 is pulled and prepared while step k trains: a thread on the CPU
+  (for plans whose items are worth it, ``Plan.prefetch_on_cpu``: DQN's replay draws, not PPO's in-memory
+  minibatch gathers); on CUDA the same thread issues it on a side stream, host to device copies going
+  through reused pinned buffers (raylab.learner.prefetch).
 - On CUDA, TF32 and cudnn.benchmark (``tf32``).
 
 Versions count updates (policy lag is measured in them everywhere): an optimizer step for DQN, a call (one
@@ -98,7 +99,8 @@ class Learner:
         """One learner call on ``data`` (DQN: an iterable of replay batches, possibly lazy, e.g. draws from
         the replay; PPO/APPO: the chunks of a round / the arrived chunks); metrics are averaged over its steps
         and synced to the host once, at the end. Its timings hold ``wait_s``, the time since the previous
-        call returned, and with prefetch ``batch_wait_s``, the time steps waited for their input."""
+        call returned, and where a prefetch thread ran, ``batch_wait_s``, the time steps waited for their
+        input."""
         waited = self._gap.begin()
         stats = self._call(data, self.prefetch)
         stats.timings = {"wait_s": waited, **(stats.timings or {})}
@@ -119,6 +121,7 @@ class Learner:
         keys: list[np.ndarray] = []
         tds: list[torch.Tensor] = []
         count = samples = 0
+        prefetch = prefetch and (plan.prefetch_on_cpu or self.device.type != "cpu")
         prefetcher = make_prefetcher(plan.steps, plan.prepare, self.device) if prefetch else None
         stream: Iterable[StepInput] = (
             prefetcher if prefetcher is not None else (plan.prepare(item) for item in plan.steps)

@@ -57,6 +57,11 @@ class Plan:
     version_per_call: bool = False
     """False: every optimizer step is one version (DQN; weights published every learner.publish_every).
     True: the call is one version, published whenever it made a step (a PPO/APPO policy iteration)."""
+    prefetch_on_cpu: bool = True
+    """Whether learner.prefetch prepares these steps ahead in a thread on a CPU learner: worth it where
+    pulling an item waits on something (DQN's draws from the replay), not for minibatches gathered from
+    tensors already in memory (PPO, APPO), where the hand-offs between the two threads cost more than the
+    gather (benchmarks/core_micro_ppo_learner.json). On CUDA the side-stream prefetch runs either way."""
 
 
 class DeviceIO(Protocol):

@@ -194,7 +194,8 @@ class ClippedObjective:
             "returns": io.tensor(returns.reshape(-1)[keep]),
         }
         steps = minibatch_indices(self.generator, len(keep), self.cfg.epochs, self.cfg.minibatches, io.device)
-        return Plan(steps, MinibatchGather(data, self.normalize_advantages), metrics, version_per_call=True)
+        gather = MinibatchGather(data, self.normalize_advantages)
+        return Plan(steps, gather, metrics, version_per_call=True, prefetch_on_cpu=False)
 
     def loss(self, mb: dict[str, torch.Tensor]) -> LossOutput:
         logits, values = self.model(mb["obs"])
