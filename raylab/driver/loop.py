@@ -47,7 +47,7 @@ T = TypeVar("T")
 
 class Backend(Protocol):
     """Where the actors run: Ray actors (raylab.remote.backend.RayBackend, the loop's only view of Ray), or
-    plain objects in this process whose calls are done when made (raylab.topology.inprocess). The flows
+    plain objects in this process whose calls are done when made (raylab.driver.inprocess). The flows
     create their actors through it; a client's calls return refs the loop waits on and fetches."""
 
     ActorDied: type[BaseException]

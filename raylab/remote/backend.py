@@ -3,7 +3,7 @@
 The loop itself imports no Ray: it waits on refs, fetches them, tells an actor's death from other errors,
 and asks where actors run and how much memory they peaked at, all through this object; the topologies
 create their actors through it too (``rollout``, ``replay``, ``learner``, ...), so the same flow runs on
-Ray or in one process (raylab.topology.inprocess).
+Ray or in one process (raylab.driver.inprocess).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What runs inside each actor: a plain component built by its builder, plus ``ready``/``peak_memory``.
 
 These classes import no Ray themselves: ``raylab.remote.clients`` (and ``remote.ppo``, ``remote.a3c``) wrap
-them with ``ray.remote``; the in-process backend (raylab.topology.inprocess) calls them directly.
+them with ``ray.remote``; the in-process backend (raylab.driver.inprocess) calls them directly.
 """
 
 from __future__ import annotations

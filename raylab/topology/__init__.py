@@ -2,7 +2,7 @@
 (raylab.driver.loop) runs: it declares its actors, what to submit when, and its job types (shared ones in
 topology/jobs.py; Ape-X's in apex_jobs.py; A3C's parameter server in a3c_server.py). Where the actors run is
 the backend's business: Ray actors (raylab.remote.backend), or plain objects in this process
-(topology/inprocess.py), the same flow either way.
+(driver/inprocess.py), the same flow either way.
 
 apex_dqn  Ape-X DQN: rollout actors, replay actor, learner actor   (topology/apex_dqn.py)
 a3c       A3C: self-driven workers push gradients to server shards (topology/a3c.py)
@@ -33,7 +33,7 @@ def make_topology(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None 
     flow = make_flow(cfg, spaces, resume)
     backend: Backend
     if cfg.topology.name == "local":
-        from raylab.topology.inprocess import InProcessBackend
+        from raylab.driver.inprocess import InProcessBackend
 
         backend = InProcessBackend(cfg, spaces)
     else:

@@ -16,18 +16,24 @@ SHORT = (
 )  # fmt: skip
 
 
+SLOW = pytest.mark.slow
+"""20 s each: the default tier keeps Mario (DQN on frames, the Nature CNN), Snake and CoinRun with PPO (the
+IMPALA CNN); CoinRun's DQN and APPO run in the slow tier (APPO's path runs on the fake task in
+tests/distributed/test_appo.py)."""
+
+
 @pytest.mark.parametrize(
     ("experiment", "overrides", "extras"),
     [
         ("mario_dqn", ("env.max_episode_steps=150", "replay.capacity=4000", "replay.min_size=300",
                        "stop.env_steps=1500"), {"x_pos", "flag_get"}),
-        ("coinrun_dqn", ("env.max_episode_steps=100", "topology.envs_per_worker=4", "replay.capacity=4000",
-                         "replay.min_size=300", "stop.env_steps=2000"), set()),
+        pytest.param("coinrun_dqn", ("env.max_episode_steps=100", "topology.envs_per_worker=4",
+                     "replay.capacity=4000", "replay.min_size=300", "stop.env_steps=2000"), set(), marks=SLOW),
         ("snake_dqn", ("replay.min_size=300", "stop.env_steps=4000"), {"snake_length", "score"}),
         ("coinrun_ppo", ("env.max_episode_steps=100", "topology.envs_per_worker=4", "algo.minibatches=2",
                          "stop.env_steps=2000"), set()),
-        ("coinrun_appo", ("env.max_episode_steps=100", "topology.envs_per_worker=4", "algo.minibatches=2",
-                          "stop.env_steps=2000"), set()),
+        pytest.param("coinrun_appo", ("env.max_episode_steps=100", "topology.envs_per_worker=4",
+                     "algo.minibatches=2", "stop.env_steps=2000"), set(), marks=SLOW),
     ],
 )  # fmt: skip
 def test_experiment_runs_and_writes_outputs(experiment, overrides, extras, tmp_path):
