@@ -51,7 +51,9 @@ def test_resume_continues_counters_and_learner(case, tmp_path):
     assert steps == sorted(steps) and steps[0] <= first.env_steps < steps[-1]  # one metrics file, both runs
     resumed_rows = [r for r in rows(tmp_path) if r["env_steps"] > first.env_steps]
     assert resumed_rows[0]["time_s"] > first.train_seconds  # training time continues too
-    assert resumed_rows[0]["updates"] > first.updates
+    # the update counter continues from the first run's, not from 0 (the first row of the resumed run may be
+    # written before its first update: rows are timed), and goes on past it
+    assert resumed_rows[0]["updates"] >= first.updates and resumed_rows[-1]["updates"] > first.updates
     # the learner's state came back: the final policy version continues from the first run's
     assert bm["eval"]["policy_version"] > (saved["policy"]["version"] if "policy" in saved else 0)
     assert not (tmp_path / "ignored" / "checkpoints").exists()
