@@ -21,6 +21,9 @@ SECONDS = 6.0
 TINY = (
     "env=fake", "algo=ppo", "topology=ppo", "topology.num_workers=2", "topology.envs_per_worker=4",
     "topology.rollout_length=16", "logger.console=false", "logger.report_every_seconds=0.5", "eval.final_episodes=2",
+    # episodes shorter than a rollout: every round ends an episode in every env, so the one round a busy machine
+    # may allow in 6 s (seen: 3 s rounds beside two busy loops) still has returns to report
+    "env.options.episode_length=8",
 )  # fmt: skip
 
 
@@ -39,7 +42,8 @@ def check_outputs(out, mode: str) -> dict:
     bm = json.loads((out / "benchmark_metrics.json").read_text())
     assert set(bm) >= SEED_003_FIELDS and set(bm["performance"]) >= PERFORMANCE
     assert bm["training_mode"] == mode and bm["benchmark"]["mode"] == mode
-    assert SECONDS * 0.98 <= bm["duration_hours"] * 3600 <= SECONDS + 3.0  # trained for the given time
+    assert " s >= stop.seconds=" in bm["stop_reason"]  # time stopped it
+    assert bm["duration_hours"] * 3600 >= SECONDS * 0.98  # trained for the given time
     assert bm["total_timesteps"] > 0 and bm["total_updates"] > 0 and bm["average_fps"] > 0
     assert bm["performance"]["final_reward"] is not None
     assert bm["resource_usage"]["peak_memory_gb"] > 0.05 and bm["resource_usage"]["samples"] >= 3
@@ -57,6 +61,9 @@ def check_outputs(out, mode: str) -> dict:
     assert len(rows) >= 2 and rows[-1]["env_steps"] == bm["total_timesteps"]
     assert all(b["time_s"] - a["time_s"] >= 0.5 for a, b in itertools.pairwise(rows[:-1]))
     assert rows[-1]["time_s"] == pytest.approx(bm["duration_hours"] * 3600, abs=0.5)
+    # ... and stopped in the loop iteration that crossed the deadline: a row written in an earlier one is before
+    # it (how far past it the crossing iteration ends depends on the machine's load: seen 0.1-3 s)
+    assert rows[-2]["time_s"] < SECONDS or rows[-2]["env_steps"] == rows[-1]["env_steps"]
     assert {"learner/policy_loss", "throughput/env_frames_per_s", "resources/memory_gb"} <= set(rows[-1])
     assert (out / "config.yaml").exists()
     return bm
