@@ -69,10 +69,11 @@ bench-learning: install ## time-to-475 on CartPole, 3 seeds, apex_dqn vs serial 
 		--variant apex_dqn= --variant local=topology=local +experiment=cartpole_dqn $(ARGS)
 
 OLD ?= /tmp/raylab-83337f6
-bench-core: install ## before/after the framework core: cartpole_{dqn,ppo,appo,a3c}, 3 seeds, OLD checkout vs this one -> benchmarks/core_before_after_*.json
+bench-core: install ## before/after the framework core: cartpole_{dqn,ppo,appo,a3c}, 3 seeds (a3c 5), OLD checkout vs this one -> benchmarks/core_before_after_*.json
 	@test -d $(OLD)/raylab/conf || { echo "OLD=$(OLD) needs a raylab checkout with raylab/conf: git worktree add $(OLD) 83337f6 && ln -s ../conf $(OLD)/raylab/conf"; exit 2; }
-	for x in dqn ppo appo a3c; do $(PY) -m raylab.bench learn --seeds 0 1 2 --variant old= --variant new= \
-		--source old=$(OLD) --output benchmarks/core_before_after_$$x.json +experiment=cartpole_$$x $(ARGS) || exit 1; done
+	for x in dqn ppo appo a3c; do seeds="0 1 2"; [ $$x = a3c ] && seeds="0 1 2 3 4"; \
+		$(PY) -m raylab.bench learn --seeds $$seeds --variant old= --variant new= --source old=$(OLD) \
+		--output benchmarks/core_before_after_$$x.json +experiment=cartpole_$$x $(ARGS) || exit 1; done
 
 bench-a3c: install ## time-to-475 on CartPole with A3C, 3 seeds, a3c vs serial -> benchmarks/cartpole_a3c_learning.json
 	$(PY) -m raylab.bench learn --seeds 0 1 2 --output benchmarks/cartpole_a3c_learning.json \
