@@ -46,6 +46,10 @@ def run(cfg: RunConfig) -> RunSummary:
             f"algo={cfg.algo.name} needs discrete actions but {cfg.env.id} has {spaces.action_space}: "
             f"choose an env with a Discrete action space"
         )
+    if cfg.model.encoder == "custom":  # the user's network fails here, in one line, before any actor starts
+        from raylab.algos.registry import algorithm
+
+        algorithm(cfg.algo.name).eval_policy(cfg, spaces, 1)
     from raylab.driver.resume import load_resume
     from raylab.metrics.loggers import check_logger_config
     from raylab.topology import make_topology

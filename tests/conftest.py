@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,13 @@ import pytest
 
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "corridor"
+"""The example package of your own env and model (raylab_corridor), put on the path as a user does: on
+PYTHONPATH, which the session's Ray (ray_session, started later) and the CLI subprocesses inherit."""
+if str(EXAMPLE) not in sys.path:
+    sys.path.insert(0, str(EXAMPLE))
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(EXAMPLE), os.environ.get("PYTHONPATH", "")) if p)
 
 RAY_TEST_CPUS = 4
 

@@ -26,17 +26,30 @@ from raylab.errors import check, positive_or_none
 
 @dataclass(frozen=True)
 class ModelConfig:
-    encoder: Literal["mlp", "nature_cnn", "impala_cnn"] = "mlp"
-    """Observation encoder: mlp for vectors; nature_cnn or impala_cnn (Procgen's residual CNN) for images."""
+    encoder: Literal["mlp", "nature_cnn", "impala_cnn", "custom"] = "mlp"
+    """Observation encoder: mlp for vectors; nature_cnn or impala_cnn (Procgen's residual CNN) for images;
+    custom: model.factory builds the whole network (model=custom)."""
     hidden_sizes: tuple[int, ...] = (256, 256)
     """Fully connected layers after the encoder's input (mlp) or convolutions (nature_cnn)."""
     dueling: bool = False
     """Dueling Q head: V(s) + A(s, a) - mean_a A(s, a)."""
     norm: Literal["none", "batch"] = "none"
     """nature_cnn: BatchNorm after each convolution (seed 001's Mario network); workers act in eval mode."""
+    factory: str | None = None
+    """model=custom: ``pkg.module:make_model``, called as ``make_model(spaces, head, **model.options)`` in every
+    process that builds the network (learner, rollout actors, evaluator); the contract is in
+    raylab/models/custom.py."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """model=custom: keyword arguments for model.factory."""
 
     def __post_init__(self) -> None:
         check(all(h > 0 for h in self.hidden_sizes), "model.hidden_sizes must be positive integers")
+        check(
+            (self.encoder == "custom") == (self.factory is not None),
+            "model.factory goes with model=custom (model.encoder=custom) and model=custom needs "
+            "model.factory=<package.module:function>",
+        )
+        check(not self.options or self.encoder == "custom", "model.options are model.factory's: use model=custom")
 
 
 @dataclass(frozen=True)
@@ -313,6 +326,10 @@ class RayConfig:
     """Bytes for the embedded Ray's object store (None = Ray's default)."""
     connect_timeout_s: float = 30.0
     """How long to keep trying a ``host:port`` / ``ray://`` address before giving up with an error."""
+    runtime_env: dict[str, Any] = field(default_factory=dict)
+    """Ray's runtime_env for this run's actors (``ray.init(runtime_env=...)``), e.g. ``{py_modules: [mypkg]}``
+    or ``{pip: [mypkg]}`` to ship your env/model package to every node; empty: none (under ``ray job submit``,
+    the job's own --runtime-env-json applies)."""
 
     def __post_init__(self) -> None:
         check(self.connect_timeout_s > 0, "ray.connect_timeout_s must be > 0")

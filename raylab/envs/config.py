@@ -16,9 +16,14 @@ from raylab.errors import check, positive_or_none
 @dataclass(frozen=True)
 class EnvConfig:
     family: str = "gymnasium"
-    """Env family: gymnasium | mario | procgen | snake | fake (raylab/envs/registry.py lists them)."""
+    """Env family: gymnasium | custom | mario | procgen | snake | fake (raylab/envs/registry.py lists them)."""
     id: str = "CartPole-v1"
-    """Env id within the family: a gymnasium id, SuperMarioBros-1-1-v0, a Procgen game (coinrun), Snake-v0."""
+    """Env id within the family: a gymnasium id (``pkg.module:MyEnv-v0`` imports ``pkg.module`` first, in every
+    process that builds envs, so that it registers the id), SuperMarioBros-1-1-v0, a Procgen game (coinrun),
+    Snake-v0; env=custom: a name for the console and the report."""
+    factory: str | None = None
+    """env=custom: ``pkg.module:make_env``, a callable that returns a ``gymnasium.Env``, called with
+    env.options as keyword arguments once per env, in every process that builds envs."""
     max_episode_steps: int | None = None
     """Time limit per episode in agent steps (truncation); None keeps the family's default."""
     frame_skip: int = 1
@@ -36,8 +41,9 @@ class EnvConfig:
     noop_max: int = 0
     """Take a random number (seeded) of up to this many no-op actions after each reset, for start diversity."""
     options: dict[str, Any] = field(default_factory=dict)
-    """Family-specific options, checked by the family (mario: actions; procgen: distribution_mode,
-    num_levels, start_level, num_threads; snake: dim, start_length, border, observation, rewards)."""
+    """Family-specific options, checked by the family (gymnasium: keyword arguments of gymnasium.make; custom:
+    of env.factory; mario: actions; procgen: distribution_mode, num_levels, start_level, num_threads; snake:
+    dim, start_length, border, observation, rewards)."""
 
     def __post_init__(self) -> None:
         positive_or_none(self.max_episode_steps, "env.max_episode_steps")

@@ -15,11 +15,13 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import importlib.util
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
+from raylab import user_code
 from raylab.envs import mario, procgen
 from raylab.envs.config import EnvConfig
 from raylab.envs.fake import FakeEnv
@@ -75,7 +77,8 @@ class EnvFamily:
 
 
 class GymnasiumFamily(EnvFamily):
-    """Any env registered with gymnasium, by id."""
+    """Any env registered with gymnasium, by id; ``pkg.module:Id-v0`` imports ``pkg.module`` first (gymnasium's
+    own form), in every process that builds the env, so a user's package registers its ids there."""
 
     name = "gymnasium"
     native_time_limit = True  # env.max_episode_steps replaces the id's registered TimeLimit, not nests inside it
@@ -84,31 +87,86 @@ class GymnasiumFamily(EnvFamily):
     }  # fmt: skip
 
     def check(self, cfg: EnvConfig) -> None:
-        if cfg.id in gym.registry:
+        env_id = registered_id(cfg.id)
+        if env_id in gym.registry:
             return
-        close = difflib.get_close_matches(cfg.id, list(gym.registry), n=3)
+        close = difflib.get_close_matches(env_id, list(gym.registry), n=3)
         hint = f"did you mean {' or '.join(close)}?" if close else "see gymnasium.pprint_registry()"
-        raise ConfigError(f"unknown env id '{cfg.id}' for env=gymnasium: {hint} (set env.id=<registered id>)")
+        if env_id != cfg.id:
+            hint = f"importing {cfg.id.partition(':')[0]} did not register it ({hint})"
+        raise ConfigError(f"unknown env id '{env_id}' for env=gymnasium: {hint} (set env.id=<registered id>)")
 
     def make_raw(self, cfg: EnvConfig) -> gym.Env:
         kwargs = dict(cfg.options)
         if cfg.max_episode_steps is not None:  # in agent steps; gymnasium's TimeLimit counts frames
             kwargs["max_episode_steps"] = cfg.max_episode_steps * cfg.frame_skip
+        env_id = registered_id(cfg.id)
         try:
-            return gym.make(cfg.id, disable_env_checker=True, **kwargs)
+            return gym.make(env_id, disable_env_checker=True, **kwargs)
         except TypeError as err:
             raise ConfigError(f"{cfg.id} rejected env.options {dict(cfg.options)} ({err}): fix env.options") from err
+        except gym.error.DependencyNotInstalled as err:  # Box2D, MuJoCo, ...: gymnasium names the pip install
+            raise ConfigError(f"env.id={cfg.id} in {user_code.where()}: {one_line(err)}") from None
 
     def make_render(self, cfg: EnvConfig) -> gym.Env:
         return self.make_raw(dataclasses.replace(cfg, options={**cfg.options, "render_mode": "rgb_array"}))
 
     def max_return(self, cfg: EnvConfig) -> float | None:
-        spec = gym.spec(cfg.id)
+        spec = gym.spec(registered_id(cfg.id))
         per_frame = self.KNOWN_MAX_RETURN_PER_STEP.get(spec.name)
         frames = cfg.max_episode_steps * cfg.frame_skip if cfg.max_episode_steps else spec.max_episode_steps
         if per_frame is None or frames is None:
             return None
         return per_frame * frames
+
+
+def registered_id(env_id: str) -> str:
+    """``pkg.module:Id-v0`` -> "Id-v0", having imported ``pkg.module`` in this process; a plain id as it is."""
+    if ":" not in env_id:
+        return env_id
+    module, name = user_code.split(env_id, "env.id", "mypkg.envs:MyEnv-v0")
+    user_code.import_module(module, "env.id")
+    return name
+
+
+def one_line(err: BaseException) -> str:
+    return " ".join(str(err).split())[:300]
+
+
+class CustomFamily(EnvFamily):
+    """The user's own env: env.factory names a callable returning a ``gymnasium.Env``, called with env.options
+    as keyword arguments once per env in every process that builds envs (driver, rollout actors, evaluator)."""
+
+    name = "custom"
+
+    def check(self, cfg: EnvConfig) -> None:
+        if not cfg.factory:
+            raise ConfigError("env=custom needs env.factory=<package.module:function> returning a gymnasium.Env")
+        self._factory(cfg)
+
+    def _factory(self, cfg: EnvConfig) -> Callable[..., Any]:
+        return user_code.load_callable(cfg.factory or "", "env.factory", "mypkg.envs:make_env")
+
+    def make_raw(self, cfg: EnvConfig) -> gym.Env:
+        factory = self._factory(cfg)
+        try:
+            env = factory(**cfg.options)
+        except TypeError as err:
+            raise ConfigError(
+                f"env.factory {cfg.factory} rejected env.options {dict(cfg.options)} ({one_line(err)}): fix env.options"
+            ) from None
+        except gym.error.DependencyNotInstalled as err:
+            raise ConfigError(f"env.factory={cfg.factory} in {user_code.where()}: {one_line(err)}") from None
+        if isinstance(env, gym.vector.VectorEnv):
+            raise ConfigError(
+                f"env.factory {cfg.factory} returned a gymnasium VectorEnv: return one gymnasium.Env per call "
+                f"(raylab steps topology.envs_per_worker of them as a batch in each worker)"
+            )
+        if not isinstance(env, gym.Env):
+            raise ConfigError(
+                f"env.factory {cfg.factory} returned a {type(env).__name__}, not a gymnasium.Env: return an env"
+            )
+        return env  # env.max_episode_steps: the shared stack's TimeLimit, in agent steps
 
 
 class FakeFamily(EnvFamily):
@@ -193,7 +251,7 @@ class ProcgenFamily(EnvFamily):
 
 
 FAMILIES: dict[str, EnvFamily] = {
-    f.name: f for f in (GymnasiumFamily(), MarioFamily(), ProcgenFamily(), SnakeFamily(), FakeFamily())
+    f.name: f for f in (GymnasiumFamily(), CustomFamily(), MarioFamily(), ProcgenFamily(), SnakeFamily(), FakeFamily())
 }
 
 

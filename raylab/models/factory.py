@@ -7,6 +7,7 @@ from torch import nn
 
 from raylab.config import ModelConfig
 from raylab.errors import ConfigError
+from raylab.models.custom import build_custom, scaled
 from raylab.models.encoders import ImpalaCNN, MLPEncoder, NatureCNN
 from raylab.models.heads import DuelingQHead, QHead
 from raylab.types import EnvSpaces
@@ -72,16 +73,53 @@ def _num_actions(spaces: EnvSpaces) -> int:
     return spaces.num_actions
 
 
+class CustomQNetwork(QNetwork):
+    """A QNetwork whose whole body is the user's module (raylab/models/custom.py): obs -> Q values [B, A]."""
+
+    def __init__(self, net: nn.Module):
+        nn.Module.__init__(self)  # no encoder or head of raylab's: the user's module is both
+        self.net = net
+
+    @property
+    def num_atoms(self) -> int:
+        return 1
+
+    def atoms(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(scaled(obs)).unsqueeze(2)
+
+
+class CustomActorCritic(ActorCritic):
+    """An ActorCritic whose whole body is the user's module: obs -> (logits [B, A], value [B])."""
+
+    def __init__(self, net: nn.Module):
+        nn.Module.__init__(self)  # no encoder or heads of raylab's: the user's module is all of it
+        self.net = net
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits, value = self.net(scaled(obs))
+        return logits, value
+
+
 def build_q_network(cfg: ModelConfig, spaces: EnvSpaces, atoms: int = 1) -> QNetwork:
     """Q network with ``atoms`` outputs per action (the number of quantiles for QR-DQN)."""
     num_actions = _num_actions(spaces)
+    if cfg.encoder == "custom":
+        if atoms != 1 or cfg.dueling:
+            raise ConfigError(
+                "model=custom returns Q values itself: set algo.loss=huber and model.dueling=false, "
+                "or build quantiles/dueling into your module and use a built-in model"
+            )
+        return CustomQNetwork(build_custom(cfg, spaces, "q"))
     encoder = build_encoder(cfg, spaces)
     head = (DuelingQHead if cfg.dueling else QHead)(encoder.out_dim, num_actions, atoms)
     return QNetwork(encoder, head)
 
 
 def build_actor_critic(cfg: ModelConfig, spaces: EnvSpaces) -> ActorCritic:
-    return ActorCritic(build_encoder(cfg, spaces), _num_actions(spaces))
+    num_actions = _num_actions(spaces)
+    if cfg.encoder == "custom":
+        return CustomActorCritic(build_custom(cfg, spaces, "actor_critic"))
+    return ActorCritic(build_encoder(cfg, spaces), num_actions)
 
 
 def build_encoder(cfg: ModelConfig, spaces: EnvSpaces) -> Encoder:

@@ -16,6 +16,7 @@ import ray
 from ray import ObjectRef
 
 from raylab.config import LearnerConfig, RayConfig
+from raylab.config.coerce import plain
 from raylab.errors import RaylabError
 
 ACTOR_START_TIMEOUT_S = 180.0
@@ -139,6 +140,8 @@ def init_ray(cfg: RayConfig, required_cpus: float) -> bool:
         "dashboard_host": cfg.dashboard_host,
         "logging_level": logging.WARNING,
     }
+    if cfg.runtime_env:
+        kwargs["runtime_env"] = plain(cfg.runtime_env)
     address: str | None = cfg.address or None
     if address is None and not os.environ.get("RAY_ADDRESS"):
         # "local" always starts a new instance; None would join a cluster left by `ray start` on this machine

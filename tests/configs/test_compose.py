@@ -56,6 +56,8 @@ def test_every_group_option_composes(group, option, tmp_path):
         ("topology", "ppo"): ["algo=ppo"],
         ("algo", "appo"): ["topology=appo"],
         ("topology", "appo"): ["algo=appo"],
+        ("env", "custom"): ["env.factory=raylab.envs.fake:FakeEnv"],
+        ("model", "custom"): ["model.factory=raylab_corridor.models:make_model"],
     }.get((group, option), [])
     resolve(compose([f"{prefix}{group}={option}", *partner]), run_dir=str(tmp_path))
 
