@@ -20,7 +20,7 @@ from raylab.envs.registry import EnvSpaces
 from raylab.remote.a3c import A3CWorkerClient, ShardClient
 from raylab.remote.clients import EvalClient, LearnerClient, ReplayClient, RolloutClient
 from raylab.remote.ppo import PPOLearnerClient
-from raylab.remote.runtime import learner_gpus, placement, run_on_ray, wait_ready
+from raylab.remote.runtime import cluster_fits, learner_gpus, placement, run_on_ray, wait_ready
 
 T = TypeVar("T")
 
@@ -32,8 +32,12 @@ class RayBackend:
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
         self.cfg = cfg
         self.spaces = spaces
+        self.required_cpus = float("inf")
+        """What the topology reserves (set by ``run``): start-ups wait past the timeout only if the cluster
+        holds it."""
 
     def run(self, required_cpus: float, body: Callable[[], T]) -> T:
+        self.required_cpus = required_cpus
         return run_on_ray(self.cfg.ray, required_cpus, body)
 
     # -- the actors -----------------------------------------------------------------------------------------
@@ -82,7 +86,7 @@ class RayBackend:
         return getattr(err, "actor_id", None) == client.handle._actor_id.hex()
 
     def wait_ready(self, clients: Sequence[Any], what: str) -> None:
-        wait_ready([c.ready() for c in clients], what)
+        wait_ready([c.ready() for c in clients], what, fits=lambda: cluster_fits(self.required_cpus))
 
     def placement(self, clients: dict[str, Any]) -> dict[str, str]:
         return placement({name: c.handle for name, c in clients.items()})

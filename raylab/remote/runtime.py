@@ -7,6 +7,7 @@ import math
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +21,9 @@ from raylab.config.coerce import plain
 from raylab.errors import RaylabError
 
 ACTOR_START_TIMEOUT_S = 180.0
+"""How long actors may wait to be placed (resources) before a start-up fails with "the cluster lacks ..."."""
+ACTOR_START_LIMIT_S = 1800.0
+"""How long placed actors may take to finish starting (their constructors) before the start-up fails."""
 T = TypeVar("T")
 
 
@@ -208,18 +212,60 @@ def wait_back(ready: Callable[[], ObjectRef], what: str, timeout_s: float = ACTO
             time.sleep(0.2)
 
 
-def wait_ready(refs: Sequence[ObjectRef], what: str, timeout_s: float = ACTOR_START_TIMEOUT_S) -> None:
-    """Block until every actor answers ``ready``; a cluster too small to place them is a one-line error."""
-    ready, not_ready = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
-    try:
-        ray.get(ready)  # re-raises a constructor's exception
-    except ray.exceptions.RayError as err:
-        raise user_error(err) or err from None
-    if not_ready:
-        raise RaylabError(
-            f"{len(not_ready)} of {len(refs)} {what} did not start within {timeout_s:.0f} s: the Ray cluster "
-            f"lacks the CPUs/GPUs they reserve; lower topology.num_workers, topology.worker_cpus or learner.num_gpus"
-        )
+def wait_ready(
+    refs: Sequence[ObjectRef],
+    what: str,
+    timeout_s: float = ACTOR_START_TIMEOUT_S,
+    fits: Callable[[], bool] | None = None,
+) -> None:
+    """Block until every actor answers ``ready``.
+
+    After ``timeout_s``, actors still not ready are an error when the cluster cannot hold them (``fits()``
+    False, or no ``fits`` given): one line, the cluster lacks the resources they reserve. When it can, they are
+    waiting for a worker process that is still starting (importing torch on a busy machine, unpacking a
+    runtime_env), and are waited for up to ACTOR_START_LIMIT_S, saying so once on stderr."""
+    start = time.monotonic()
+    pending = list(refs)
+    told = False
+    while True:
+        waited = time.monotonic() - start
+        limit = timeout_s if waited < timeout_s else ACTOR_START_LIMIT_S
+        ready, pending = ray.wait(pending, num_returns=len(pending), timeout=max(0.0, limit - waited))
+        try:
+            ray.get(ready)  # re-raises a constructor's exception
+        except ray.exceptions.RayError as err:
+            raise user_error(err) or err from None
+        if not pending:
+            return
+        if fits is None or not fits():
+            raise RaylabError(
+                f"{len(pending)} of {len(refs)} {what} did not start within {timeout_s:.0f} s: the Ray cluster "
+                f"lacks the CPUs/GPUs they reserve; lower topology.num_workers, topology.worker_cpus or "
+                f"learner.num_gpus"
+            )
+        if time.monotonic() - start >= ACTOR_START_LIMIT_S:
+            raise RaylabError(
+                f"{len(pending)} of {len(refs)} {what} did not finish starting within {ACTOR_START_LIMIT_S:.0f} s "
+                f"although the cluster has the CPUs they reserve: see their logs under /tmp/ray/session_latest/logs"
+            )
+        if not told:
+            print(
+                f"raylab: {len(pending)} of {len(refs)} {what} still starting after {timeout_s:.0f} s (the cluster "
+                f"has their CPUs: a busy machine?); waiting",
+                file=sys.stderr,
+                flush=True,
+            )
+            told = True
+
+
+def cluster_fits(required_cpus: float) -> bool:
+    """Whether the cluster's logical CPUs hold what the run reserves (its actors then all get placed)."""
+    return ray_cpus() >= required_cpus - 1e-9
+
+
+def ray_cpus() -> float:
+    """Logical CPUs of the Ray cluster this process is connected to."""
+    return float(ray.cluster_resources().get("CPU", 0.0))
 
 
 def fetch(refs: Any) -> Any:
