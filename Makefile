@@ -13,7 +13,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-snake bench-replay bench-e2e bench-timing bench-faults bench-snapshot clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-snake bench-replay bench-e2e bench-timing bench-faults bench-snapshot clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -74,6 +74,14 @@ bench-core: install ## before/after the framework core: cartpole_{dqn,ppo,appo,a
 	for x in dqn ppo appo a3c; do seeds="0 1 2"; [ $$x = a3c ] && seeds="0 1 2 3 4"; \
 		$(PY) -m raylab.bench learn --seeds $$seeds --variant old= --variant new= --source old=$(OLD) \
 		--output benchmarks/core_before_after_$$x.json +experiment=cartpole_$$x $(ARGS) || exit 1; done
+
+sweep-demo: install ## an 8-trial Optuna sweep of cartpole_ppo (lr, clip), 30 s per trial -> benchmarks/sweep_cartpole_ppo.json
+	rm -rf outputs/sweeps/cartpole_ppo
+	$(PY) -m raylab.train -m +experiment=cartpole_ppo hydra/sweeper=optuna \
+		hydra.sweeper.n_trials=8 hydra.sweeper.direction=maximize hydra.sweeper.sampler.seed=0 \
+		'learner.lr=interval(0.0001,0.003)' 'algo.clip=interval(0.1,0.3)' stop.mean_return=null stop.seconds=30 \
+		logger.console=false hydra.sweep.dir=outputs/sweeps/cartpole_ppo $(ARGS)
+	cp outputs/sweeps/cartpole_ppo/sweep_summary.json benchmarks/sweep_cartpole_ppo.json
 
 bench-a3c: install ## time-to-475 on CartPole with A3C, 3 seeds, a3c vs serial -> benchmarks/cartpole_a3c_learning.json
 	$(PY) -m raylab.bench learn --seeds 0 1 2 --output benchmarks/cartpole_a3c_learning.json \

@@ -153,11 +153,21 @@ def _composition_message(err: Exception, overrides: list[str]) -> str:
 
 
 @hydra.main(config_path=f"pkg://{CONFIG_MODULE}", config_name="config", version_base="1.3")
-def _hydra_main(dict_cfg: DictConfig) -> None:
+def _hydra_main(dict_cfg: DictConfig) -> float | None:
+    """One run; under ``-m`` one trial of a sweep, whose objective (raylab/sweep.py) goes back to the sweeper."""
     from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
 
+    hydra_cfg = HydraConfig.get()
+    sweeping = hydra_cfg.mode == RunMode.MULTIRUN
     try:
-        summary = run(resolve(dict_cfg, run_dir=HydraConfig.get().runtime.output_dir))
+        cfg = resolve(dict_cfg, run_dir=hydra_cfg.runtime.output_dir)
+        if sweeping:
+            from raylab import sweep
+
+            sweep.check(cfg, OmegaConf.to_container(hydra_cfg.sweeper, resolve=False))  # type: ignore[arg-type]
+            sweep.SharedRay.active = True  # the trials share one Ray
+        summary = run(cfg)
     except RaylabError as err:
         print(f"raylab: error: {err}", file=sys.stderr, flush=True)
         sys.exit(EXIT_USAGE)
@@ -166,6 +176,11 @@ def _hydra_main(dict_cfg: DictConfig) -> None:
         sys.exit(0 if terminated() else EXIT_INTERRUPTED)
     if summary.stop_reason == "interrupted":
         sys.exit(EXIT_INTERRUPTED)
+    if sweeping:
+        from raylab import sweep
+
+        return sweep.objective(cfg, summary)
+    return None
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:

@@ -25,6 +25,7 @@ from raylab.config.schema import (
     ReplayConfig,
     RunConfig,
     StopConfig,
+    SweepConfig,
     TopologyConfig,
     WandbConfig,
 )
@@ -33,5 +34,5 @@ from raylab.envs.config import EnvConfig
 __all__ = [
     "TOPOLOGY_ALGOS", "A3CConfig", "APPOConfig", "AlgoConfig", "CheckpointConfig", "DQNConfig", "EnvConfig",
     "EpsilonConfig", "EvalConfig", "LearnerConfig", "LoggerConfig", "ModelConfig", "PPOConfig", "ParamsConfig",
-    "RayConfig", "ReplayConfig", "RunConfig", "StopConfig", "TopologyConfig", "WandbConfig", "resolve",
+    "RayConfig", "ReplayConfig", "RunConfig", "StopConfig", "SweepConfig", "TopologyConfig", "WandbConfig", "resolve",
 ]  # fmt: skip

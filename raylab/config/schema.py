@@ -338,6 +338,14 @@ class RayConfig:
 
 
 @dataclass(frozen=True)
+class SweepConfig:
+    objective: Literal["eval_return", "time_to_target"] = "eval_return"
+    """What a trial of a sweep (``python -m raylab.train -m ...``) returns to Hydra's sweeper: the final greedy
+    evaluation's mean return (maximize), or the training seconds until stop.mean_return was reached
+    (minimize; never reached: infinity). raylab/sweep.py; docs: Sweeps."""
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """Everything a run needs, validated; built once by ``resolve``."""
 
@@ -370,6 +378,8 @@ class RunConfig:
     """Periodic checkpoints and replay snapshots (``checkpoints/final.pt`` is always written)."""
     ray: RayConfig = field(default_factory=RayConfig)
     """Which Ray to run on (embedded or a cluster) and the embedded Ray's resources."""
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+    """What a sweep's trials are scored by (only read under ``-m``)."""
     run_dir: str = "."
     """Where the run writes its outputs: raylab.train sets it to the Hydra run dir (choose it with
     ``hydra.run.dir=...``; it is not a key of the composed config)."""

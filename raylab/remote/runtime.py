@@ -29,14 +29,19 @@ T = TypeVar("T")
 
 def run_on_ray(cfg: RayConfig, required_cpus: float, body: Callable[[], T]) -> T:
     """Run a topology's driver loop on Ray: start or join it, turn an actor's user error back into its one
-    line, and stop the Ray this call started."""
+    line, and stop the Ray this call started (a sweep's trials share it instead: raylab/sweep.py)."""
+    from raylab.sweep import SharedRay
+
+    if SharedRay.active and SharedRay.started and ray.is_initialized() and ray_cpus() < required_cpus:
+        ray.shutdown()  # a sweep's trial that needs more CPUs than the Ray the earlier trials shared
     started = init_ray(cfg, required_cpus)
+    SharedRay.started = SharedRay.started or started
     try:
         return body()
     except ray.exceptions.RayError as err:
         raise user_error(err) or err from None
     finally:
-        if started:
+        if started and not SharedRay.active:
             ray.shutdown()
 
 
