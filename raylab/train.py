@@ -29,6 +29,7 @@ from raylab.errors import EXIT_USAGE, ConfigError, RaylabError
 
 if TYPE_CHECKING:
     from raylab.driver.report import RunSummary
+    from raylab.types import EnvSpaces
 
 CONFIG_MODULE = "raylab.conf"
 EXIT_INTERRUPTED = 130
@@ -41,11 +42,7 @@ register_config_defaults()  # conf/ composes on the dataclass defaults (raylab/c
 def run(cfg: RunConfig) -> RunSummary:
     """Run one training job from a resolved config (the Python API behind the CLI)."""
     spaces = env_spaces(cfg.env)
-    if spaces.num_actions is None:  # every algorithm so far has a categorical policy or Q head
-        raise ConfigError(
-            f"algo={cfg.algo.name} needs discrete actions but {cfg.env.id} has {spaces.action_space}: "
-            f"choose an env with a Discrete action space"
-        )
+    check_spaces(cfg, spaces)
     if cfg.model.encoder == "custom":  # the user's network fails here, in one line, before any actor starts
         from raylab.algos.registry import algorithm
 
@@ -74,6 +71,22 @@ def run(cfg: RunConfig) -> RunSummary:
         flush=True,
     )
     return summary
+
+
+def check_spaces(cfg: RunConfig, spaces: EnvSpaces) -> None:
+    """What the algorithm and model can act in, against the env's spaces: one line naming the fix."""
+    from raylab.algos.names import ALGORITHMS
+
+    if spaces.continuous and not ALGORITHMS[cfg.algo.name].continuous_actions:
+        raise ConfigError(
+            f"algo={cfg.algo.name} needs discrete actions but {cfg.env.id} has {spaces.action_space}: "
+            f"choose an env with a Discrete action space, or algo=ppo / appo / a3c (Gaussian policy)"
+        )
+    if cfg.model.normalize_obs and cfg.algo.name in ("dqn", "a3c"):
+        raise ConfigError(
+            f"model.normalize_obs applies to algo=ppo and algo=appo (their learner owns the statistics), not "
+            f"algo={cfg.algo.name}: remove it"
+        )
 
 
 def config_groups() -> dict[str, list[str]]:

@@ -23,6 +23,12 @@ class EnvSpaces:
     """repr of the action space, for error messages."""
     frames_per_step: int = 1
     """Emulator frames per agent step (frame skip), to report env frames/s beside agent steps/s."""
+    action_dim: int | None = None
+    """Size of a continuous (one-dimensional Box) action; None for discrete actions."""
+
+    @property
+    def continuous(self) -> bool:
+        return self.action_dim is not None
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""A categorical policy over an actor-critic network: samples to act and explore, argmax to evaluate.
+"""A stochastic policy over an actor-critic network: samples to act and explore, the mode to evaluate
+(argmax for discrete actions, the mean for a Box; raylab/models/distributions.py).
 
 Algorithm-neutral: PPO, APPO and A3C act through it (A3C on the very module its worker trains)."""
 
@@ -39,15 +40,15 @@ class ActorCriticPolicy:
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
-            logits, _ = self.model(torch.from_numpy(obs))
+            params, _ = self.model(torch.from_numpy(obs))
+            dist = self.model.dist
             if self.greedy:
-                return logits.argmax(dim=1).numpy()
+                return dist.mode(params).numpy()
             if not self.keep_log_probs:
-                return torch.multinomial(torch.softmax(logits, 1), 1, generator=self.generator).squeeze(1).numpy()
-            log_probs = torch.log_softmax(logits, dim=1)
-            actions = torch.multinomial(log_probs.exp(), 1, generator=self.generator)
-            self.last_log_probs = log_probs.gather(1, actions).squeeze(1).numpy()
-            return actions.squeeze(1).numpy()
+                return dist.sample(params, self.generator).numpy()
+            actions, log_probs = dist.sample_with_log_prob(params, self.generator)
+            self.last_log_probs = log_probs.numpy()
+            return actions.numpy()
 
     def set_weights(self, weights: Weights) -> bool:
         """Load ``weights`` if newer than what the policy holds; returns whether it did."""

@@ -25,12 +25,16 @@ class AlgorithmInfo:
     """It learns from a replay buffer (replay.* and checkpoint.replay apply)."""
     no_learner: str | None = None
     """Why it has no Learner (its gradients are applied elsewhere), or None when a Learner trains it."""
+    continuous_actions: bool = True
+    """It acts in Box action spaces too (a Gaussian policy); False: Discrete only (DQN's Q head)."""
 
 
 ALGORITHMS: dict[str, AlgorithmInfo] = {
     info.name: info
     for info in (
-        AlgorithmInfo("dqn", "apex_dqn", "raylab.algos.dqn.builder:DQN_ALGORITHM", replay=True),
+        AlgorithmInfo(
+            "dqn", "apex_dqn", "raylab.algos.dqn.builder:DQN_ALGORITHM", replay=True, continuous_actions=False
+        ),
         AlgorithmInfo(
             "a3c",
             "a3c",

@@ -35,6 +35,12 @@ class ModelConfig:
     """Dueling Q head: V(s) + A(s, a) - mean_a A(s, a)."""
     norm: Literal["none", "batch"] = "none"
     """nature_cnn: BatchNorm after each convolution (seed 001's Mario network); workers act in eval mode."""
+    log_std_init: float = 0.0
+    """Continuous (Box) actions: the starting log standard deviation of the Gaussian policy (a learned,
+    state-independent parameter per action dimension)."""
+    normalize_obs: bool = False
+    """Standardize observations with running mean and variance that the learner updates and ships inside the
+    weights (PPO, APPO; raylab/models/normalize.py). Not with A3C (its parameter servers move parameters only)."""
     factory: str | None = None
     """model=custom: ``pkg.module:make_model``, called as ``make_model(spaces, head, **model.options)`` in every
     process that builds the network (learner, rollout actors, evaluator); the contract is in

@@ -106,7 +106,8 @@ class GymnasiumFamily(EnvFamily):
         except TypeError as err:
             raise ConfigError(f"{cfg.id} rejected env.options {dict(cfg.options)} ({err}): fix env.options") from err
         except gym.error.DependencyNotInstalled as err:  # Box2D, MuJoCo, ...: gymnasium names the pip install
-            raise ConfigError(f"env.id={cfg.id} in {user_code.where()}: {one_line(err)}") from None
+            extra = " (or: pip install 'raylab[mujoco]')" if "mujoco" in str(err).lower() else ""
+            raise ConfigError(f"env.id={cfg.id} in {user_code.where()}: {one_line(err)}{extra}") from None
 
     def make_render(self, cfg: EnvConfig) -> gym.Env:
         return self.make_raw(dataclasses.replace(cfg, options={**cfg.options, "render_mode": "rgb_array"}))
@@ -173,7 +174,7 @@ class FakeFamily(EnvFamily):
     """raylab.envs.fake.FakeEnv: plumbing tests and benchmarks, including deliberate crashes."""
 
     name = "fake"
-    options = ("obs_shape", "num_actions", "episode_length", "crash_every", "crash_in")
+    options = ("obs_shape", "num_actions", "episode_length", "crash_every", "crash_in", "continuous")
 
     def make_raw(self, cfg: EnvConfig) -> gym.Env:
         return FakeEnv(**cfg.options)
@@ -293,6 +294,8 @@ def wrap(env: gym.Env, cfg: EnvConfig, fam: EnvFamily) -> gym.Env:
         env = FrameStack(env, cfg.frame_stack)
     if cfg.reward_clip is not None or cfg.reward_scale != 1.0:
         env = RewardTransform(env, cfg.reward_clip, cfg.reward_scale)
+    if isinstance(env.action_space, gym.spaces.Box):  # the Gaussian policy samples unbounded actions
+        env = gym.wrappers.ClipAction(env)
     return env
 
 
@@ -341,10 +344,24 @@ def env_spaces(cfg: EnvConfig) -> EnvSpaces:
         )
     assert obs_space.dtype is not None
     num_actions = int(act_space.n) if isinstance(act_space, gym.spaces.Discrete) else None
+    action_dim = None
+    if isinstance(act_space, gym.spaces.Box):
+        if len(act_space.shape) != 1:
+            raise ConfigError(
+                f"{cfg.id} has {act_space} actions; raylab's Gaussian policy takes one-dimensional Box actions: "
+                f"flatten the action space in your env"
+            )
+        action_dim = int(act_space.shape[0])
+    elif num_actions is None:
+        raise ConfigError(
+            f"{cfg.id} has {act_space} actions; raylab acts in Discrete or one-dimensional Box action spaces: "
+            f"choose an env with one of those"
+        )
     return EnvSpaces(
         obs_shape=tuple(obs_space.shape),
         obs_dtype=np.dtype(obs_space.dtype),
         num_actions=num_actions,
         action_space=repr(act_space),
         frames_per_step=cfg.frame_skip,
+        action_dim=action_dim,
     )

@@ -10,7 +10,9 @@ evaluator, ``raylab.evaluate``)::
 - ``head`` says what the algorithm needs the module's ``forward(obs)`` to return, for a float32 batch
   ``obs`` of shape ``[B, *obs_shape]`` (uint8 frames arrive already scaled to [0, 1]):
   - ``"q"`` (DQN, Ape-X): Q values, ``[B, num_actions]``;
-  - ``"actor_critic"`` (PPO, APPO, A3C): ``(logits [B, num_actions], value [B])``.
+  - ``"actor_critic"`` (PPO, APPO, A3C): ``(logits [B, num_actions], value [B])``; for a Box action space
+    (``spaces.action_dim`` set) ``(mean [B, action_dim], value [B])``, raylab adding the Gaussian's
+    state-independent log-std parameter.
 - The module is a plain ``nn.Module``: raylab moves it to the learner's device, may ``torch.compile`` it and
   run it under autocast (learner.precision), copies its ``state_dict`` into every actor as the published
   weights, and saves it in checkpoints. So every parameter and buffer must be in its ``state_dict``, and it
@@ -55,7 +57,6 @@ def build_custom(cfg: ModelConfig, spaces: EnvSpaces, head: str) -> nn.Module:
 
 def check_outputs(cfg: ModelConfig, module: nn.Module, spaces: EnvSpaces, head: str) -> None:
     """One forward pass on zeros, so a wrong output shape is a config error now rather than a crash in an actor."""
-    assert spaces.num_actions is not None
     obs = torch.zeros((2, *spaces.obs_shape), dtype=torch.float32)
     try:
         with torch.no_grad():
@@ -64,7 +65,7 @@ def check_outputs(cfg: ModelConfig, module: nn.Module, spaces: EnvSpaces, head: 
         raise ConfigError(
             f"model.factory {cfg.factory}: forward on a [2, *{spaces.obs_shape}] batch raised {describe(err)}"
         ) from None
-    a = spaces.num_actions
+    a = spaces.action_dim if spaces.action_dim is not None else spaces.num_actions
     if head == "q":
         ok = isinstance(out, torch.Tensor) and tuple(out.shape) == (2, a)
         want = f"Q values of shape [B, {a}]"
@@ -76,7 +77,7 @@ def check_outputs(cfg: ModelConfig, module: nn.Module, spaces: EnvSpaces, head: 
             and tuple(out[0].shape) == (2, a)
             and tuple(out[1].shape) == (2,)
         )
-        want = f"(logits [B, {a}], value [B])"
+        want = f"(mean [B, {a}], value [B])" if spaces.continuous else f"(logits [B, {a}], value [B])"
     if not ok:
         raise ConfigError(
             f"model.factory {cfg.factory}: head {head!r} must return {want}, got {shapes(out)}: fix forward"

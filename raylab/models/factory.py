@@ -8,8 +8,10 @@ from torch import nn
 from raylab.config import ModelConfig
 from raylab.errors import ConfigError
 from raylab.models.custom import build_custom, scaled
+from raylab.models.distributions import ActionDist, Categorical, DiagGaussian
 from raylab.models.encoders import ImpalaCNN, MLPEncoder, NatureCNN
 from raylab.models.heads import DuelingQHead, QHead
+from raylab.models.normalize import RunningNorm
 from raylab.types import EnvSpaces
 
 Encoder = MLPEncoder | NatureCNN | ImpalaCNN
@@ -42,17 +44,34 @@ class QNetwork(nn.Module):
 
 
 class ActorCritic(nn.Module):
-    """encoder -> (policy logits, state value). Shared by A3C and PPO; uint8 frames are scaled here too.
+    """encoder -> (action distribution parameters, state value). Shared by A3C, PPO and APPO; uint8 frames
+    are scaled here too. ``dist`` (raylab/models/distributions.py) says what the parameters are: logits for
+    discrete actions; for a Box, the mean and a state-independent log-std (``log_std_init`` at the start).
 
-    The policy head starts near uniform (weights scaled by 0.01, as in openai/baselines), so early rollouts
-    explore and the entropy bonus does not fight a peaked random initialisation.
+    The policy head starts near uniform / near zero mean (weights scaled by 0.01, as in openai/baselines), so
+    early rollouts explore and the entropy bonus does not fight a peaked random initialisation.
+    ``obs_norm`` (model.normalize_obs) standardizes observations with running statistics that the learner
+    updates (buffers: they travel with the published weights and the checkpoints).
     """
 
-    def __init__(self, encoder: Encoder, num_actions: int):
+    def __init__(
+        self,
+        encoder: Encoder,
+        dist: ActionDist | int,
+        log_std_init: float = 0.0,
+        obs_norm: RunningNorm | None = None,
+    ):
+        """``dist``: the action distribution, or a number of discrete actions (a Categorical over them)."""
         super().__init__()
+        dist = Categorical(dist) if isinstance(dist, int) else dist
         self.encoder = encoder
-        self.policy = nn.Linear(encoder.out_dim, num_actions)
+        self.dist: ActionDist = dist
+        self.obs_norm = obs_norm
+        outputs = dist.num_actions if isinstance(dist, Categorical) else dist.action_dim
+        self.policy = nn.Linear(encoder.out_dim, outputs)
         self.value = nn.Linear(encoder.out_dim, 1)
+        if isinstance(dist, DiagGaussian):
+            self.log_std = nn.Parameter(torch.full((dist.action_dim,), float(log_std_init)))
         with torch.no_grad():
             self.policy.weight.mul_(0.01)
             self.policy.bias.zero_()
@@ -60,8 +79,13 @@ class ActorCritic(nn.Module):
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if obs.dtype == torch.uint8:
             obs = obs.float().div_(255.0)
+        if self.obs_norm is not None:
+            obs = self.obs_norm(obs)
         features = self.encoder(obs)
-        return self.policy(features), self.value(features).squeeze(-1)
+        head = self.policy(features)
+        if isinstance(self.dist, DiagGaussian):
+            head = torch.cat([head, self.log_std.expand_as(head)], dim=1)
+        return head, self.value(features).squeeze(-1)
 
 
 def _num_actions(spaces: EnvSpaces) -> int:
@@ -89,15 +113,22 @@ class CustomQNetwork(QNetwork):
 
 
 class CustomActorCritic(ActorCritic):
-    """An ActorCritic whose whole body is the user's module: obs -> (logits [B, A], value [B])."""
+    """An ActorCritic whose body is the user's module: obs -> (logits [B, A] or a Box's mean [B, D], value [B]);
+    for a Box, raylab adds the state-independent log-std, as for its own head."""
 
-    def __init__(self, net: nn.Module):
+    def __init__(self, net: nn.Module, dist: ActionDist, log_std_init: float = 0.0):
         nn.Module.__init__(self)  # no encoder or heads of raylab's: the user's module is all of it
         self.net = net
+        self.dist = dist
+        self.obs_norm = None
+        if isinstance(dist, DiagGaussian):
+            self.log_std = nn.Parameter(torch.full((dist.action_dim,), float(log_std_init)))
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        logits, value = self.net(scaled(obs))
-        return logits, value
+        head, value = self.net(scaled(obs))
+        if isinstance(self.dist, DiagGaussian):
+            head = torch.cat([head, self.log_std.expand_as(head)], dim=1)
+        return head, value
 
 
 def build_q_network(cfg: ModelConfig, spaces: EnvSpaces, atoms: int = 1) -> QNetwork:
@@ -115,11 +146,19 @@ def build_q_network(cfg: ModelConfig, spaces: EnvSpaces, atoms: int = 1) -> QNet
     return QNetwork(encoder, head)
 
 
+def action_dist(spaces: EnvSpaces) -> ActionDist:
+    """The actor-critic's action distribution for the env's action space."""
+    if spaces.action_dim is not None:
+        return DiagGaussian(spaces.action_dim)
+    return Categorical(_num_actions(spaces))
+
+
 def build_actor_critic(cfg: ModelConfig, spaces: EnvSpaces) -> ActorCritic:
-    num_actions = _num_actions(spaces)
+    dist = action_dist(spaces)
     if cfg.encoder == "custom":
-        return CustomActorCritic(build_custom(cfg, spaces, "actor_critic"))
-    return ActorCritic(build_encoder(cfg, spaces), num_actions)
+        return CustomActorCritic(build_custom(cfg, spaces, "actor_critic"), dist, cfg.log_std_init)
+    obs_norm = RunningNorm(spaces.obs_shape) if cfg.normalize_obs else None
+    return ActorCritic(build_encoder(cfg, spaces), dist, cfg.log_std_init, obs_norm)
 
 
 def build_encoder(cfg: ModelConfig, spaces: EnvSpaces) -> Encoder:

@@ -112,7 +112,7 @@ class RolloutWorker:
         """Step the envs for one chunk (``env`` and ``inference`` stages go to the timer, which keeps them)."""
         steps, num_envs = self.rollout_length, self.env.num_envs
         obs = np.empty((steps + 1, *self._obs.shape), self._obs.dtype)
-        actions = np.empty((steps, num_envs), np.int64)
+        actions: np.ndarray | None = None  # [T, E] int64, or [T, E, D] float32 (Box): the first action says
         rewards = np.empty((steps, num_envs), np.float32)
         terminated = np.empty((steps, num_envs), bool)
         truncated = np.empty((steps, num_envs), bool)
@@ -128,7 +128,10 @@ class RolloutWorker:
         taken = 0
         for t in range(steps):
             with timer.stage("inference"):
-                actions[t] = self.policy.act(obs[t])
+                action = self.policy.act(obs[t])
+                if actions is None:
+                    actions = np.empty((steps, *action.shape), action.dtype)
+                actions[t] = action
                 if self.policy.last_log_probs is not None:
                     if log_probs is None:
                         log_probs = np.empty((steps, num_envs), np.float32)
@@ -151,6 +154,7 @@ class RolloutWorker:
             taken = t + 1
             if self.cut_at_episode_end and (step.terminated | step.truncated).any():
                 break
+        assert actions is not None  # rollout_length >= 1
         if taken < steps:  # cut at an episode's end
             obs, actions, rewards = obs[: taken + 1], actions[:taken], rewards[:taken]
             terminated, truncated = terminated[:taken], truncated[:taken]

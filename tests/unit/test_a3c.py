@@ -13,6 +13,7 @@ from raylab.algos.actor_critic import ActorCriticPolicy
 from raylab.algos.returns import bootstrap_before_crashes, bootstrapped_returns
 from raylab.envs.fake import FakeEnv
 from raylab.envs.vector import SerialVectorEnv
+from raylab.models.distributions import Categorical
 from raylab.models.encoders import MLPEncoder
 from raylab.models.factory import ActorCritic
 from raylab.params import LocalServerLink, ParameterServer, ParamLayout, flatten_params, load_flat
@@ -56,7 +57,8 @@ def test_actor_critic_loss_matches_hand_computed_terms():
     values = torch.tensor([1.0, 2.0], requires_grad=True)
     actions = torch.tensor([1, 0])
     returns = torch.tensor([3.0, 1.0])
-    out = actor_critic_loss(logits, values, actions, returns, value_coef=0.5, entropy_coef=0.1)
+    d = Categorical(2)
+    out = actor_critic_loss(d.log_prob(logits, actions), d.entropy(logits), values, returns, 0.5, 0.1)
     # advantages 2 and -1; policy loss = mean(-log .5 * 2, -log .75 * -1)
     expected_policy = (-np.log(0.5) * 2 + np.log(0.75) * 1) / 2
     expected_value = (0.5 * 4 + 0.5 * 1) / 2
@@ -74,8 +76,9 @@ def test_actor_critic_loss_matches_hand_computed_terms():
 def test_masked_steps_leave_the_loss():
     logits, values = torch.zeros(3, 2), torch.zeros(3)
     actions, returns = torch.tensor([0, 0, 0]), torch.tensor([1.0, 1.0, 100.0])
-    masked = actor_critic_loss(logits, values, actions, returns, 0.5, 0.0, mask=torch.tensor([1, 1, 0]))
-    plain = actor_critic_loss(logits[:2], values[:2], actions[:2], returns[:2], 0.5, 0.0)
+    log_probs, entropies = Categorical(2).log_prob(logits, actions), Categorical(2).entropy(logits)
+    masked = actor_critic_loss(log_probs, entropies, values, returns, 0.5, 0.0, mask=torch.tensor([1, 1, 0]))
+    plain = actor_critic_loss(log_probs[:2], entropies[:2], values[:2], returns[:2], 0.5, 0.0)
     assert masked.loss.item() == pytest.approx(plain.loss.item())
 
 

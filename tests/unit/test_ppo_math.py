@@ -8,6 +8,7 @@ import torch
 
 from raylab.algos.ppo import ppo_loss
 from raylab.algos.returns import bootstrapped_returns, gae, vtrace
+from raylab.models.distributions import Categorical
 
 
 def col(*values, dtype=np.float32):
@@ -88,8 +89,10 @@ def test_ppo_loss_matches_hand_computed_terms():
     old_log_probs = torch.log(torch.tensor([0.25, 0.5]))  # ratios 2.0 and 1.0
     advantages = torch.tensor([1.0, -1.0])
     values, old_values, returns = torch.tensor([1.0, 0.0]), torch.tensor([0.0, 0.0]), torch.tensor([3.0, 0.0])
+    d = Categorical(2)
     out = ppo_loss(
-        logits, values, torch.tensor([0, 1]), old_log_probs, old_values, advantages, returns,
+        d.log_prob(logits, torch.tensor([0, 1])), d.entropy(logits), values, old_log_probs, old_values, advantages,
+        returns,
         clip=0.2, value_clip=0.5, value_coef=0.5, entropy_coef=0.01, normalize_advantages=False,
     )  # fmt: skip
     # surrogate: min(2 * 1, 1.2 * 1) = 1.2 and min(1 * -1, 1 * -1) = -1 -> policy loss -(1.2 - 1) / 2
@@ -103,11 +106,12 @@ def test_ppo_loss_matches_hand_computed_terms():
 
 
 def test_ppo_without_value_clipping_is_half_squared_error_and_advantages_are_normalized():
-    logits = torch.zeros(3, 2)
+    d, logits = Categorical(2), torch.zeros(3, 2)
+    new = (d.log_prob(logits, torch.zeros(3)), d.entropy(logits))
     kwargs = dict(clip=0.2, value_clip=None, value_coef=1.0, entropy_coef=0.0)
-    a = ppo_loss(logits, torch.zeros(3), torch.zeros(3), torch.log(torch.full((3,), 0.5)), torch.zeros(3),
+    a = ppo_loss(*new, torch.zeros(3), torch.log(torch.full((3,), 0.5)), torch.zeros(3),
                  torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.0, 2.0]), **kwargs)  # fmt: skip
-    b = ppo_loss(logits, torch.zeros(3), torch.zeros(3), torch.log(torch.full((3,), 0.5)), torch.zeros(3),
+    b = ppo_loss(*new, torch.zeros(3), torch.log(torch.full((3,), 0.5)), torch.zeros(3),
                  torch.tensor([10.0, 20.0, 30.0]), torch.tensor([1.0, 2.0, 2.0]), **kwargs)  # fmt: skip
     assert a.value_loss.item() == pytest.approx(0.5 * (1 + 4 + 4) / 3)
     assert a.policy_loss.item() == pytest.approx(b.policy_loss.item(), abs=1e-6)  # scale-free after normalizing

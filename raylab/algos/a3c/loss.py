@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch.nn import functional as F
 
 
 @dataclass
@@ -18,9 +17,9 @@ class ActorCriticLoss:
 
 
 def actor_critic_loss(
-    logits: torch.Tensor,
+    log_probs: torch.Tensor,
+    entropies: torch.Tensor,
     values: torch.Tensor,
-    actions: torch.Tensor,
     returns: torch.Tensor,
     value_coef: float,
     entropy_coef: float,
@@ -29,15 +28,13 @@ def actor_critic_loss(
     """Policy gradient with advantage ``returns - V(s)`` (no gradient through the advantage), half squared
     value error, and the policy's entropy; all averaged over the (unmasked) steps.
 
-    Shapes: ``logits [N, A]``, ``values/actions/returns/mask [N]``. ``mask`` drops steps without a real
-    outcome (an env crashed there).
+    Shapes: all ``[N]``: the log-probabilities of the actions taken and the policy's entropies (from the
+    action distribution, raylab/models/distributions.py), values, returns, mask. ``mask`` drops steps
+    without a real outcome (an env crashed there).
     """
-    log_probs = F.log_softmax(logits, dim=-1)
-    chosen = log_probs.gather(1, actions.long().unsqueeze(1)).squeeze(1)
     advantages = (returns - values).detach()
-    entropies = -(log_probs.exp() * log_probs).sum(dim=-1)
     value_errors = 0.5 * (returns - values).pow(2)
-    policy_terms = -chosen * advantages
+    policy_terms = -log_probs * advantages
     if mask is None:
         policy_loss, value_loss, entropy = policy_terms.mean(), value_errors.mean(), entropies.mean()
     else:

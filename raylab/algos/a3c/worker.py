@@ -275,7 +275,7 @@ def chunk_loss(
     for k, (t, e) in enumerate(chunk.final_index):
         bootstrap[t, e] = float(tail_values[num_envs + k])
     obs = torch.from_numpy(chunk.obs[:steps])
-    logits, values = model(obs.reshape(steps * num_envs, *obs.shape[2:]))
+    params, values = model(obs.reshape(steps * num_envs, *obs.shape[2:]))
     terminated, truncated = chunk.terminated, chunk.truncated
     valid = None if chunk.restarted is None or not chunk.restarted.any() else ~chunk.restarted
     if valid is not None:
@@ -283,10 +283,12 @@ def chunk_loss(
         state_values = values.detach().reshape(steps, num_envs).numpy()
         bootstrap_before_crashes(valid, terminated, truncated, bootstrap, state_values)
     returns = bootstrapped_returns(chunk.rewards, terminated, truncated, bootstrap, gamma)
+    actions = torch.from_numpy(chunk.actions.reshape(steps * num_envs, *chunk.actions.shape[2:]))
+    log_probs, entropies = model.dist.log_prob_and_entropy(params, actions)
     return actor_critic_loss(
-        logits,
+        log_probs,
+        entropies,
         values,
-        torch.from_numpy(chunk.actions.reshape(-1)),
         torch.from_numpy(returns.reshape(-1)),
         value_coef,
         entropy_coef,

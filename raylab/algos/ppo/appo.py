@@ -42,6 +42,7 @@ class APPO(ClippedObjective):
             raise ValueError("APPO needs the behaviour policy's log-probabilities in every chunk")
         chunk = join_chunks(fresh)
         assert chunk.log_probs is not None
+        self.update_obs_norm(chunk, io)
         r = round_values(self.model, chunk, io)
         targets = vtrace(
             chunk.log_probs, r.log_probs, chunk.rewards, r.values, r.next_values, r.terminated, r.truncated,

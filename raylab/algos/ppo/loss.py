@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch.nn import functional as F
 
 
 @dataclass
@@ -22,9 +21,9 @@ class PPOLoss:
 
 
 def ppo_loss(
-    logits: torch.Tensor,
+    log_probs: torch.Tensor,
+    entropies: torch.Tensor,
     values: torch.Tensor,
-    actions: torch.Tensor,
     old_log_probs: torch.Tensor,
     old_values: torch.Tensor,
     advantages: torch.Tensor,
@@ -36,14 +35,13 @@ def ppo_loss(
     entropy_coef: float,
     normalize_advantages: bool = True,
 ) -> PPOLoss:
-    """Shapes: ``logits [N, A]``, everything else ``[N]`` (one minibatch).
+    """Every argument ``[N]`` (one minibatch): the log-probabilities of the actions taken under the current
+    policy and its entropies (from the action distribution, raylab/models/distributions.py), then values.
 
     policy: ``-mean(min(ratio * A, clip(ratio, 1 - clip, 1 + clip) * A))``, A normalized per minibatch.
     value: ``0.5 * mean(max((V - R)^2, (V_old + clip(V - V_old, -vc, vc) - R)^2))``, or the plain squared
     error when ``value_clip`` is None.
     """
-    log_probs_all = F.log_softmax(logits, dim=-1)
-    log_probs = log_probs_all.gather(1, actions.long().unsqueeze(1)).squeeze(1)
     log_ratio = log_probs - old_log_probs
     ratio = log_ratio.exp()
     if normalize_advantages and advantages.numel() > 1:
@@ -55,7 +53,7 @@ def ppo_loss(
         clipped = old_values + (values - old_values).clamp(-value_clip, value_clip)
         errors = torch.max(errors, (clipped - returns).pow(2))
     value_loss = 0.5 * errors.mean()
-    entropy = -(log_probs_all.exp() * log_probs_all).sum(dim=-1).mean()
+    entropy = entropies.mean()
     loss = policy_loss + value_coef * value_loss - entropy_coef * entropy
     with torch.no_grad():
         approx_kl = ((ratio - 1.0) - log_ratio).mean()

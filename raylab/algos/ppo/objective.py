@@ -83,10 +83,10 @@ def round_values(model: ActorCritic, chunk: Chunk, io: DeviceIO) -> RoundValues:
     steps, envs = chunk.num_steps, chunk.num_envs
     obs = io.tensor(chunk.obs)
     flat_obs = obs.reshape(-1, *obs.shape[2:])
-    actions = io.tensor(chunk.actions.reshape(-1))
+    actions = io.tensor(chunk.actions.reshape(steps * envs, *chunk.actions.shape[2:]))
     with torch.no_grad(), io.autocast():
-        logits, values_all = model(flat_obs)
-        log_probs = torch.log_softmax(logits[: steps * envs].float(), -1).gather(1, actions.long()[:, None])[:, 0]
+        params, values_all = model(flat_obs)
+        log_probs = model.dist.log_prob(params[: steps * envs].float(), actions)
         final_values = (
             model(io.tensor(chunk.final_obs))[1].float().cpu().numpy()
             if len(chunk.final_obs)
@@ -168,6 +168,14 @@ class ClippedObjective:
     def after_update(self, version: int) -> None:
         pass
 
+    def update_obs_norm(self, chunk: Chunk, io: DeviceIO) -> None:
+        """model.normalize_obs: merge the round's observations into the model's running statistics, before the
+        round's value pass; they reach the actors inside the weights this call publishes."""
+        norm = self.model.obs_norm
+        if norm is not None:
+            obs = io.tensor(chunk.obs[: chunk.num_steps])
+            norm.update(obs.reshape(-1, *obs.shape[2:]))
+
     def state_dict(self) -> dict[str, Any]:
         return {}
 
@@ -198,9 +206,10 @@ class ClippedObjective:
         return Plan(steps, gather, metrics, version_per_call=True, prefetch_on_cpu=False)
 
     def loss(self, mb: dict[str, torch.Tensor]) -> LossOutput:
-        logits, values = self.model(mb["obs"])
+        params, values = self.model(mb["obs"])
+        log_probs, entropies = self.model.dist.log_prob_and_entropy(params.float(), mb["actions"])
         out = ppo_loss(
-            logits.float(), values.float(), mb["actions"], mb["old_log_probs"], mb["old_values"], mb["advantages"],
+            log_probs, entropies, values.float(), mb["old_log_probs"], mb["old_values"], mb["advantages"],
             mb["returns"], clip=self.cfg.clip, value_clip=self.value_clip, value_coef=self.cfg.value_coef,
             entropy_coef=self.cfg.entropy_coef, normalize_advantages=False,  # normalized per minibatch already
         )  # fmt: skip
@@ -225,6 +234,7 @@ class PPO(ClippedObjective):
     def plan(self, data: list[Chunk], version: int, io: DeviceIO) -> Plan:
         cfg = self.ppo
         chunk = join_chunks(list(data))
+        self.update_obs_norm(chunk, io)
         r = round_values(self.model, chunk, io)
         advantages, returns = gae(
             chunk.rewards, r.values, r.next_values, r.terminated, r.truncated, cfg.gamma, cfg.gae_lambda
