@@ -20,6 +20,10 @@ CLIP = 10.0
 class RunningNorm(nn.Module):
     """``(obs - mean) / sqrt(var + eps)``, clipped; mean and var merged batch by batch (Chan et al.)."""
 
+    mean: torch.Tensor
+    var: torch.Tensor
+    count: torch.Tensor
+
     def __init__(self, shape: Sequence[int], eps: float = 1e-8):
         super().__init__()
         self.eps = eps
