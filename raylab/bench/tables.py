@@ -484,6 +484,7 @@ TABLES: dict[str, Table] = {
     "cartpole_ppo_learning": Table(("cartpole_ppo_learning.json",), learn, "PPO on CartPole to a greedy 475"),
     "cartpole_appo_learning": Table(("cartpole_appo_learning.json",), learn, "APPO on CartPole to a greedy 475"),
     "cartpole_a3c_learning": Table(("cartpole_a3c_learning.json",), learn, "A3C on CartPole to a greedy 475"),
+    "pendulum_ppo_learning": Table(("pendulum_ppo_learning.json",), learn, "PPO on Pendulum (continuous actions)"),
     "core_before_after": Table(
         tuple(f"core_before_after_{algo}.json" for algo in ("dqn", "ppo", "appo", "a3c")),
         before_after,
