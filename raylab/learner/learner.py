@@ -90,9 +90,12 @@ class Learner:
         self._apply: Callable[[], torch.Tensor] = self._clip_and_step
         self._cuda_graphs = compile and compile_mode in CUDA_GRAPH_MODES and self.device.type == "cuda"
         if compile:
-            self._loss = torch.compile(objective.loss, mode=compile_mode)
+            # dynamic=False: a learner's shapes are fixed, so each gets its own graph. With automatic dynamic
+            # shapes, the recompile they trigger under reduce-overhead raised an internal TorchDynamo
+            # IndexError on CUDA (torch 2.11, H100; tests/unit/test_learner_objectives.py, gpu marker).
+            self._loss = torch.compile(objective.loss, mode=compile_mode, dynamic=False)
             if precision != "fp16":  # GradScaler's step has data-dependent control flow: keep it eager
-                self._apply = torch.compile(self._clip_and_step, mode=compile_mode)
+                self._apply = torch.compile(self._clip_and_step, mode=compile_mode, dynamic=False)
 
     # -- calls ---------------------------------------------------------------------------------------------
     def update_many(self, data: Any) -> LearnerStats:
