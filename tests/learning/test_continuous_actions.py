@@ -12,7 +12,7 @@ from tests.conftest import FAKE, make_config
 
 TASK = (
     *FAKE, "+env.options.continuous=true", "env.options.num_actions=9", "model.hidden_sizes=[32]",
-    "stop.mean_return=18", "stop.seconds=240", "eval.every_seconds=1", "eval.episodes=8", "eval.final_episodes=16",
+    "stop.mean_return=18.5", "stop.seconds=240", "eval.every_seconds=1", "eval.episodes=8", "eval.final_episodes=16",
 )  # fmt: skip
 
 
