@@ -1,4 +1,5 @@
-"""``learner``: learner updates/s for eager fp32, AMP, torch.compile and AMP + compile, DQN or PPO.
+"""``learner``: learner updates/s for eager fp32, AMP, torch.compile and AMP + compile, DQN or PPO; on CUDA
+also TF32, bf16, fp16 + GradScaler and compile_mode=reduce-overhead (CUDA graphs), each by name (``--variants``).
 
     python -m raylab.bench learner --output benchmarks/learner_cpu.json [--device cuda] [--batch-sizes 32 512]
     python -m raylab.bench learner --algo ppo --output benchmarks/learner_ppo_cpu.json [--batch-sizes 32 64]
@@ -37,11 +38,20 @@ from raylab.driver.outputs import atomic_write
 from raylab.errors import RaylabError
 
 VARIANTS: dict[str, dict[str, Any]] = {
-    "eager_fp32": {},
+    "eager_fp32": {"tf32": False},  # strict fp32 (on CUDA: TF32 matmuls and convolutions off)
     "amp": {"precision": "auto"},  # bf16 on CPU, fp16 (GradScaler) on CUDA
     "compile": {"compile": True},
     "amp_compile": {"precision": "auto", "compile": True},
+    # the rest name each choice; on CUDA the learner's default tf32=true applies to every one but eager_fp32
+    "tf32": {},
+    "bf16": {"precision": "bf16"},
+    "fp16": {"precision": "fp16"},
+    "compile_ro": {"compile": True, "compile_mode": "reduce-overhead"},  # CUDA graphs
+    "bf16_compile": {"precision": "bf16", "compile": True},
+    "bf16_compile_ro": {"precision": "bf16", "compile": True, "compile_mode": "reduce-overhead"},
+    "fp16_compile_ro": {"precision": "fp16", "compile": True, "compile_mode": "reduce-overhead"},
 }
+DEFAULT_VARIANTS = ["eager_fp32", "amp", "compile", "amp_compile"]
 
 
 NETWORKS = {
@@ -63,7 +73,7 @@ def add_parser(commands: Any) -> None:
     )
     p.add_argument("--epochs", type=int, default=2, help="PPO: epochs per round")
     p.add_argument("--minibatches", type=int, default=4, help="PPO: minibatches per epoch")
-    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    p.add_argument("--variants", nargs="+", default=DEFAULT_VARIANTS, choices=list(VARIANTS))
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seconds", type=float, default=4.0, help="timed seconds per variant per round")
     p.add_argument("--threads", type=int, default=1, help="torch threads (learner.num_threads)")
@@ -83,6 +93,7 @@ def _learner(algo: str, variant: str, device: str, compile_mode: str, epochs: in
     from raylab.types import EnvSpaces
 
     opts = dict(VARIANTS[variant])
+    compile_mode = opts.pop("compile_mode", compile_mode)
     resolved = resolve_device(device)
     if opts.get("precision") == "auto":
         opts["precision"] = "fp16" if resolved.type == "cuda" else "bf16"
@@ -231,6 +242,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         "gpu": torch.cuda.get_device_name(0) if device.type == "cuda" else None,
         "torch_threads": args.threads,
         "compile_mode": args.compile_mode,
+        "variant_options": {v: VARIANTS[v] for v in args.variants},
         "protocol": f"{args.rounds} alternating rounds of {args.seconds:g} s per variant; medians; {call}",
         "machine": machine_info(),
         "batch_sizes": results,
@@ -253,7 +265,7 @@ def _plot(results: dict[str, Any], variants: list[str], title: str, path: Path) 
     row = [axes] if len(results) == 1 else list(axes[0])
     for ax, (batch_size, r) in zip(row, results.items(), strict=True):
         values = [r["updates_per_s"][v] for v in variants]
-        bars = ax.bar(variants, values, color=["tab:gray", "tab:blue", "tab:orange", "tab:green"][: len(variants)])
+        bars = ax.bar(variants, values, color=[f"C{i % 10}" for i in range(len(variants))])
         for bar, v in zip(bars, variants, strict=True):
             ratio = r["ratio_vs_eager_fp32"][v] if r["ratio_vs_eager_fp32"] else None
             if ratio is not None:

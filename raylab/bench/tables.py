@@ -161,24 +161,40 @@ def before_after(data: list[Json]) -> str:
 
 
 LEARNER_VARIANTS = ("eager_fp32", "amp", "compile", "amp_compile")
+"""The variants of a learner JSON written before ``variant_options`` was recorded."""
+
+LEARNER_LABELS = {
+    "tf32": "TF32",
+    "bf16": "bf16 autocast",
+    "fp16": "fp16 + GradScaler",
+    "compile": "torch.compile",
+    "compile_ro": "compile, reduce-overhead (CUDA graphs)",
+    "bf16_compile": "bf16 + compile",
+    "bf16_compile_ro": "bf16 + compile, reduce-overhead",
+    "fp16_compile_ro": "fp16 + compile, reduce-overhead",
+}
 
 
 def learner(data: list[Json]) -> str:
     """``raylab.bench learner``: learner updates/s per speed option and batch size (learner_*.json)."""
     (d,) = data
     first = next(iter(d["batch_sizes"].values()))
-    amp = first["precision"]["amp"]
-    labels = {"eager_fp32": "eager fp32", "amp": f"AMP ({amp} autocast)", "compile": "torch.compile"}
-    labels["amp_compile"] = f"AMP ({amp}) + compile"
-    header = ["minibatch" if d.get("algo") == "ppo" else "batch", *(labels[v] for v in LEARNER_VARIANTS)]
+    variants = list(d.get("variant_options") or LEARNER_VARIANTS)
+    amp = first["precision"].get("amp")
+    labels = {**LEARNER_LABELS, "amp": f"AMP ({amp} autocast)", "amp_compile": f"AMP ({amp}) + compile"}
+    labels["eager_fp32"] = "eager fp32, no TF32" if d.get("device", "").startswith("cuda") else "eager fp32"
+    best = {b: max(r["updates_per_s"], key=r["updates_per_s"].get) for b, r in d["batch_sizes"].items()}
+    header = ["minibatch" if d.get("algo") == "ppo" else "batch", *(labels[v] for v in variants), "best"]
     rows = []
     for batch, result in d["batch_sizes"].items():
         ups, ratio = result["updates_per_s"], result["ratio_vs_eager_fp32"]
-        cells = [f"{_sig(ups[v])} ({_ratio(ratio[v])})" for v in LEARNER_VARIANTS]
+        cells = [f"{_sig(ups[v])} ({_ratio(ratio[v])})" for v in variants]
         cells[0] = f"{_sig(ups['eager_fp32'])} updates/s"
-        rows.append([batch, *cells])
+        rows.append([batch, *cells, f"{labels[best[batch]]}: {_ratio(ratio[best[batch]])}"])
+    gpu = f" ({d['gpu']})" if d.get("gpu") else ""
     notes = (
-        f"\n{d['network']}. {_sentence(d['protocol'])}; torch threads: {d['torch_threads']}, device: {d['device']}.\n"
+        f"\n{d['network']}. {_sentence(d['protocol'])}; torch threads: {d['torch_threads']}, "
+        f"device: {d['device']}{gpu}.\n"
     )
     return _rows(header, rows) + notes
 
