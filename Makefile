@@ -13,7 +13,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-snake bench-replay bench-e2e bench-timing bench-faults bench-snapshot clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-gpu bench-snake bench-replay bench-e2e bench-timing bench-faults bench-snapshot clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -106,10 +106,13 @@ $(RLLIB_VENV)/bin/python:
 bench-rllib: install $(RLLIB_VENV)/bin/python ## raylab PPO vs RLlib PPO on CartPole, side by side -> benchmarks/cartpole_ppo_vs_rllib.json
 	$(PY) benchmarks/cartpole_ppo_vs_rllib.py --rllib-python $(RLLIB_VENV)/bin/python $(ARGS)
 
-bench-learner: install ## learner updates/s: eager fp32, AMP, compile, AMP+compile; DQN batch 32/512, PPO (IMPALA CNN) 32/64 -> benchmarks/learner_{,ppo_}cpu.json
-	$(PY) -m raylab.bench learner --output benchmarks/learner_$$($(PY) -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')").json $(ARGS)
-	$(PY) -m raylab.bench learner --algo ppo --batch-sizes 32 64 --epochs 2 --minibatches 4 --rounds 3 --seconds 2 --output benchmarks/learner_ppo_$$($(PY) -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')").json $(ARGS)
+bench-learner: install ## learner updates/s on the CPU: eager fp32, AMP, compile, AMP+compile; DQN batch 32/512, PPO (IMPALA CNN) 32/64 -> benchmarks/learner_{,ppo_}cpu.json
+	$(PY) -m raylab.bench learner --device cpu --output benchmarks/learner_cpu.json $(ARGS)
+	$(PY) -m raylab.bench learner --device cpu --algo ppo --batch-sizes 32 64 --epochs 2 --minibatches 4 --rounds 3 --seconds 2 --output benchmarks/learner_ppo_cpu.json $(ARGS)
 	$(PY) benchmarks/learner_overheads.py benchmarks/learner_overheads.json
+
+bench-gpu: install ## on a CUDA machine with 16 cores (~20 min): gpu tests, learner variants, 16-core A3C scaling, cartpole_appo and mario_dqn with 14 actors (benchmarks/gpu_session.sh)
+	PY=$(PY) bash benchmarks/gpu_session.sh
 
 bench-snake: install ## seed 004's Snake DQN loop, env steps/s vs its 2,050 -> benchmarks/snake_dqn_loop.json
 	$(PY) -m raylab.bench snake_dqn_loop --rounds 5 --output benchmarks/snake_dqn_loop.json $(ARGS)
