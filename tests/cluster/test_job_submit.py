@@ -28,17 +28,50 @@ BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.cluster
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports: every socket stays bound until all are picked, so the OS cannot hand the same
+    port out twice (closing each one before the next bind did: Ray refused a head whose dashboard agent's grpc and
+    http ports were both 52039)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
 
 
-def node_ports() -> list[str]:
+def start_cluster(env: dict, temp: Path) -> tuple[int, int]:
+    """``ray start`` a head and a second node with every port picked here; once more with new ports if another
+    process took one of them between the pick and Ray's bind. Returns the GCS and dashboard ports."""
+    for attempt in range(3):
+        gcs, dashboard, client, *node = free_ports(11)
+        head = [
+            str(BIN / "ray"), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={gcs}", "--num-cpus=2",
+            "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
+            f"--ray-client-server-port={client}", f"--temp-dir={temp}", *node_ports(node[:4]),
+        ]  # fmt: skip
+        worker = [
+            str(BIN / "ray"), "start", f"--address=127.0.0.1:{gcs}", "--node-ip-address=127.0.0.1", "--num-cpus=2",
+            *node_ports(node[4:]),
+        ]  # fmt: skip
+        for cmd in (head, worker):
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+            if proc.returncode != 0:
+                break
+        else:
+            return gcs, dashboard
+        taken = "port" in proc.stderr.lower() and ("in use" in proc.stderr or "used by" in proc.stderr)
+        if not taken or attempt == 2:
+            raise AssertionError(proc.stdout[-3000:] + proc.stderr[-3000:])
+        stop_cluster(str(temp))
+    raise AssertionError("unreachable")
+
+
+def node_ports(ports: list[int]) -> list[str]:
     """Ports a second raylet on the same machine must not share with the first."""
+    listen, grpc, metrics, runtime_env = ports
     return [
-        f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
-        f"--metrics-export-port={free_port()}", f"--runtime-env-agent-port={free_port()}",
+        f"--dashboard-agent-listen-port={listen}", f"--dashboard-agent-grpc-port={grpc}",
+        f"--metrics-export-port={metrics}", f"--runtime-env-agent-port={runtime_env}",
     ]  # fmt: skip
 
 
@@ -67,20 +100,8 @@ def cluster() -> Iterator[dict]:
         "RAY_AUTH_TOKEN": secrets.token_hex(32), "RAY_USAGE_STATS_ENABLED": "0", "WANDB_MODE": "disabled",
     }  # fmt: skip
     env.pop("RAY_ADDRESS", None)
-    gcs, dashboard = free_port(), free_port()
-    head = [
-        str(BIN / "ray"), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={gcs}", "--num-cpus=2",
-        "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
-        f"--ray-client-server-port={free_port()}", f"--temp-dir={temp}", *node_ports(),
-    ]  # fmt: skip
-    worker = [
-        str(BIN / "ray"), "start", f"--address=127.0.0.1:{gcs}", "--node-ip-address=127.0.0.1", "--num-cpus=2",
-        *node_ports(),
-    ]  # fmt: skip
     try:
-        for cmd in (head, worker):
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
-            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        gcs, dashboard = start_cluster(env, temp)
         yield {"env": env, "gcs": f"127.0.0.1:{gcs}", "dashboard": f"http://127.0.0.1:{dashboard}", "temp": temp}
     finally:
         stop_cluster(str(temp))
