@@ -13,7 +13,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-gpu bench-snake bench-replay bench-e2e bench-timing bench-faults bench-snapshot clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-snake bench-replay bench-e2e bench-timing bench-faults bench-snapshot clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -147,6 +147,12 @@ bench-coinrun: install ## seed 003: coinrun_ppo for COINRUN_HOURS sequential and
 	done; done
 	$(PY) -m raylab.bench compare --sequential $(COINRUN_DIR)/sequential_seed* --parallel $(COINRUN_DIR)/parallel_seed* \
 		--output $(COINRUN_DIR)/comparison.png
+
+install-image-tools: ## Debian packages buildah and debootstrap, for `make image` (as root)
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends buildah debootstrap
+
+image: install ## build docker/Dockerfile.cpu daemonlessly (buildah) from a local Debian base, then a smoke run and a two-container Ray cluster in it (as root; scripts/image.sh)
+	bash scripts/image.sh all
 
 clean: ## remove run outputs, the built docs site and caches (keeps $(VENV))
 	rm -rf outputs multirun site .pytest_cache .mypy_cache .ruff_cache
