@@ -74,7 +74,7 @@ def build_evaluator(cfg: RunConfig, spaces: EnvSpaces) -> Evaluator:
     sample from the policy with eval.greedy=false."""
     num_envs = min(max(cfg.eval.episodes, 1), MAX_EVAL_ENVS)
     env = make_vector_env(cfg.env, num_envs, cfg.seed, worker_index=EVAL_WORKER_INDEX)
-    return Evaluator(env, build_eval_policy(cfg, spaces, num_envs))
+    return Evaluator(env, build_eval_policy(cfg, spaces, env.num_envs))  # a multi-agent env: its agent slots
 
 
 def build_eval_policy(cfg: RunConfig, spaces: EnvSpaces, num_envs: int) -> Policy:
@@ -177,11 +177,12 @@ def build_learner(cfg: RunConfig, spaces: EnvSpaces) -> Learner:
     )
 
 
-def build_rate_limiter(cfg: RunConfig) -> SamplesPerInsertLimiter:
+def build_rate_limiter(cfg: RunConfig, spaces: EnvSpaces) -> SamplesPerInsertLimiter:
     """The limiter with enough slack for one in-flight chunk per worker plus one learner call."""
     spi = cfg.replay.samples_per_insert
     sample_request = cfg.learner.batch_size * cfg.learner.updates_per_call
-    chunk = cfg.topology.rollout_length * cfg.topology.envs_per_worker
+    slots = spaces.slots(cfg.topology.envs_per_worker)
+    chunk = cfg.topology.rollout_length * slots
     error_buffer = cfg.replay.error_buffer
     if error_buffer is None:
         error_buffer = spi * chunk * cfg.topology.num_workers + sample_request
@@ -192,7 +193,7 @@ def build_rate_limiter(cfg: RunConfig) -> SamplesPerInsertLimiter:
         )
     # The limiter counts env steps inserted; the replay completes a step's n-step transition only once the
     # next n - 1 steps arrived, so up to (n - 1) steps per env are still in flight at any time.
-    pending = (dqn_config(cfg).n_step - 1) * cfg.topology.envs_per_worker * cfg.topology.num_workers
+    pending = (dqn_config(cfg).n_step - 1) * slots * cfg.topology.num_workers
     return SamplesPerInsertLimiter(spi, cfg.replay.min_size + pending, error_buffer)
 
 

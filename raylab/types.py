@@ -25,10 +25,17 @@ class EnvSpaces:
     """Emulator frames per agent step (frame skip), to report env frames/s beside agent steps/s."""
     action_dim: int | None = None
     """Size of a continuous (one-dimensional Box) action; None for discrete actions."""
+    agents: int = 1
+    """Agents per env: a multi-agent env fills this many of a worker's slots (raylab/envs/multiagent.py), so a
+    worker steps ``topology.envs_per_worker * agents`` slots, one policy acting for all of them."""
 
     @property
     def continuous(self) -> bool:
         return self.action_dim is not None
+
+    def slots(self, envs: int) -> int:
+        """Slots (agent streams) of ``envs`` envs: the batch a worker's policy acts on."""
+        return envs * self.agents
 
 
 @dataclass

@@ -16,11 +16,13 @@ from raylab.errors import check, positive_or_none
 @dataclass(frozen=True)
 class EnvConfig:
     family: str = "gymnasium"
-    """Env family: gymnasium | custom | mario | procgen | snake | fake (raylab/envs/registry.py lists them)."""
+    """Env family: gymnasium | custom | mario | procgen | snake | fake, or a multi-agent one: snake_arena |
+    pettingzoo (raylab/envs/registry.py lists them)."""
     id: str = "CartPole-v1"
     """Env id within the family: a gymnasium id (``pkg.module:MyEnv-v0`` imports ``pkg.module`` first, in every
     process that builds envs, so that it registers the id), SuperMarioBros-1-1-v0, a Procgen game (coinrun),
-    Snake-v0; env=custom: a name for the console and the report."""
+    Snake-v0, SnakeArena-v0; env=pettingzoo: the module of a PettingZoo Parallel env (mpe2.simple_spread_v3);
+    env=custom: a name for the console and the report."""
     factory: str | None = None
     """env=custom: ``pkg.module:make_env``, a callable that returns a ``gymnasium.Env``, called with
     env.options as keyword arguments once per env, in every process that builds envs."""
@@ -43,7 +45,8 @@ class EnvConfig:
     options: dict[str, Any] = field(default_factory=dict)
     """Family-specific options, checked by the family (gymnasium: keyword arguments of gymnasium.make; custom:
     of env.factory; mario: actions; procgen: distribution_mode, num_levels, start_level, num_threads; snake:
-    dim, start_length, border, observation, rewards)."""
+    dim, start_length, border, observation, rewards; snake_arena: num_snakes, dim, num_food, view, ...;
+    pettingzoo: keyword arguments of the module's parallel_env)."""
 
     def __post_init__(self) -> None:
         positive_or_none(self.max_episode_steps, "env.max_episode_steps")

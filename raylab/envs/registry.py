@@ -22,10 +22,12 @@ import gymnasium as gym
 import numpy as np
 
 from raylab import user_code
-from raylab.envs import mario, procgen
+from raylab.envs import mario, multiagent, procgen
 from raylab.envs.config import EnvConfig
 from raylab.envs.fake import FakeEnv
 from raylab.envs.snake import SnakeEnv
+from raylab.envs.snake_arena import SnakeArena
+from raylab.envs.snake_arena import check_options as check_arena_options
 from raylab.envs.vector import SerialVectorEnv, VectorEnv
 from raylab.envs.wrappers import (
     EpisodeStatistics,
@@ -52,6 +54,9 @@ class EnvFamily:
     native_time_limit: ClassVar[bool] = False
     """The raw env applies env.max_episode_steps itself (no TimeLimit wrapper)."""
     options: ClassVar[tuple[str, ...]] = ()
+    multi_agent: ClassVar[bool] = False
+    """Its envs hold several agents: ``make_vector`` gives agent slots (raylab/envs/multiagent.py), and there is
+    no single-agent ``make_raw``."""
 
     def check(self, cfg: EnvConfig) -> None:
         """Raise ConfigError (naming the fix) if ``cfg`` cannot make an env of this family."""
@@ -251,9 +256,99 @@ class ProcgenFamily(EnvFamily):
         return 10.0 if procgen.envpool_id(cfg).startswith("Coinrun") else None
 
 
+class MultiAgentFamily(EnvFamily):
+    """Envs of several agents, as agent slots (one policy for all: parameter sharing). Of the shared
+    preprocessing they take env.reward_clip, env.reward_scale (per agent) and env.max_episode_steps."""
+
+    multi_agent = True
+
+    def check(self, cfg: EnvConfig) -> None:
+        if self.options:  # pettingzoo: env.options are its parallel_env's keyword arguments, checked by calling it
+            super().check(cfg)
+        if cfg.frame_skip != 1 or cfg.frame_stack != 1 or cfg.grayscale or cfg.resize is not None or cfg.noop_max:
+            raise ConfigError(
+                f"env={self.name} is multi-agent and takes no frame preprocessing yet: set env.frame_skip=1, "
+                f"env.frame_stack=1, env.grayscale=false, env.resize=null, env.noop_max=0"
+            )
+
+    def make_raw(self, cfg: EnvConfig) -> gym.Env:
+        raise ConfigError(
+            f"env={self.name} is multi-agent: it has no single-agent gymnasium env (videos of it are not made yet: "
+            f"leave out video=true)"
+        )
+
+
+class SnakeArenaFamily(MultiAgentFamily):
+    """raylab.envs.snake_arena.SnakeArena (env.id SnakeArena-v0): N snakes per board, natively batched."""
+
+    name = "snake_arena"
+    episode_extras = ("score", "snake_length")
+    options = (
+        "num_snakes", "dim", "num_food", "start_length", "view", "food_reward", "death_penalty", "step_reward",
+        "hunger_limit",
+    )  # fmt: skip
+    DEFAULTS: ClassVar[dict[str, Any]] = {
+        "num_snakes": 4, "dim": 14, "num_food": None, "start_length": 3, "view": 9, "hunger_limit": 100,
+    }  # fmt: skip
+
+    def check(self, cfg: EnvConfig) -> None:
+        super().check(cfg)
+        if cfg.id != "SnakeArena-v0":
+            raise ConfigError(
+                f"unknown snake arena id '{cfg.id}': the only one is SnakeArena-v0 (set env.id=SnakeArena-v0)"
+            )
+        if cfg.max_episode_steps is not None:
+            raise ConfigError("env=snake_arena ends a snake's episode by hunger: set env.max_episode_steps=null and "
+                              "env.options.hunger_limit=<steps without food>")  # fmt: skip
+        o = {**self.DEFAULTS, **cfg.options}
+        num_food = o["num_snakes"] if o["num_food"] is None else o["num_food"]
+        try:
+            check_arena_options(o["num_snakes"], o["dim"], num_food, o["start_length"], o["view"], o["hunger_limit"])
+        except (ValueError, TypeError) as err:
+            raise ConfigError(f"bad env.options for env=snake_arena: {err}") from None
+
+    def make_vector(self, cfg: EnvConfig, num_envs: int, seed: int, name: str) -> VectorEnv | None:
+        return SnakeArena(
+            boards=num_envs,
+            seed=seed,
+            name=name,
+            reward_clip=cfg.reward_clip,
+            reward_scale=cfg.reward_scale,
+            **cfg.options,
+        )
+
+
+class PettingZooFamily(MultiAgentFamily):
+    """Any PettingZoo Parallel env by module path (env.id=mpe2.simple_spread_v3), env.options passed to its
+    ``parallel_env(...)``."""
+
+    name = "pettingzoo"
+
+    def check(self, cfg: EnvConfig) -> None:
+        super().check(cfg)
+        env = multiagent.make_parallel_env(cfg.id, cfg.options)
+        try:
+            multiagent.agent_spaces(env, cfg.id)
+        finally:
+            env.close()
+
+    def make_vector(self, cfg: EnvConfig, num_envs: int, seed: int, name: str) -> VectorEnv | None:
+        def build() -> Any:
+            return multiagent.make_parallel_env(cfg.id, cfg.options)
+
+        return multiagent.ParallelSlots(
+            [build] * num_envs, [seed + i for i in range(num_envs)], cfg.id, cfg.max_episode_steps,
+            cfg.reward_clip, cfg.reward_scale, name=name,
+        )  # fmt: skip
+
+
 FAMILIES: dict[str, EnvFamily] = {
-    f.name: f for f in (GymnasiumFamily(), CustomFamily(), MarioFamily(), ProcgenFamily(), SnakeFamily(), FakeFamily())
-}
+    f.name: f
+    for f in (
+        GymnasiumFamily(), CustomFamily(), MarioFamily(), ProcgenFamily(), SnakeFamily(), SnakeArenaFamily(),
+        PettingZooFamily(), FakeFamily(),
+    )
+}  # fmt: skip
 
 
 def family(cfg: EnvConfig) -> EnvFamily:
@@ -331,12 +426,20 @@ def make_vector_env(cfg: EnvConfig, num_envs: int, seed: int, worker_index: int 
 
 
 def env_spaces(cfg: EnvConfig) -> EnvSpaces:
-    """Describe the preprocessed observation and action spaces of ``cfg`` (builds one env and closes it)."""
-    env = make_env(cfg, seed=0)
-    try:
-        obs_space, act_space = env.observation_space, env.action_space
-    finally:
-        env.close()
+    """Describe the preprocessed observation and action spaces of ``cfg`` (builds one env and closes it); for a
+    multi-agent env, those of one agent, and how many agents (slots) one env holds."""
+    fam = family(cfg)
+    agents = 1
+    if fam.multi_agent:
+        venv = make_vector_env(cfg, 1, seed=0)
+        obs_space, act_space, agents = venv.single_observation_space, venv.single_action_space, venv.num_envs
+        venv.close()
+    else:
+        env = make_env(cfg, seed=0)
+        try:
+            obs_space, act_space = env.observation_space, env.action_space
+        finally:
+            env.close()
     if not isinstance(obs_space, gym.spaces.Box):
         raise ConfigError(
             f"{cfg.id} has {obs_space} observations; raylab's models take array (Box) observations: "
@@ -364,4 +467,5 @@ def env_spaces(cfg: EnvConfig) -> EnvSpaces:
         action_space=repr(act_space),
         frames_per_step=cfg.frame_skip,
         action_dim=action_dim,
+        agents=agents,
     )

@@ -42,7 +42,7 @@ class ApexDQNTopology(ReplayFlow):
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
         self.cfg, self.spaces, self.resume = cfg, spaces, resume
         # validate what can be validated before Ray starts
-        self.limiter = build_rate_limiter(cfg)
+        self.limiter = build_rate_limiter(cfg, spaces)
         check_replay_fits(cfg, spaces)
         self.snapshots = replay_snapshots_to_load(cfg, spaces, resume)
         if cfg.replay.num_shards > cfg.topology.num_workers:
@@ -65,7 +65,7 @@ class ApexDQNTopology(ReplayFlow):
         self.restored(driver)
         self.parked: list[int] = []
         self.calls_made = 0
-        self.chunk_size = self.cfg.topology.rollout_length * self.cfg.topology.envs_per_worker
+        self.chunk_size = self.cfg.topology.rollout_length * self.spaces.slots(self.cfg.topology.envs_per_worker)
         for i in range(len(self.workers)):
             self.sample(driver, i)
 

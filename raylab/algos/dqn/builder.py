@@ -29,7 +29,7 @@ def q_network(cfg: RunConfig, spaces: EnvSpaces) -> QNetwork:
 def rollout_policy(cfg: RunConfig, spaces: EnvSpaces, worker_id: int, env_steps: int) -> Policy:
     """Epsilon-greedy with the worker's slice of the Ape-X epsilon ladder, annealed from ``env_steps``."""
     topo, eps = cfg.topology, dqn_config(cfg).epsilon
-    num_envs = topo.envs_per_worker
+    num_envs = spaces.slots(topo.envs_per_worker)  # a multi-agent env: one epsilon per agent slot
     ladder = apex_epsilons(topo.num_workers * num_envs, eps.base, eps.alpha)
     schedule = EpsilonSchedule(
         final=ladder[worker_id * num_envs : (worker_id + 1) * num_envs],

@@ -1,0 +1,138 @@
+"""Multi-agent envs as agent slots (raylab/envs/multiagent.py) and the multi-agent families, no Ray."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from raylab.config import EnvConfig
+from raylab.envs.multiagent import ParallelSlots
+from raylab.envs.registry import check_env_config, env_spaces, make_vector_env
+from raylab.errors import ConfigError
+
+
+class Scripted:
+    """A Parallel env of agents a, b, c: obs = [agent index, step]; reward = index + 1 per step. Agent b
+    terminates at step 2, c is truncated at step 3, a terminates at step 4 (the episode's end)."""
+
+    possible_agents = ("a", "b", "c")
+    ENDS = {"b": (2, "term"), "c": (3, "trunc"), "a": (4, "term")}  # noqa: RUF012
+
+    def __init__(self):
+        self.agents: list[str] = []
+        self.t = 0
+        self.received: list[dict] = []
+
+    def observation_space(self, agent):
+        return gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+
+    def action_space(self, agent):
+        return gym.spaces.Discrete(3)
+
+    def _obs(self):
+        return {ag: np.array([self.possible_agents.index(ag), self.t], np.float32) for ag in self.agents}
+
+    def reset(self, seed=None, options=None):
+        self.agents, self.t = list(self.possible_agents), 0
+        return self._obs(), {ag: {} for ag in self.agents}
+
+    def step(self, actions):
+        self.received.append(dict(actions))
+        self.t += 1
+        rewards = {ag: float(self.possible_agents.index(ag) + 1) for ag in self.agents}
+        term = {ag: self.ENDS[ag] == (self.t, "term") for ag in self.agents}
+        trunc = {ag: self.ENDS[ag] == (self.t, "trunc") for ag in self.agents}
+        obs = self._obs()
+        self.agents = [ag for ag in self.agents if not (term[ag] or trunc[ag])]
+        return obs, rewards, term, trunc, {ag: {} for ag in obs}
+
+    def close(self):
+        pass
+
+
+def test_agents_fill_slots_and_leave_early_with_terminal_steps_then_absent_ones():
+    venv = ParallelSlots([Scripted, Scripted], [0, 1])
+    assert venv.num_envs == 6 and venv.single_action_space == gym.spaces.Discrete(3)
+    obs = venv.reset()
+    assert obs[:3, 0].tolist() == [0, 1, 2] and obs[3:, 0].tolist() == [0, 1, 2]
+    actions = np.arange(6)
+    s1 = venv.step(actions)
+    assert s1.rewards.tolist() == [1, 2, 3] * 2 and s1.restarted is None and not s1.terminated.any()
+    s2 = venv.step(actions)  # b terminates
+    assert s2.terminated.tolist() == [False, True, False] * 2 and not s2.truncated.any() and s2.restarted is None
+    assert sorted(i for i, _ in s2.episodes) == [1, 4]
+    assert s2.episodes[0][1] == {"return": 4.0, "length": 2.0}
+    s3 = venv.step(actions)  # b absent; c truncated, with its final observation
+    assert s3.restarted is not None and s3.restarted.tolist() == [False, True, False] * 2
+    assert s3.rewards.tolist() == [1, 0, 3] * 2
+    assert s3.truncated.tolist() == [False, True, True] * 2 and not s3.terminated.any()
+    assert [i for i, _ in s3.final_obs] == [2, 5] and s3.final_obs[0][1].tolist() == [2, 3]
+    assert venv.envs[0].received[-1] == {"a": 0, "c": 2}  # an absent agent's action is not sent
+    s4 = venv.step(actions)  # a terminates: the episode ends and the env resets in the same step
+    assert s4.terminated.tolist() == [True, False, False] * 2
+    assert s4.restarted is not None and s4.restarted.tolist() == [False, True, True] * 2
+    assert s4.episodes[0] == (0, {"return": 4.0, "length": 4.0})
+    assert s4.obs[:3].tolist() == [[0, 0], [1, 0], [2, 0]]  # every slot starts the next episode
+    s5 = venv.step(actions)
+    assert s5.restarted is None and s5.rewards.tolist() == [1, 2, 3] * 2
+
+
+def test_the_time_limit_truncates_every_present_agent_and_resets():
+    venv = ParallelSlots([Scripted], [0], max_episode_steps=1, reward_clip=1.0, reward_scale=0.5)
+    venv.reset()
+    step = venv.step(np.zeros(3, np.int64))
+    assert step.truncated.tolist() == [True, True, True] and len(step.final_obs) == 3
+    assert step.rewards.tolist() == [0.5, 0.5, 0.5]  # clipped to 1, then scaled; returns stay raw
+    assert [e["return"] for _, e in step.episodes] == [1.0, 2.0, 3.0]
+
+
+def test_mpe_simple_spread_gives_one_slot_per_agent():
+    cfg = EnvConfig(family="pettingzoo", id="mpe2.simple_spread_v3", options={"N": 3, "max_cycles": 5})
+    check_env_config(cfg)
+    spaces = env_spaces(cfg)
+    assert spaces.agents == 3 and spaces.num_actions == 5 and spaces.obs_shape == (18,)
+    venv = make_vector_env(cfg, 2, seed=0)
+    assert venv.num_envs == 6
+    venv.reset()
+    ended = []
+    for _ in range(5):
+        ended += venv.step(np.zeros(6, np.int64)).episodes
+    assert sorted(i for i, _ in ended) == list(range(6))  # max_cycles=5: every agent's episode ends together
+
+
+def test_the_arena_is_a_vector_of_snakes():
+    cfg = EnvConfig(family="snake_arena", id="SnakeArena-v0", options={"num_snakes": 3, "dim": 10})
+    check_env_config(cfg)
+    spaces = env_spaces(cfg)
+    assert spaces.agents == 3 and spaces.num_actions == 3 and spaces.slots(4) == 12
+    assert make_vector_env(cfg, 4, seed=0).num_envs == 12
+
+
+@pytest.mark.parametrize(
+    ("cfg", "message"),
+    [
+        (EnvConfig(family="pettingzoo", id="nopackage_xyz.game_v0"), "no module named 'nopackage_xyz'"),
+        (EnvConfig(family="pettingzoo", id="mpe2.no_such_game_v9"), "set env.id=<package.module> of a PettingZoo env"),
+        (EnvConfig(family="pettingzoo", id="json"), "raylab takes PettingZoo's Parallel API"),
+        (EnvConfig(family="pettingzoo", id="mpe2.simple_adversary_v3"), "agents differ in observation spaces"),
+        (EnvConfig(family="pettingzoo", id="mpe2.simple_spread_v3", options={"M": 3}), "fix env.options"),
+        (EnvConfig(family="pettingzoo", id="mpe2.simple_spread_v3", frame_stack=4), "env.frame_stack=1"),
+        (EnvConfig(family="snake_arena", id="SnakeArena-v0", options={"num_snakes": 16, "dim": 8}), "raise dim"),
+        (EnvConfig(family="snake_arena", id="SnakeArena-v0", options={"size": 8}), "valid options are num_snakes"),
+        (EnvConfig(family="snake_arena", id="SnakeArena-v0", max_episode_steps=50), "env.options.hunger_limit"),
+    ],
+)  # fmt: skip
+def test_bad_multi_agent_configs_name_the_fix(cfg, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("[", r"\[")) as info:
+        check_env_config(cfg)
+    assert "\n" not in str(info.value)
+
+
+def test_a_missing_multiagent_extra_names_the_pip_install(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mpe2" else real(name, *a))
+    with pytest.raises(ConfigError, match=r"pip install 'raylab\[multiagent\]'"):
+        check_env_config(EnvConfig(family="pettingzoo", id="mpe2.simple_spread_v3"))
