@@ -21,7 +21,11 @@ RAYLAB_PIP_ARGS="${RAYLAB_PIP_ARGS:-}"
 
 system_deps() {
   if [ "${SKIP_SYSTEM_DEPS:-0}" = 1 ]; then return; fi
-  if "$(command -v ldconfig || echo /sbin/ldconfig)" -p | grep -q libQt5Gui.so.5 && command -v g++ >/dev/null; then
+  # the library list is read whole first: under pipefail, `ldconfig -p | grep -q` fails whenever grep exits at
+  # its first match while ldconfig is still writing (SIGPIPE), and the script then ran apt-get for nothing
+  local libs
+  libs=$("$(command -v ldconfig || echo /sbin/ldconfig)" -p)
+  if grep -q libQt5Gui.so.5 <<<"$libs" && command -v g++ >/dev/null; then
     echo "system packages present"; return
   fi
   if ! command -v apt-get >/dev/null; then
