@@ -13,7 +13,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-snake bench-replay bench-e2e bench-timing bench-faults bench-snapshot clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-snake bench-replay bench-e2e bench-timing bench-faults bench-snapshot clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -113,6 +113,17 @@ bench-learner: install ## learner updates/s on the CPU: eager fp32, AMP, compile
 
 bench-gpu: install ## on a CUDA machine with 16 cores (~20 min): gpu tests, learner variants, 16-core A3C scaling, cartpole_appo and mario_dqn with 14 actors (benchmarks/gpu_session.sh)
 	PY=$(PY) bash benchmarks/gpu_session.sh
+
+bench-multiagent: install ## the snake arena's agent steps/s with 1/4/16 snakes, and 3 seeds of snake_arena_ppo/dqn and mpe2 simple_spread on a fixed budget (~25 min) -> benchmarks/{snake_arena_*,spread_learning}.json
+	$(PY) -m raylab.bench arena --snakes 1 4 16 --output benchmarks/snake_arena_throughput.json
+	$(PY) -m raylab.bench learn --seeds 0 1 2 --output benchmarks/snake_arena_learning.json \
+		--variant ppo=+experiment=snake_arena_ppo --variant dqn=+experiment=snake_arena_dqn \
+		stop.seconds=120 eval.every_seconds=20 logger.console=false $(ARGS)
+	$(PY) -m raylab.bench learn --seeds 0 1 2 --output benchmarks/spread_learning.json --variant ppo= --random-episodes 300 \
+		env=pettingzoo env.id=mpe2.simple_spread_v3 algo=ppo topology=ppo model.hidden_sizes=[64,64] \
+		topology.envs_per_worker=4 topology.rollout_length=64 learner.lr=0.001 stop.seconds=60 \
+		stop.env_steps=null stop.mean_return=null eval.every_seconds=10 eval.episodes=30 eval.final_episodes=90 \
+		logger.console=false $(ARGS)
 
 bench-snake: install ## seed 004's Snake DQN loop, env steps/s vs its 2,050 -> benchmarks/snake_dqn_loop.json
 	$(PY) -m raylab.bench snake_dqn_loop --rounds 5 --output benchmarks/snake_dqn_loop.json $(ARGS)

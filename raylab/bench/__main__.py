@@ -19,6 +19,7 @@ COMMANDS = {
     "e2e": "e2e",
     "timer_overhead": "timer_overhead",
     "replay_snapshot": "replay_snapshot",
+    "arena": "arena",
 }
 """Each command and the module under raylab.bench that adds its parser. Only the chosen command's module is
 imported (several import torch and Ray), so a mistyped argument is answered at once."""

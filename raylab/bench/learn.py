@@ -45,6 +45,13 @@ def add_parser(commands: Any) -> None:
     )
     p.add_argument("--output", required=True, help="JSON to write; the PNG goes next to it")
     p.add_argument("--runs-dir", default=None, help="where the runs' output dirs go (default: outputs/bench/<name>)")
+    p.add_argument(
+        "--random-episodes",
+        type=int,
+        default=0,
+        help="also measure a uniformly random policy over this many episodes of each variant's env (the baseline "
+        "a learning run is held to)",
+    )
     p.set_defaults(func=run)
 
 
@@ -67,8 +74,14 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
             result = run_one(name, [*overrides, *extra], seed, run_dir, sources.get(name))
             results.append(result)
             print(_line(result), flush=True)
+    random_policy = {
+        name: random_policy_return(_env_config([*overrides, *extra]), args.random_episodes)
+        for name, extra in variants
+        if args.random_episodes > 0
+    }
     report = {
         "benchmark": "learn",
+        "random_policy": random_policy,
         "overrides": overrides,
         "variants": {name: extra for name, extra in variants},
         "sources": {name: _describe(tree) for name, tree in sources.items()},
@@ -84,6 +97,44 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         print(f"{name}: {json.dumps(summary)}")
     print(f"wrote {output} and {output.with_suffix('.png')}")
     return 0 if all(r["ok"] for r in results) else 1
+
+
+def _env_config(overrides: list[str]) -> Any:
+    import tempfile
+
+    from raylab.config import resolve
+    from raylab.train import compose
+
+    return resolve(compose(overrides), run_dir=tempfile.mkdtemp(prefix="raylab-bench-learn-")).env
+
+
+def random_policy_return(env_cfg: Any, episodes: int, seed: int = 123) -> dict[str, float]:
+    """Mean episode return (raw) of uniformly random actions on ``env_cfg`` (every agent slot of a multi-agent
+    env), over the first ``episodes`` episodes to end in 4 envs."""
+    import gymnasium as gym
+    import numpy as np
+
+    from raylab.envs.registry import make_vector_env
+
+    venv = make_vector_env(env_cfg, 4, seed=seed)
+    venv.reset()
+    space = venv.single_action_space
+    rng = np.random.default_rng(seed)
+    returns: list[float] = []
+    while len(returns) < episodes:
+        if isinstance(space, gym.spaces.Discrete):
+            actions = rng.integers(0, int(space.n), venv.num_envs)
+        else:
+            assert isinstance(space, gym.spaces.Box)
+            actions = rng.uniform(space.low, space.high, (venv.num_envs, *space.shape)).astype(np.float32)
+        returns += [e["return"] for _, e in venv.step(actions).episodes]
+    venv.close()
+    values = np.array(returns[:episodes])
+    return {
+        "episodes": episodes,
+        "return_mean": round(float(values.mean()), 3),
+        "return_std": round(float(values.std()), 3),
+    }
 
 
 def parse_source(text: str, variants: list[str]) -> tuple[str, Path]:
@@ -137,6 +188,7 @@ def run_one(variant: str, overrides: list[str], seed: int, run_dir: Path, source
         final_eval_episodes=bm["eval"]["episodes"],
         reached=bool(hit) and final is not None and target is not None and final >= target,
         evals=[[round(e["time_s"], 2), e["env_steps"], e["return_mean"]] for e in bm["evals"]],
+        episode_extras=bm.get("episode_extras") or {},
     )
     return result
 
@@ -164,8 +216,9 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def _line(r: dict[str, Any]) -> str:
     if not r["ok"]:
         return f"{r['variant']} seed {r['seed']}: FAILED: {' / '.join(r['error'])}"
+    outcome = f"{'reached' if r['reached'] else 'MISSED'} target {r['target']}" if r["target"] is not None else "ran"
     return (
-        f"{r['variant']} seed {r['seed']}: {'reached' if r['reached'] else 'MISSED'} target {r['target']} "
+        f"{r['variant']} seed {r['seed']}: {outcome} "
         f"in {r['train_seconds']:.1f} s train / {r['process_seconds']:.1f} s process, {r['env_steps']:,} env steps "
         f"({r['env_steps_per_s']:,.0f}/s, {r['updates_per_s']:,.0f} updates/s); final eval "
         f"{r['final_eval_return']:.1f} ± {r['final_eval_std']:.1f}"

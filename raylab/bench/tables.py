@@ -491,6 +491,64 @@ def fault_run(data: list[Json]) -> str:
     return _rows(header, rows) + notes
 
 
+def arena(data: list[Json]) -> str:
+    """``raylab.bench arena``: the arena's agent steps/s with N snakes per board (snake_arena_throughput.json)."""
+    (d,) = data
+    header = ["snakes per board", "board", "boards per worker", "raw env (1 process)", "rollout worker",
+              "end to end (snake_arena_ppo)", "random policy: foods / return per episode"]  # fmt: skip
+    rows = []
+    for n, r in d["snakes"].items():
+        e2e = r["e2e_agent_steps_per_s"]
+        rand = r["random_policy"]
+        rows.append([
+            n, f"{r['dim']}×{r['dim']}", str(r["boards_per_worker"]), _int(r["raw_agent_steps_per_s"]),
+            _int(r["worker_agent_steps_per_s"]), _int(e2e) if e2e is not None else "not run",
+            f"{rand['foods_per_episode']:.2f} / {rand['return_mean']:.2f}",
+        ])  # fmt: skip
+    notes = (
+        f"\nAgent steps/s, {d['slots_per_worker']} snakes per worker; raw and worker: medians of {d['rounds']} "
+        f"alternating rounds of {d['seconds_per_stage']:g} s, one process and one torch thread; end to end: "
+        f"`+experiment=snake_arena_ppo` (2 rollout actors and the learner on Ray) for {d['e2e_seconds']:g} s.\n"
+    )
+    return _rows(header, rows) + notes
+
+
+def fixed_budget_learning(data: list[Json]) -> str:
+    """``raylab.bench learn`` runs with a fixed time budget (no target), each variant against the uniformly
+    random policy on the same env: multi-agent learning (snake_arena_learning.json, spread_learning.json)."""
+    d, *baseline = data
+    header = ["variant", "overrides", "seeds", "train time", "env steps (median)", "env steps/s",
+              "final greedy eval, per seed", "training episodes (last 100): mean extras"]  # fmt: skip
+    rows = []
+    for variant in d["summary"]:
+        runs = sorted((r for r in d["runs"] if r["variant"] == variant), key=lambda r: r["seed"])
+        overrides = " ".join(f"`{o}`" for o in [*d["overrides"], *d["variants"][variant]])
+        extras = "; ".join(
+            ", ".join(f"{k} {v:.1f}" for k, v in sorted(r["episode_extras"].items())) or "—" for r in runs
+        )
+        if not any(r["episode_extras"] for r in runs):
+            extras = "—"
+        rows.append([
+            f"`{variant}`", overrides, str(len(runs)), _s(d["summary"][variant]["median_train_seconds"]),
+            _int(d["summary"][variant]["median_env_steps"]), _int(d["summary"][variant]["median_env_steps_per_s"]),
+            ", ".join(f"{r['final_eval_return']:.2f} ± {r['final_eval_std']:.2f}" for r in runs), extras,
+        ])  # fmt: skip
+    notes = ""
+    for variant, rand in (d.get("random_policy") or {}).items():
+        notes += (
+            f"\nA uniformly random policy on `{variant}`'s env: return {rand['return_mean']:.2f} ± "
+            f"{rand['return_std']:.2f} over {rand['episodes']:,} episodes.\n"
+        )
+    if baseline:
+        rand = baseline[0]["snakes"]["4"]["random_policy"]
+        notes = (
+            f"\nA uniformly random policy on the same arena (4 snakes, 14×14): return {rand['return_mean']:.2f} and "
+            f"{rand['foods_per_episode']:.2f} foods per episode over {rand['episodes']:,} episodes "
+            "(`benchmarks/snake_arena_throughput.json`).\n"
+        )
+    return _rows(header, rows) + notes
+
+
 def _duration(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
@@ -501,6 +559,13 @@ TABLES: dict[str, Table] = {
     "cartpole_appo_learning": Table(("cartpole_appo_learning.json",), learn, "APPO on CartPole to a greedy 475"),
     "cartpole_a3c_learning": Table(("cartpole_a3c_learning.json",), learn, "A3C on CartPole to a greedy 475"),
     "pendulum_ppo_learning": Table(("pendulum_ppo_learning.json",), learn, "PPO on Pendulum (continuous actions)"),
+    "snake_arena_learning": Table(
+        ("snake_arena_learning.json", "snake_arena_throughput.json"),
+        fixed_budget_learning,
+        "the multi-snake arena, one shared policy, fixed budget",
+    ),
+    "spread_learning": Table(("spread_learning.json",), fixed_budget_learning, "mpe2 simple_spread, shared policy"),
+    "snake_arena_throughput": Table(("snake_arena_throughput.json",), arena, "the multi-snake arena's agent steps/s"),
     "core_before_after": Table(
         tuple(f"core_before_after_{algo}.json" for algo in ("dqn", "ppo", "appo", "a3c")),
         before_after,
