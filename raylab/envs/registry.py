@@ -27,7 +27,6 @@ from raylab.envs.config import EnvConfig
 from raylab.envs.fake import FakeEnv
 from raylab.envs.snake import SnakeEnv
 from raylab.envs.snake_arena import SnakeArena
-from raylab.envs.snake_arena import check_options as check_arena_options
 from raylab.envs.vector import SerialVectorEnv, VectorEnv
 from raylab.envs.wrappers import (
     EpisodeStatistics,
@@ -287,9 +286,6 @@ class SnakeArenaFamily(MultiAgentFamily):
         "num_snakes", "dim", "num_food", "start_length", "view", "food_reward", "death_penalty", "step_reward",
         "hunger_limit",
     )  # fmt: skip
-    DEFAULTS: ClassVar[dict[str, Any]] = {
-        "num_snakes": 4, "dim": 14, "num_food": None, "start_length": 3, "view": 9, "hunger_limit": 100,
-    }  # fmt: skip
 
     def check(self, cfg: EnvConfig) -> None:
         super().check(cfg)
@@ -300,10 +296,8 @@ class SnakeArenaFamily(MultiAgentFamily):
         if cfg.max_episode_steps is not None:
             raise ConfigError("env=snake_arena ends a snake's episode by hunger: set env.max_episode_steps=null and "
                               "env.options.hunger_limit=<steps without food>")  # fmt: skip
-        o = {**self.DEFAULTS, **cfg.options}
-        num_food = o["num_snakes"] if o["num_food"] is None else o["num_food"]
         try:
-            check_arena_options(o["num_snakes"], o["dim"], num_food, o["start_length"], o["view"], o["hunger_limit"])
+            SnakeArena(boards=1, **cfg.options)  # checks its options (nothing is stepped or reset)
         except (ValueError, TypeError) as err:
             raise ConfigError(f"bad env.options for env=snake_arena: {err}") from None
 
