@@ -9,6 +9,7 @@ registry (raylab.algos.registry; each package's builder.py) rather than branchin
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ from raylab.algos.actor_critic import ActorCriticPolicy
 from raylab.algos.dqn.builder import dqn_config
 from raylab.algos.registry import algorithm
 from raylab.config import RunConfig
+from raylab.config.policies import policy_config, policy_map
 from raylab.envs.registry import EVAL_WORKER_INDEX, EnvSpaces, make_vector_env
 from raylab.errors import ConfigError
 from raylab.learner.learner import Learner
@@ -39,7 +41,7 @@ from raylab.replay.buffer import (
 )
 from raylab.replay.rate_limiter import SamplesPerInsertLimiter
 from raylab.rollout.evaluator import Evaluator
-from raylab.rollout.worker import Policy, RolloutWorker
+from raylab.rollout.worker import Policy, PolicySet, RolloutWorker
 
 if TYPE_CHECKING:
     from raylab.driver.resume import ResumeState
@@ -61,8 +63,11 @@ def build_rollout_worker(
     restart does not replay the episodes it already played; ``env_steps`` (a resumed run) puts its
     exploration schedule where the worker left it."""
     cfg = _incarnation(cfg, incarnation)
-    policy = algorithm(cfg.algo.name).rollout_policy(cfg, spaces, worker_id, env_steps)
     topo = cfg.topology
+    policy = _each_policy(
+        cfg, spaces, topo.envs_per_worker,
+        lambda c: algorithm(cfg.algo.name).rollout_policy(c, spaces, worker_id, env_steps),
+    )  # fmt: skip
     env = make_vector_env(cfg.env, topo.envs_per_worker, cfg.seed, worker_index=worker_id)
     worker = RolloutWorker(env, policy, worker_id=worker_id, rollout_length=topo.rollout_length, timer=_timer(cfg))
     worker.env_steps = env_steps
@@ -74,12 +79,26 @@ def build_evaluator(cfg: RunConfig, spaces: EnvSpaces) -> Evaluator:
     sample from the policy with eval.greedy=false."""
     num_envs = min(max(cfg.eval.episodes, 1), MAX_EVAL_ENVS)
     env = make_vector_env(cfg.env, num_envs, cfg.seed, worker_index=EVAL_WORKER_INDEX)
-    return Evaluator(env, build_eval_policy(cfg, spaces, env.num_envs))  # a multi-agent env: its agent slots
+    policy = build_eval_policy(cfg, spaces, env.num_envs)  # a multi-agent env: its agent slots
+    names = policy_map(cfg, spaces).names if isinstance(policy, PolicySet) else None
+    return Evaluator(env, policy, names)
 
 
 def build_eval_policy(cfg: RunConfig, spaces: EnvSpaces, num_envs: int) -> Policy:
-    """The evaluation policy for batches of ``num_envs`` observations (weights still to be set)."""
-    return algorithm(cfg.algo.name).eval_policy(cfg, spaces, num_envs)
+    """The evaluation policy for batches of ``num_envs`` observations (weights still to be set); with several
+    policies a PolicySet, each acting for its agents' slots."""
+    spec = algorithm(cfg.algo.name)
+    return _each_policy(cfg, spaces, num_envs // spaces.agents, lambda c: spec.eval_policy(c, spaces, num_envs))
+
+
+def _each_policy(cfg: RunConfig, spaces: EnvSpaces, envs: int, build: Callable[[RunConfig], Policy]) -> Policy:
+    """``build(cfg)`` with one policy; with several, a PolicySet of ``build(policy k's config)`` each acting for
+    its slots of ``envs`` envs (raylab/config/policies.py)."""
+    pmap = policy_map(cfg, spaces)
+    if not pmap.several:
+        return build(cfg)
+    parts = [build(policy_config(cfg, name)) for name in pmap.names]
+    return PolicySet(parts, [pmap.slots(k, envs) for k in range(len(parts))])
 
 
 def replay_dedup(cfg: RunConfig, spaces: EnvSpaces) -> bool:

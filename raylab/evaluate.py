@@ -108,8 +108,12 @@ def policy_weights(state: dict[str, Any], path: Path) -> Any:
 
     if "policy" in state:
         policy = state["policy"]
-        return Weights(int(policy["version"]), {k: v.numpy() for k, v in policy["params"].items()})
+        if "policies" in policy:  # several policies: one Weights each, in the run's policy order
+            return [_weights(part) for part in policy["policies"].values()]
+        return _weights(policy)
     learner = state.get("learner")
+    if isinstance(learner, dict) and "policies" in learner:  # a periodic checkpoint of several policies
+        return [policy_weights({"learner": part}, path) for part in learner["policies"].values()]
     if isinstance(learner, dict) and "modules" in learner:  # DQN (q_net) or actor-critic (model) learners
         modules = learner["modules"]
         params = modules.get("q_net", modules.get("model"))
@@ -126,6 +130,12 @@ def policy_weights(state: dict[str, Any], path: Path) -> Any:
             offset += size
         return Weights(min(int(s["version"]) for s in shards), params)
     raise RaylabError(f"checkpoint {path} holds no policy weights: pass a raylab checkpoint (checkpoints/*.pt)")
+
+
+def _weights(policy: dict[str, Any]) -> Any:
+    from raylab.types import Weights
+
+    return Weights(int(policy["version"]), {k: v.numpy() for k, v in policy["params"].items()})
 
 
 def load_run_config(run_dir: Path, args: EvaluateArgs) -> Any:
@@ -248,6 +258,11 @@ def evaluate(args: EvaluateArgs) -> dict[str, Any]:
         "returns": result.returns.tolist(),
         "lengths": result.lengths.tolist(),
     }
+    if result.policies is not None:
+        out["policies"] = {
+            name: {"episodes": int(r.size), "return_mean": float(r.mean()) if r.size else None}
+            for name, r in result.policies.items()
+        }
     if args.video:
         frames, stats, render_fps = record_episode(cfg, spaces, weights, args.max_video_steps)
         path = Path(args.video_path or run_dir / "videos" / f"{ckpt_path.stem}.{args.video_format}")
@@ -272,6 +287,9 @@ def main(argv: list[str] | None = None) -> None:
         f"{out['return_mean']:.1f} ± {out['return_std']:.1f} over {out['episodes']} episodes",
         flush=True,
     )
+    for name, part in out.get("policies", {}).items():
+        mean = "n/a" if part["return_mean"] is None else f"{part['return_mean']:.1f}"
+        print(f"raylab: policy {name}: return {mean} over {part['episodes']} episodes", flush=True)
     if "video" in out:
         video = out["video"]
         ret = f", return {video['episode_return']:.1f}" if "episode_return" in video else ""

@@ -28,6 +28,9 @@ class EnvSpaces:
     agents: int = 1
     """Agents per env: a multi-agent env fills this many of a worker's slots (raylab/envs/multiagent.py), so a
     worker steps ``topology.envs_per_worker * agents`` slots, one policy acting for all of them."""
+    agent_ids: tuple[str, ...] = ()
+    """The agents of one env in slot order (a multi-agent env's ``possible_agents``; the arena's ``snake_<n>``);
+    empty for a single-agent env. ``policy_mapping`` patterns match these."""
 
     @property
     def continuous(self) -> bool:
@@ -146,6 +149,18 @@ class RolloutStats:
     life: int = 0
     """Ray's restart count when the rollout actor that made this chunk started (raylab.driver.restarts
     counts a restart by it even when the crash happened between calls and no call failed)."""
+    policies: list[PolicyRollout] | None = None
+    """A run with several policies: each policy's part of the chunk (its steps, version, episodes), in the
+    run's policy order; None with one policy."""
+
+
+@dataclass
+class PolicyRollout:
+    """One policy's part of a rollout call (raylab/rollout/policies.py)."""
+
+    num_steps: int
+    policy_version: int
+    episodes: Episodes
 
 
 @dataclass
@@ -195,6 +210,8 @@ class EvalResult:
     version: int
     returns: np.ndarray
     lengths: np.ndarray
+    policies: dict[str, np.ndarray] | None = None
+    """A run with several policies: each policy's episode returns (its agents' episodes among ``returns``)."""
 
     @property
     def mean(self) -> float:

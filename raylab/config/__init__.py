@@ -21,6 +21,7 @@ from raylab.config.schema import (
     LoggerConfig,
     ModelConfig,
     ParamsConfig,
+    PolicyConfig,
     RayConfig,
     ReplayConfig,
     RunConfig,
@@ -34,5 +35,6 @@ from raylab.envs.config import EnvConfig
 __all__ = [
     "TOPOLOGY_ALGOS", "A3CConfig", "APPOConfig", "AlgoConfig", "CheckpointConfig", "DQNConfig", "EnvConfig",
     "EpsilonConfig", "EvalConfig", "LearnerConfig", "LoggerConfig", "ModelConfig", "PPOConfig", "ParamsConfig",
-    "RayConfig", "ReplayConfig", "RunConfig", "StopConfig", "SweepConfig", "TopologyConfig", "WandbConfig", "resolve",
+    "PolicyConfig", "RayConfig", "ReplayConfig", "RunConfig", "StopConfig", "SweepConfig", "TopologyConfig",
+    "WandbConfig", "resolve",
 ]  # fmt: skip

@@ -12,6 +12,7 @@ from typing import Any
 from raylab.algos.names import ALGORITHMS, LOCAL_TOPOLOGY, TOPOLOGY_ALGOS
 from raylab.config.algo import APPOConfig, DQNConfig, PPOConfig
 from raylab.config.coerce import build, to_container
+from raylab.config.policies import check_policies
 from raylab.config.schema import RunConfig
 from raylab.envs.registry import check_env_config, max_return
 from raylab.errors import ConfigError, check
@@ -63,6 +64,7 @@ def check_cross_fields(run: RunConfig) -> None:
         "eval.greedy=false samples from a policy, and algo=dqn has none: set algo.epsilon.eval instead",
     )
     check_learner_options(run.algo.name, run.learner)
+    check_policies(run)
     check_env_config(run.env)
     stop = run.stop
     if stop.env_steps is None and stop.seconds is None and stop.mean_return is None and stop.train_return is None:

@@ -84,6 +84,8 @@ def coerce(tp: Any, value: Any, path: str) -> Any:
     if origin is dict or tp is dict:
         if not isinstance(value, Mapping):
             raise ConfigError(f"{path} must be a mapping (got {value!r})")
+        if args and args[1] is not Any:  # dict[str, X]: every value an X
+            return {str(k): coerce(args[1], v, _join(path, str(k))) for k, v in value.items()}
         return dict(value)
     if tp is Any:
         return value

@@ -355,6 +355,20 @@ class SweepConfig:
 
 
 @dataclass(frozen=True)
+class PolicyConfig:
+    """One of a run's several policies (``policies.<name>``): each key overrides the run's section of that name
+    for this policy's learner, rollout and evaluation networks (raylab/policies.py). Every policy runs the
+    run's algorithm (``algo.name`` may not differ)."""
+
+    algo: dict[str, Any] = field(default_factory=dict)
+    """Overrides of the run's ``algo`` section (hyperparameters: gamma, entropy_coef, ...), e.g. ``{gamma: 0.9}``."""
+    model: dict[str, Any] = field(default_factory=dict)
+    """Overrides of the run's ``model`` section (e.g. ``{hidden_sizes: [64, 64]}``)."""
+    learner: dict[str, Any] = field(default_factory=dict)
+    """Overrides of the run's ``learner`` section (e.g. ``{lr: 0.001}``)."""
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """Everything a run needs, validated; built once by ``resolve``."""
 
@@ -389,6 +403,13 @@ class RunConfig:
     """Which Ray to run on (embedded or a cluster) and the embedded Ray's resources."""
     sweep: SweepConfig = field(default_factory=SweepConfig)
     """What a sweep's trials are scored by (only read under ``-m``)."""
+    policies: dict[str, PolicyConfig] = field(default_factory=dict)
+    """Several policies in one run of a multi-agent env: name -> its overrides of the run's algo, model and
+    learner sections. Empty: one policy acts for every agent (parameter sharing). Each policy has its own
+    learner, weights and checkpoint state; docs: Several agents."""
+    policy_mapping: dict[str, str] = field(default_factory=dict)
+    """Which agents each policy acts for: agent-id pattern (fnmatch: ``snake_[02]``, ``adversary_*``) -> policy
+    name; an agent takes the first pattern that matches it. Every agent must match one; needs ``policies``."""
     run_dir: str = "."
     """Where the run writes its outputs: raylab.train sets it to the Hydra run dir (choose it with
     ``hydra.run.dir=...``; it is not a key of the composed config)."""

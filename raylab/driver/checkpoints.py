@@ -88,14 +88,18 @@ class CheckpointManager:
             self._final_snapshot_taken = True
             self._snapshot(FINAL)
 
-    def save_final(self, learner_state: dict[str, Any], policy: Weights) -> None:
+    def save_final(self, learner_state: dict[str, Any], policy: Weights | list[Weights]) -> None:
         """checkpoints/final.pt: the learner state, the run's policy (``policy``: its inference weights and
-        version), the counters and the config."""
+        version; several policies: one per policy, saved as ``policy.policies.<name>``), the counters and the
+        config."""
         self.snapshot_final()
-        policy_state = {
-            "version": policy.version,
-            "params": {k: torch.from_numpy(np.array(v)) for k, v in policy.params.items()},
-        }
+        if isinstance(policy, list):
+            names = list(self.cfg.policies)
+            policy_state: dict[str, Any] = {
+                "policies": {n: _policy_state(w) for n, w in zip(names, policy, strict=True)}
+            }
+        else:
+            policy_state = _policy_state(policy)
         self.outputs.save_checkpoint(FINAL, {"learner": learner_state, "policy": policy_state, **self._counters()})
 
     def files(self) -> list[str]:
@@ -120,7 +124,12 @@ class CheckpointManager:
         """What every checkpoint holds besides the learner (and final.pt's policy), in this order."""
         p = self.progress
         return {
-            "counters": {"env_steps": p.env_steps, "updates": p.updates, "episodes": p.episodes},
+            "counters": {
+                "env_steps": p.env_steps,
+                "updates": p.updates,
+                "episodes": p.episodes,
+                **({"policies": {n: t.counters() for n, t in p.policies.items()}} if p.policies else {}),
+            },
             "train_seconds": p.seconds,
             "workers": {str(k): int(v["env_steps"]) for k, v in p.workers.items()},
             "rng": rng_state(),
@@ -139,3 +148,7 @@ class CheckpointManager:
             (self.directory / old).unlink(missing_ok=True)
             for snapshot in self.directory.glob(f"replay_*_{old.removesuffix('.pt')}.npz"):
                 snapshot.unlink(missing_ok=True)
+
+
+def _policy_state(policy: Weights) -> dict[str, Any]:
+    return {"version": policy.version, "params": {k: torch.from_numpy(np.array(v)) for k, v in policy.params.items()}}

@@ -21,6 +21,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from raylab.config import RunConfig
+from raylab.config.policies import policy_config
 from raylab.envs.registry import EnvSpaces
 from raylab.params.link import LocalServerLink
 from raylab.remote.hosts import (
@@ -76,6 +77,10 @@ class RolloutClient(_Client[RolloutHost]):
     def sample(self, weights: Done[Weights] | None) -> tuple[Done[Chunk], Done[RolloutStats]]:
         chunk, stats = self.host.sample(value(weights))
         return Done(chunk), Done(stats)
+
+    def sample_each(self, weights: list[Done[Weights] | None]) -> tuple[list[Done[Chunk]], Done[RolloutStats]]:
+        chunks, stats = self.host.sample_policies([value(w) for w in weights])
+        return [Done(c) for c in chunks], Done(stats)
 
 
 class ReplayClient(_Client[ReplayHost]):
@@ -136,6 +141,15 @@ class EvalClient(_Client[EvalHost]):
     ) -> Done[EvalResult]:
         return Done(self.host.evaluate(weights.value, episodes, confirm_target, confirm_episodes))
 
+    def evaluate_each(
+        self,
+        weights: list[Done[Weights]],
+        episodes: int,
+        confirm_target: float | None = None,
+        confirm_episodes: int = 0,
+    ) -> Done[EvalResult]:
+        return Done(self.host.evaluate_each(episodes, confirm_target, confirm_episodes, *[w.value for w in weights]))
+
 
 class ShardClient(_Client[ShardHost]):
     def pull(self) -> Done[Any]:
@@ -193,8 +207,9 @@ class InProcessBackend:
     def learner(self) -> LearnerClient:
         return LearnerClient(LearnerHost(self.cfg, self.spaces))
 
-    def ppo_learner(self) -> PPOLearnerClient:
-        return PPOLearnerClient(PPOLearnerHost(self.cfg, self.spaces))
+    def ppo_learner(self, policy: str | None = None) -> PPOLearnerClient:
+        cfg = policy_config(self.cfg, policy) if policy is not None else self.cfg
+        return PPOLearnerClient(PPOLearnerHost(cfg, self.spaces))
 
     def shard(self, params: np.ndarray, shard: int, name: str) -> ShardClient:
         return ShardClient(ShardHost(self.cfg, params, shard))

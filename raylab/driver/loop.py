@@ -57,7 +57,7 @@ class Backend(Protocol):
     def rollout(self, worker_id: int, incarnation: int = 0, env_steps: int = 0) -> Any: ...
     def replay(self, shard: int) -> Any: ...
     def learner(self) -> Any: ...
-    def ppo_learner(self) -> Any: ...
+    def ppo_learner(self, policy: str | None = None) -> Any: ...
     def shard(self, params: np.ndarray, shard: int, name: str) -> Any: ...
     def a3c_worker(self, worker_id: int, shards: list[Any], bounds: list[int], incarnation: int, name: str) -> Any: ...
     def wait(self, refs: Sequence[Any], timeout: float, every: bool = False) -> list[Any]: ...
@@ -241,13 +241,6 @@ class Driver:
     def in_flight(self, kind: type[T]) -> list[T]:
         return [job for job in self.pending.values() if isinstance(job, kind)]
 
-    def restore_learner(self, learner: Any, min_version: int) -> int:
-        """Ray restarted the learner: it resumes from the latest periodic checkpoint, versions moving on past
-        ``min_version``. Blocks meanwhile (seconds). Returns its version."""
-        version, life = learner.restore_blocking(self.monitor.latest_learner_state(), min_version)
-        self.heard("learner", "learner", life)
-        return int(version)
-
     # -- the run -------------------------------------------------------------------------------------------
     def run(self) -> RunSummary:
         return self.backend.run(self.flow.required_cpus(), self._run)
@@ -291,9 +284,15 @@ class Driver:
             return
         self.monitor.eval_started()
         ev, tag = self.cfg.eval, self.restarts.tag("eval")
-        ref = self.evaluator.evaluate(weights, ev.episodes, self.cfg.stop.mean_return, ev.confirm_episodes)
+        ref = self._evaluate(weights, ev.episodes, self.cfg.stop.mean_return, ev.confirm_episodes)
         self.submit(EvalJob(ref, "eval", "eval", tag, weights=weights))
         self.evaluating = True
+
+    def _evaluate(self, weights: Any, episodes: int, confirm_target: float | None = None, confirm: int = 0) -> Any:
+        """An evaluation call; ``weights`` a list (several policies): one ref per policy."""
+        if isinstance(weights, list):
+            return self.evaluator.evaluate_each(weights, episodes, confirm_target, confirm)
+        return self.evaluator.evaluate(weights, episodes, confirm_target, confirm)
 
     def _wait(self) -> None:
         now = time.monotonic()
@@ -324,7 +323,7 @@ class Driver:
         policy_ref = self.evaluated if target else flow.latest_weights(self)
         final_eval = None
         if self.cfg.eval.final_episodes and stop not in INTERRUPTED:
-            final_eval = backend.get(self.evaluator.evaluate(policy_ref, self.cfg.eval.final_episodes))
+            final_eval = backend.get(self._evaluate(policy_ref, self.cfg.eval.final_episodes))
         policy = backend.get(policy_ref)
         state = flow.final_state(self)
         peak = backend.peak_memory_bytes(list(self.actors.values()))

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import datetime as dt
 import resource
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from raylab.config import RunConfig
+from raylab.config.policies import policy_map
 from raylab.driver.checkpoints import CheckpointManager, ReplaySnapshot
 from raylab.driver.outputs import RunOutputs
 from raylab.driver.progress import Progress
@@ -45,7 +46,8 @@ class RunMonitor:
         """``replay_snapshot`` (DQN topologies with checkpoint.replay): writes every replay shard's snapshot
         for a checkpoint's path, before that checkpoint is written (raylab.driver.checkpoints)."""
         self.cfg = cfg
-        self.progress = Progress(spaces.frames_per_step)
+        pmap = policy_map(cfg, spaces)
+        self.progress = Progress(spaces.frames_per_step, pmap.names if pmap.several else ())
         self.progress.actor_counts = actor_counts(cfg)
         self.resources = ResourceSampler()  # its thread starts with start()
         self.start_time = dt.datetime.now()
@@ -74,6 +76,9 @@ class RunMonitor:
         p.env_steps, p.updates, p.episodes, p.seconds_offset = (
             resume.env_steps, resume.updates, resume.episodes, resume.train_seconds,
         )  # fmt: skip
+        for name, counters in resume.policies.items():
+            if name in p.policies:
+                p.policies[name].restore(counters)
         for worker_id, steps in resume.workers.items():
             p.workers[worker_id] = {"chunks": 0, "env_steps": steps, "policy_version_first": 0}
         if resume.rng is not None:
@@ -105,8 +110,9 @@ class RunMonitor:
         self.progress.stop_clock()
         self.resources.stop()
 
-    def on_rollout(self, stats: RolloutStats, learner_version: int) -> None:
-        self.progress.add_rollout(stats, learner_version)
+    def on_rollout(self, stats: RolloutStats, learner_version: int, policy_versions: Sequence[int] = ()) -> None:
+        """``policy_versions``: with several policies, each policy's learner version (its lag's reference)."""
+        self.progress.add_rollout(stats, learner_version, policy_versions)
 
     def add_time(self, stage: str, seconds: float) -> None:
         """Seconds the driver spent in ``stage`` (e.g. waiting on actors), reported per row as timing/<stage>."""
@@ -120,10 +126,11 @@ class RunMonitor:
         """Set values reported as they stand in the next row (queue depths, transitions inserted)."""
         self.progress.gauges.update(values)
 
-    def on_learner(self, stats: LearnerStats) -> None:
-        """Count a learner call; a NaN or infinite loss stops the run (NonFiniteLossError) after one last
-        metrics row, before any checkpoint could store the diverged weights."""
-        self.reporter.on_learner(stats, self.checkpointer.last_periodic)
+    def on_learner(self, stats: LearnerStats, policy: str | None = None) -> None:
+        """Count a learner call (``policy``: whose, with several policies); a NaN or infinite loss stops the
+        run (NonFiniteLossError) after one last metrics row, before any checkpoint could store the diverged
+        weights."""
+        self.reporter.on_learner(stats, self.checkpointer.last_periodic, policy)
 
     def on_eval(self, result: EvalResult) -> None:
         self.progress.add_eval(result)
@@ -210,6 +217,13 @@ class RunMonitor:
             placement=self.placement,
             checkpoints=self.checkpointer.files(),
         )
+        if p.policies:
+            policies = {name: track.summary() for name, track in p.policies.items()}
+            for name, returns in ((final_eval.policies or {}) if final_eval else {}).items():
+                policies[name]["final_eval_return_mean"] = float(returns.mean()) if len(returns) else None
+            for name, more in (extra or {}).get("policies", {}).items():  # the topology's (learner restarts)
+                policies[name].update(more)
+            extra = {**(extra or {}), "policies": policies}
         benchmark = benchmark_report(self.cfg, p, facts, final_eval, replay_stats, extra)
         self.outputs.write_benchmark(benchmark)
         self.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict, deque
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -12,11 +13,81 @@ import numpy as np
 from raylab.types import EvalResult, LearnerStats, RolloutStats
 
 
+class PolicyProgress:
+    """What the driver counts per policy in a run with several (reported as ``policy/<name>/...``)."""
+
+    def __init__(self) -> None:
+        self.env_steps = 0
+        self.updates = 0
+        self.episodes = 0
+        self.version = 0
+        self.returns: deque[float] = deque(maxlen=100)
+        self.lengths: deque[int] = deque(maxlen=100)
+        self.extras: dict[str, deque[float]] = {}
+        self.learner_metrics: dict[str, float] = {}
+        self.lags: list[int] = []
+        self.lag_sum = 0
+        self.lag_count = 0
+        self.eval_returns: np.ndarray | None = None
+        self.mark = (0, 0)
+
+    def row(self, prefix: str, dt: float) -> dict[str, Any]:
+        steps0, updates0 = self.mark
+        self.mark = (self.env_steps, self.updates)
+        row: dict[str, Any] = {
+            f"{prefix}/env_steps": self.env_steps,
+            f"{prefix}/updates": self.updates,
+            f"{prefix}/episodes": self.episodes,
+            f"{prefix}/version": self.version,
+            f"{prefix}/throughput/env_steps_per_s": (self.env_steps - steps0) / dt,
+            f"{prefix}/throughput/updates_per_s": (self.updates - updates0) / dt,
+        }
+        if self.returns:
+            row[f"{prefix}/episode/return_mean"] = float(np.mean(self.returns))
+            row[f"{prefix}/episode/length_mean"] = float(np.mean(self.lengths))
+        for key, values in self.extras.items():
+            if values:
+                row[f"{prefix}/episode/{key}_mean"] = float(np.mean(values))
+        if self.lags:
+            row[f"{prefix}/lag/mean"], row[f"{prefix}/lag/max"] = float(np.mean(self.lags)), max(self.lags)
+            self.lags.clear()
+        if self.eval_returns is not None and len(self.eval_returns):
+            row[f"{prefix}/eval/return_mean"] = float(self.eval_returns.mean())
+        row.update({f"{prefix}/learner/{k}": v for k, v in self.learner_metrics.items()})
+        return row
+
+    def counters(self) -> dict[str, int]:
+        """What a checkpoint keeps (a resumed run continues them)."""
+        return {"env_steps": self.env_steps, "updates": self.updates, "episodes": self.episodes}
+
+    def restore(self, counters: dict[str, int]) -> None:
+        self.env_steps, self.updates = counters.get("env_steps", 0), counters.get("updates", 0)
+        self.episodes = counters.get("episodes", 0)
+        self.mark = (self.env_steps, self.updates)
+
+    def summary(self) -> dict[str, Any]:
+        """benchmark_metrics.json's ``policies.<name>``."""
+        return {
+            "env_steps": self.env_steps,
+            "updates": self.updates,
+            "episodes": self.episodes,
+            "version": self.version,
+            "episode_return_mean_last100": float(np.mean(self.returns)) if self.returns else None,
+            **{f"episode_{k}_mean_last100": float(np.mean(v)) for k, v in self.extras.items() if v},
+            "lag_mean": self.lag_sum / self.lag_count if self.lag_count else None,
+            "eval_return_mean": float(self.eval_returns.mean())
+            if self.eval_returns is not None and len(self.eval_returns)
+            else None,
+        }
+
+
 class Progress:
     """Everything the driver counts. Rates in a row cover the interval since the previous row."""
 
-    def __init__(self, frames_per_step: int = 1):
+    def __init__(self, frames_per_step: int = 1, policies: Sequence[str] = ()):
+        """``policies``: the names of a run's several policies (none: one policy, no per-policy keys)."""
         self.frames_per_step = frames_per_step
+        self.policies = {name: PolicyProgress() for name in policies}
         self.start = time.perf_counter()
         self.seconds_offset = 0.0
         """Training seconds of the run this one resumes."""
@@ -73,15 +144,31 @@ class Progress:
     def seconds_since_row(self) -> float:
         return self._now() - self._mark[0]
 
-    def add_rollout(self, stats: RolloutStats, learner_version: int) -> None:
+    def add_rollout(self, stats: RolloutStats, learner_version: int, policy_versions: Sequence[int] = ()) -> None:
+        """``learner_version``: the (oldest) learner's version; ``policy_versions``: each policy's learner's,
+        with several policies (each policy's lag is its own learner's version minus its part's)."""
         self.env_steps += stats.num_steps
+        if stats.policies is not None and self.policies:
+            for part, track, version in zip(stats.policies, self.policies.values(), policy_versions, strict=True):
+                track.env_steps += part.num_steps
+                track.episodes += len(part.episodes)
+                track.returns.extend(part.episodes.returns.tolist())
+                track.lengths.extend(part.episodes.lengths.tolist())
+                for key, values in part.episodes.extras.items():
+                    track.extras.setdefault(key, deque(maxlen=100)).extend(values.tolist())
+                lag = version - part.policy_version
+                track.lags.append(lag)
+                track.lag_sum += lag
+                track.lag_count += 1
         worker = self.workers.setdefault(
             stats.worker_id, {"chunks": 0, "env_steps": 0, "policy_version_first": stats.policy_version}
         )
         worker["chunks"] += 1
         worker["env_steps"] += stats.num_steps
         worker["policy_version_last"] = stats.policy_version
-        if stats.lags is None:
+        if stats.policies is not None and self.policies:
+            self._lags.extend(v - part.policy_version for v, part in zip(policy_versions, stats.policies, strict=True))
+        elif stats.lags is None:
             self._lags.append(learner_version - stats.policy_version)
         else:
             self._lags.extend(stats.lags)
@@ -107,10 +194,17 @@ class Progress:
     def add_time(self, stage: str, seconds: float) -> None:
         self._timings[stage] += seconds
 
-    def add_learner(self, stats: LearnerStats) -> None:
+    def add_learner(self, stats: LearnerStats, policy: str | None = None) -> None:
+        """``policy``: which of several policies' learners made the call."""
         self.updates += stats.updates
         self.samples += stats.samples
-        self.learner_metrics = stats.metrics
+        if policy is not None and self.policies:
+            track = self.policies[policy]
+            track.updates += stats.updates
+            track.version = stats.version
+            track.learner_metrics = stats.metrics
+        else:
+            self.learner_metrics = stats.metrics
         timings = stats.timings or {}
         # stages are disjoint so that shares stack: the wait for the next prefetched batch happens inside
         # the update call but is reported as learner/batch_wait_s, not as update time
@@ -125,6 +219,9 @@ class Progress:
 
     def add_eval(self, result: EvalResult) -> None:
         self.last_eval = result
+        for name, returns in (result.policies or {}).items():
+            if name in self.policies:
+                self.policies[name].eval_returns = returns
         self.evals.append(
             {
                 "time_s": self.seconds,
@@ -179,6 +276,8 @@ class Progress:
             row["eval/return_std"] = self.last_eval.std
             row["eval/version"] = self.last_eval.version
         row.update({f"learner/{k}": v for k, v in self.learner_metrics.items()})
+        for name, track in self.policies.items():
+            row.update(track.row(f"policy/{name}", dt))
         if replay_size is not None and self.env_steps > steps0:
             row["replay/samples_per_insert"] = (self.samples - samples0) / (self.env_steps - steps0)
         row.update({f"timing/{k}": v for k, v in self._timings.items()})

@@ -32,7 +32,7 @@ def actor_counts(cfg: RunConfig) -> dict[str, int]:
     one actor's own timeline: its stages plus its wait add up to about 1. The serial topology runs them in
     turn in one process, with the same accounting (a worker waits while the others and the learner run)."""
     workers = cfg.topology.num_workers
-    counts = {"rollout": workers, "learner": 1, "replay": 1, "driver": 1}
+    counts = {"rollout": workers, "learner": max(len(cfg.policies), 1), "replay": 1, "driver": 1}
     if cfg.topology.name == "apex_dqn":
         counts["replay"] = cfg.replay.num_shards
     if isinstance(cfg.algo, A3CConfig):  # each A3C worker is its own learner; the server is params.num_shards
@@ -96,15 +96,20 @@ class Reporter:
             postfix["ret"] = round(float(np.mean(p.returns)), 1)
         if p.last_eval is not None:
             postfix["eval"] = round(p.last_eval.mean, 1)
+        for name, track in p.policies.items():  # several policies: each one's training return
+            if track.returns:
+                postfix[f"ret:{name}"] = round(float(np.mean(track.returns)), 1)
         for logger in self.loggers:
             logger.progress(p.env_steps, postfix)
 
     # -- the learner's losses ------------------------------------------------------------------------------
-    def on_learner(self, stats: LearnerStats, last_checkpoint: Callable[[], Path | None]) -> None:
+    def on_learner(
+        self, stats: LearnerStats, last_checkpoint: Callable[[], Path | None], policy: str | None = None
+    ) -> None:
         """Count a learner call; a NaN or infinite loss stops the run (NonFiniteLossError) after one last
         metrics row, before any checkpoint could store the diverged weights. ``last_checkpoint``: the newest
         periodic checkpoint, which the error names (asked only then)."""
-        self.progress.add_learner(stats)
+        self.progress.add_learner(stats, policy)
         bad = {k: v for k, v in stats.metrics.items() if k.endswith("loss") and not math.isfinite(v)}
         if not bad:
             return
@@ -116,8 +121,9 @@ class Reporter:
             if path is not None
             else "no checkpoint was written yet (checkpoint.every_seconds keeps periodic ones)"
         )
+        whose = f"policy {policy}'s " if policy is not None else ""
         raise NonFiniteLossError(
-            f"learner {key} became {value} by update {self.progress.updates:,} (env step "
+            f"{whose}learner {key} became {value} by update {self.progress.updates:,} (env step "
             f"{self.progress.env_steps:,}): the run stopped without writing final.pt; {last}; lower learner.lr "
             f"or set learner.max_grad_norm"
         )

@@ -27,7 +27,7 @@ from raylab.errors import ConfigError, RaylabError
 from raylab.learner.checkpoint import load_checkpoint
 from raylab.replay.snapshot import snapshot_path
 
-MUST_MATCH = ("env", "algo", "model", "topology.name", "topology.envs_per_worker")
+MUST_MATCH = ("env", "algo", "model", "topology.name", "topology.envs_per_worker", "policy_mapping")
 """Config sections a resumed run must share with its checkpoint (the networks' shapes, the data they see)."""
 
 
@@ -42,6 +42,8 @@ class ResumeState:
     workers: dict[int, int] = field(default_factory=dict)
     """Env steps of each rollout worker at the checkpoint."""
     rng: dict[str, Any] | None = None
+    policies: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Several policies: each one's counters at the checkpoint (env_steps, updates, episodes)."""
 
     def replay_snapshot(self, shard: int) -> Path | None:
         """The replay snapshot of ``shard`` written with this checkpoint (checkpoint.replay), if there is one."""
@@ -107,6 +109,7 @@ def load_resume(run_dir: str | Path, config: dict[str, Any]) -> ResumeState:
         train_seconds=float(state.get("train_seconds", 0.0)),
         workers={int(k): int(v) for k, v in state.get("workers", {}).items()},
         rng=state.get("rng"),
+        policies={str(k): {c: int(n) for c, n in v.items()} for k, v in counters.get("policies", {}).items()},
     )
 
 

@@ -16,7 +16,7 @@ import dataclasses
 import difflib
 import importlib.util
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import gymnasium as gym
 import numpy as np
@@ -423,10 +423,11 @@ def env_spaces(cfg: EnvConfig) -> EnvSpaces:
     """Describe the preprocessed observation and action spaces of ``cfg`` (builds one env and closes it); for a
     multi-agent env, those of one agent, and how many agents (slots) one env holds."""
     fam = family(cfg)
-    agents = 1
+    agents, agent_ids = 1, cast(tuple[str, ...], ())
     if fam.multi_agent:
         venv = make_vector_env(cfg, 1, seed=0)
         obs_space, act_space, agents = venv.single_observation_space, venv.single_action_space, venv.num_envs
+        agent_ids = tuple(str(a) for a in getattr(venv, "agents", [f"agent_{i}" for i in range(agents)]))
         venv.close()
     else:
         env = make_env(cfg, seed=0)
@@ -462,4 +463,5 @@ def env_spaces(cfg: EnvConfig) -> EnvSpaces:
         frames_per_step=cfg.frame_skip,
         action_dim=action_dim,
         agents=agents,
+        agent_ids=agent_ids,
     )

@@ -73,6 +73,8 @@ class SnakeArena:
         self.reward_clip, self.reward_scale = reward_clip, float(reward_scale)
         self.name = name
         self.num_envs = self.B * self.N
+        self.agents = [f"snake_{n}" for n in range(self.N)]
+        """Agent ids, in slot order within a board (what policy_mapping patterns match)."""
         self.restarts = 0
         self.rng = np.random.default_rng(seed)
         size = len(PLANES) * self.view * self.view + 5

@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 import numpy as np
 import ray
 
-from raylab.config import RunConfig
+from raylab.config import LearnerConfig, RunConfig
+from raylab.config.policies import policy_config
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.a3c import A3CWorkerClient, ShardClient
 from raylab.remote.clients import EvalClient, LearnerClient, ReplayClient, RolloutClient
@@ -35,6 +36,7 @@ class RayBackend:
         self.required_cpus = float("inf")
         """What the topology reserves (set by ``run``): start-ups wait past the timeout only if the cluster
         holds it."""
+        self._gpus: dict[LearnerConfig, float] = {}
 
     def run(self, required_cpus: float, body: Callable[[], T]) -> T:
         self.required_cpus = required_cpus
@@ -53,8 +55,12 @@ class RayBackend:
     def learner(self) -> LearnerClient:
         return LearnerClient.create(self.cfg, self.spaces, learner_gpus(self.cfg.learner))
 
-    def ppo_learner(self) -> PPOLearnerClient:
-        return PPOLearnerClient.create(self.cfg, self.spaces, learner_gpus(self.cfg.learner))
+    def ppo_learner(self, policy: str | None = None) -> PPOLearnerClient:
+        """``policy``: one of several policies' learner, built from its config; the learners share the GPU."""
+        cfg = policy_config(self.cfg, policy) if policy is not None else self.cfg
+        if cfg.learner not in self._gpus:  # asked once per learner config (it may log a warning)
+            self._gpus[cfg.learner] = learner_gpus(cfg.learner)
+        return PPOLearnerClient.create(cfg, self.spaces, self._gpus[cfg.learner] / max(len(self.cfg.policies), 1))
 
     def shard(self, params: np.ndarray, shard: int, name: str) -> ShardClient:
         return ShardClient.create(self.cfg, params, shard, name=name)

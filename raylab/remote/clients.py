@@ -99,6 +99,13 @@ class RolloutClient(_Client):
         chunk, stats = self.handle.sample.options(num_returns=2).remote(weights)
         return chunk, stats
 
+    def sample_each(
+        self, weights: list[ObjectRef[Weights] | None]
+    ) -> tuple[list[ObjectRef[Chunk]], ObjectRef[RolloutStats]]:
+        """Several policies: start one chunk per policy; ``weights[k]`` (None: unchanged) is policy k's."""
+        refs = self.handle.sample_each.options(num_returns=len(weights) + 1).remote(*weights)
+        return list(refs[:-1]), refs[-1]
+
 
 class ReplayClient(_Client):
     @classmethod
@@ -197,3 +204,13 @@ class EvalClient(_Client):
         confirm_episodes: int = 0,
     ) -> ObjectRef[EvalResult]:
         return self.handle.evaluate.remote(weights, episodes, confirm_target, confirm_episodes)
+
+    def evaluate_each(
+        self,
+        weights: list[ObjectRef[Weights]],
+        episodes: int,
+        confirm_target: float | None = None,
+        confirm_episodes: int = 0,
+    ) -> ObjectRef[EvalResult]:
+        """Several policies: ``weights[k]`` is policy k's."""
+        return self.handle.evaluate_each.remote(episodes, confirm_target, confirm_episodes, *weights)

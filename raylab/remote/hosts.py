@@ -75,6 +75,20 @@ class RolloutHost(_Host):
         stats.life = self.life
         return chunk, stats
 
+    def sample_each(self, *weights: Weights | None) -> tuple[Chunk | RolloutStats, ...]:
+        """Several policies: one Weights (or None: unchanged) per policy in; one chunk per policy, then the
+        stats, out (each a return value of its own, so each chunk goes to its learner as its own ref)."""
+        chunks, stats = self.sample_policies(list(weights))
+        return (*chunks, stats)
+
+    def sample_policies(self, weights: list[Weights | None]) -> tuple[list[Chunk], RolloutStats]:
+        """``sample_each`` as (chunks, stats): what the in-process backend calls."""
+        if any(w is not None for w in weights):
+            self.worker.set_weights(weights)
+        chunks, stats = self.worker.sample_each()
+        stats.life = self.life
+        return chunks, stats
+
 
 class ReplayHost(_Host):
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces, shard: int = 0):
@@ -193,6 +207,12 @@ class EvalHost(_Host):
         self, weights: Weights, episodes: int, confirm_target: float | None = None, confirm_episodes: int = 0
     ) -> EvalResult:
         return self.evaluator.evaluate(weights, episodes, confirm_target, confirm_episodes)
+
+    def evaluate_each(
+        self, episodes: int, confirm_target: float | None, confirm_episodes: int, *weights: Weights
+    ) -> EvalResult:
+        """Several policies: one Weights per policy (each its own argument, resolved by Ray)."""
+        return self.evaluator.evaluate(list(weights), episodes, confirm_target, confirm_episodes)
 
 
 class ShardHost(_Host):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from raylab.envs.vector import VectorEnv
-from raylab.rollout.worker import Policy
+from raylab.rollout.policies import Policy, PolicySet
 from raylab.types import EvalResult, Weights
 
 
@@ -16,29 +18,53 @@ class Evaluator:
     the first N episodes to finish would bias the mean towards failures).
     """
 
-    def __init__(self, env: VectorEnv, policy: Policy):
+    def __init__(self, env: VectorEnv, policy: Policy, policy_names: Sequence[str] | None = None):
+        """``policy`` a PolicySet: ``policy_names`` name its policies, and each result holds each policy's returns."""
         self.env = env
         self.policy = policy
+        self.names = list(policy_names) if policy_names is not None else None
+        self.slot_policy: np.ndarray | None = None
+        if isinstance(policy, PolicySet):
+            assert self.names is not None and len(self.names) == len(policy.policies)
+            self.slot_policy = np.empty(policy.num_slots, np.int64)
+            for k, idx in enumerate(policy.slots):
+                self.slot_policy[idx] = k
 
     def evaluate(
-        self, weights: Weights | None, episodes: int, confirm_target: float | None = None, confirm_episodes: int = 0
+        self,
+        weights: Weights | Sequence[Weights | None] | None,
+        episodes: int,
+        confirm_target: float | None = None,
+        confirm_episodes: int = 0,
     ) -> EvalResult:
         """Mean over ``episodes``; if that reaches ``confirm_target``, ``confirm_episodes`` more of the same
-        weights are run and the result holds all of them, so a lucky handful of episodes cannot stop a run."""
-        if weights is not None:
+        weights are run and the result holds all of them, so a lucky handful of episodes cannot stop a run.
+        A PolicySet takes one Weights per policy."""
+        if isinstance(self.policy, PolicySet):
+            assert weights is not None and not isinstance(weights, Weights)
+            self.policy.load(weights)
+        elif weights is not None:
+            assert isinstance(weights, Weights)
             self.policy.set_weights(weights)
-        returns, lengths = self._episodes(episodes)
+        returns, lengths, slots = self._episodes(episodes)
         if confirm_target is not None and confirm_episodes > 0 and returns.mean() >= confirm_target:
-            more_returns, more_lengths = self._episodes(confirm_episodes)
-            returns, lengths = np.concatenate([returns, more_returns]), np.concatenate([lengths, more_lengths])
-        return EvalResult(self.policy.version, returns, lengths)
+            more = self._episodes(confirm_episodes)
+            returns, lengths, slots = (
+                np.concatenate([a, b]) for a, b in zip((returns, lengths, slots), more, strict=True)
+            )
+        by_policy = None
+        if self.slot_policy is not None and self.names is not None:
+            owner = self.slot_policy[slots]
+            by_policy = {name: returns[owner == k] for k, name in enumerate(self.names)}
+        return EvalResult(self.policy.version, returns, lengths, by_policy)
 
-    def _episodes(self, episodes: int) -> tuple[np.ndarray, np.ndarray]:
+    def _episodes(self, episodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         num_envs = self.env.num_envs
         quota = np.full(num_envs, episodes // num_envs)
         quota[: episodes % num_envs] += 1
         returns: list[float] = []
         lengths: list[int] = []
+        slots: list[int] = []
         obs = self.env.reset()
         while quota.any():
             step = self.env.step(self.policy.act(obs))
@@ -48,4 +74,5 @@ class Evaluator:
                     quota[i] -= 1
                     returns.append(float(stats["return"]))
                     lengths.append(int(stats["length"]))
-        return np.array(returns), np.array(lengths)
+                    slots.append(i)
+        return np.array(returns), np.array(lengths), np.array(slots, np.int64)

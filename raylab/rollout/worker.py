@@ -7,27 +7,15 @@ local topology calls it directly, and A3C's worker (raylab.algos.a3c.worker) col
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from raylab.envs.vector import VectorEnv
 from raylab.metrics.timing import GapTimer, StageTimer
-from raylab.types import Chunk, Episodes, RolloutStats, Weights
-
-
-class Policy(Protocol):
-    """What a rollout worker needs from a policy: batched actions and versioned weights."""
-
-    version: int
-    last_log_probs: np.ndarray | None
-    """Log-probabilities of the actions the last ``act`` returned, for off-policy corrections (APPO's
-    V-trace); None for policies without them (epsilon-greedy)."""
-
-    def act(self, obs: np.ndarray) -> np.ndarray: ...
-
-    def set_weights(self, weights: Weights) -> bool: ...
+from raylab.rollout.policies import Policy, PolicySet, split_chunk
+from raylab.types import Chunk, Episodes, PolicyRollout, RolloutStats, Weights
 
 
 @dataclass
@@ -39,6 +27,8 @@ class Rollout:
     """Records of the episodes that ended in it (raw game returns and lengths, plus the env's extras)."""
     env_restarts: int
     """Envs rebuilt after a crash during it."""
+    episode_slots: list[int] = field(default_factory=list)
+    """The slot each of ``episodes`` ended in."""
 
 
 class RolloutWorker:
@@ -57,6 +47,8 @@ class RolloutWorker:
         timer: StageTimer | None = None,
         cut_at_episode_end: bool = False,
     ):
+        """``policy`` may be a PolicySet (several policies, raylab/rollout/policies.py): ``sample_each`` then
+        cuts each chunk into one chunk per policy."""
         self.env = env
         self.policy = policy
         self.worker_id = worker_id
@@ -76,10 +68,16 @@ class RolloutWorker:
     def policy_version(self) -> int:
         return self.policy.version
 
-    def set_weights(self, weights: Weights) -> bool:
-        """Load newer weights; a no-op (no copy) when ``weights`` is not newer than the policy's."""
+    def set_weights(self, weights: Weights | Sequence[Weights | None]) -> bool:
+        """Load newer weights; a no-op (no copy) when ``weights`` is not newer than the policy's. A PolicySet
+        takes one Weights (or None: unchanged) per policy."""
         start = time.perf_counter()
-        loaded = self.policy.set_weights(weights)
+        if isinstance(self.policy, PolicySet):
+            assert not isinstance(weights, Weights)
+            loaded = self.policy.load(weights)
+        else:
+            assert isinstance(weights, Weights)
+            loaded = self.policy.set_weights(weights)
         seconds = time.perf_counter() - start
         self._sync_s += seconds
         self.timer.add("weight_sync", seconds)
@@ -92,10 +90,28 @@ class RolloutWorker:
     def sample(self) -> tuple[Chunk, RolloutStats]:
         """A chunk and its stats, the timer's stages popped into them; the time since the previous ``sample``
         returned (less weight loads) counts as ``wait``."""
+        chunks, stats = self.sample_each()
+        assert len(chunks) == 1, "a worker of several policies: call sample_each"
+        return chunks[0], stats
+
+    def sample_each(self) -> tuple[list[Chunk], RolloutStats]:
+        """``sample`` with the chunk cut into one chunk per policy (one chunk: one policy); ``stats.policies``
+        then holds each policy's part."""
         gap, self._sync_s = self._gap.begin() - self._sync_s, 0.0
         self.timer.add("wait", max(gap, 0.0))
         rollout = self.collect()
         chunk = rollout.chunk
+        chunks, parts = [chunk], None
+        if isinstance(self.policy, PolicySet):
+            chunks, parts = [], []
+            slot_policy = np.empty(self.policy.num_slots, np.int64)
+            for k, (idx, version) in enumerate(zip(self.policy.slots, self.policy.versions, strict=True)):
+                slot_policy[idx] = k
+                chunks.append(split_chunk(chunk, idx, version))
+            ended = slot_policy[np.asarray(rollout.episode_slots, np.int64)]
+            for k, part in enumerate(chunks):
+                records = [r for r, p in zip(rollout.episodes, ended, strict=True) if p == k]
+                parts.append(PolicyRollout(part.size, part.policy_version, episodes_of(records)))
         stats = RolloutStats(
             worker_id=self.worker_id,
             num_steps=chunk.size,
@@ -104,9 +120,10 @@ class RolloutWorker:
             timings=self.timer.pop(),
             env_restarts=rollout.env_restarts,
             epsilon=getattr(self.policy, "epsilon", None),
+            policies=parts,
         )
         self._gap.end()
-        return chunk, stats
+        return chunks, stats
 
     def collect(self) -> Rollout:
         """Step the envs for one chunk (``env`` and ``inference`` stages go to the timer, which keeps them)."""
@@ -121,6 +138,7 @@ class RolloutWorker:
         final_obs: list[np.ndarray] = []
         final_index: list[tuple[int, int]] = []
         episodes: list[dict[str, float]] = []
+        episode_slots: list[int] = []
         obs[0] = self._obs
         version = self.policy.version
         restarts_before = self.env.restarts
@@ -145,8 +163,9 @@ class RolloutWorker:
             for env_index, last_obs in step.final_obs:
                 final_obs.append(last_obs)
                 final_index.append((t, env_index))
-            if step.episodes:
-                episodes.extend(stats for _, stats in step.episodes)
+            for slot, record in step.episodes:
+                episodes.append(record)
+                episode_slots.append(slot)
             if step.restarted is not None:
                 if restarted is None:
                     restarted = np.zeros((steps, num_envs), bool)
@@ -178,7 +197,7 @@ class RolloutWorker:
             log_probs=log_probs,
         )
         self._seq += 1
-        return Rollout(chunk, episodes, self.env.restarts - restarts_before)
+        return Rollout(chunk, episodes, self.env.restarts - restarts_before, episode_slots)
 
 
 def episodes_of(records: list[dict[str, float]]) -> Episodes:

@@ -32,7 +32,7 @@ from raylab.envs.registry import EnvSpaces
 from raylab.errors import ConfigError
 from raylab.replay.buffer import ReplayStats
 from raylab.topology.apex_jobs import Add, ApexUpdate, ReplayFlow
-from raylab.topology.jobs import Rollout, Update
+from raylab.topology.jobs import Lane, Rollout, Update
 from raylab.types import LearnerStats, RolloutStats
 
 LEARNER_CALLS_IN_FLIGHT = 2
@@ -40,7 +40,7 @@ LEARNER_CALLS_IN_FLIGHT = 2
 
 class ApexDQNTopology(ReplayFlow):
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
-        self.cfg, self.spaces, self.resume = cfg, spaces, resume
+        super().__init__(cfg, spaces, resume)
         # validate what can be validated before Ray starts
         self.limiter = build_rate_limiter(cfg, spaces)
         check_replay_fits(cfg, spaces)
@@ -51,7 +51,7 @@ class ApexDQNTopology(ReplayFlow):
                 f" (each worker writes to one shard): set replay.num_shards <= {cfg.topology.num_workers}"
             )
 
-    def make_learner(self, driver: Driver) -> Any:
+    def make_learner(self, driver: Driver, policy: str | None) -> Any:
         return driver.backend.learner()
 
     def create(self, driver: Driver) -> dict[str, Any]:
@@ -62,7 +62,8 @@ class ApexDQNTopology(ReplayFlow):
         self.load_learner(driver)
         if self.resume is not None:
             self.restore_replay(driver)
-        self.restored(driver)
+        self.lane = self.lanes[0]  # one policy (raylab/config/policies.py refuses several for dqn)
+        self.restored(driver, self.lane)
         self.parked: list[int] = []
         self.calls_made = 0
         self.chunk_size = self.cfg.topology.rollout_length * self.spaces.slots(self.cfg.topology.envs_per_worker)
@@ -72,7 +73,7 @@ class ApexDQNTopology(ReplayFlow):
     def sample(self, driver: Driver, worker: int) -> None:
         newer = self.worker_version[worker] < self.published
         self.worker_version[worker] = self.published
-        self.rollout(driver, worker, self.weights if newer else None)
+        self.rollout(driver, worker, [self.lane.weights if newer else None])
 
     def may_insert(self, driver: Driver) -> bool:
         return self.limiter.can_insert(self.chunk_size * (len(driver.in_flight(Rollout)) + 1))
@@ -83,9 +84,9 @@ class ApexDQNTopology(ReplayFlow):
             self.limiter.record_sample(batch * calls)
             shard = self.calls_made % len(self.shards)  # learner calls take turns among the shards
             shard_tag, tag = driver.restarts.tag(f"replay_{shard}"), driver.restarts.tag("learner")
-            stats, weights, priorities = self.learner.update(self.shards[shard].sample_many(batch, calls))
-            job = ApexUpdate(stats, "learner", "learner", tag, flow=self, weights=weights, priorities=priorities,
-                             shard=shard, shard_tag=shard_tag, drain=True)  # fmt: skip
+            stats, weights, priorities = self.lane.learner.update(self.shards[shard].sample_many(batch, calls))
+            job = ApexUpdate(stats, "learner", "learner", tag, flow=self, lane=self.lane, weights=weights,
+                             priorities=priorities, shard=shard, shard_tag=shard_tag, drain=True)  # fmt: skip
             driver.submit(job)
             self.calls_made += 1
         while self.parked and self.may_insert(driver):
@@ -94,9 +95,9 @@ class ApexDQNTopology(ReplayFlow):
     def arrived(self, driver: Driver, job: Rollout, stats: RolloutStats) -> None:
         shard = job.worker % len(self.shards)  # a worker's stream stays on one shard (n-step, frames)
         name = f"replay_{shard}"
-        driver.submit(Add(self.shards[shard].add(job.chunk), "replay", name, driver.restarts.tag(name), flow=self))
+        driver.submit(Add(self.shards[shard].add(job.chunks[0]), "replay", name, driver.restarts.tag(name), flow=self))
         self.limiter.record_insert(stats.num_steps)
-        driver.monitor.on_rollout(stats, self.version)
+        self.on_rollout(driver, stats)
         if self.may_insert(driver):
             self.sample(driver, job.worker)
         else:
@@ -107,16 +108,16 @@ class ApexDQNTopology(ReplayFlow):
 
     def trained(self, driver: Driver, job: Update, stats: LearnerStats) -> None:
         assert isinstance(job, ApexUpdate)
-        self.version = stats.version
+        self.lane.version = stats.version
         driver.monitor.on_learner(stats)
         if self.cfg.replay.kind == "prioritized":  # sent only now: a call waiting on its argument holds up add()
             self.shards[job.shard].update_priorities(job.priorities)
         if stats.published:  # then job.weights holds Weights, not None
-            self.weights, self.published = job.weights, stats.version
+            self.lane.weights, self.published = job.weights, stats.version
 
-    def restored(self, driver: Driver) -> None:
-        """(Re)start from the learner's weights at ``self.version``: every worker gets them."""
-        self.weights, self.published = self.learner.weights(), self.version
+    def restored(self, driver: Driver, lane: Lane) -> None:
+        """(Re)start from the learner's weights at ``lane.version``: every worker gets them."""
+        lane.weights, self.published = lane.learner.weights(), lane.version
         self.worker_version = [-1] * len(self.workers)
 
     def gauges(self, driver: Driver) -> dict[str, float]:
@@ -126,7 +127,7 @@ class ApexDQNTopology(ReplayFlow):
         }  # fmt: skip
 
     def latest_weights(self, driver: Driver) -> Any:
-        return self.learner.weights()
+        return self.lane.learner.weights()
 
     def replay_stats(self, driver: Driver) -> ReplayStats | None:
         return ReplayStats.merge([s.stats_blocking() for s in self.shards])

@@ -79,7 +79,7 @@ class ApexUpdate(Update):
     """The replay shard's tag (the call's batches came from its sample_many)."""
 
     def failed(self, driver: Driver, err: BaseException) -> None:
-        if driver.backend.death_of(err, self.flow.learner):
+        if driver.backend.death_of(err, self.lane.learner):
             super().failed(driver, err)
         else:  # the replay shard died while sampling: this call's batches are lost
             driver.lost("replay", f"replay_{self.shard}", self.shard_tag, err)

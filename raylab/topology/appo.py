@@ -24,53 +24,63 @@ from raylab.config import APPOConfig, RunConfig
 from raylab.driver.loop import Driver
 from raylab.driver.resume import ResumeState
 from raylab.envs.registry import EnvSpaces
-from raylab.topology.jobs import Rollout, RolloutFlow, Update, update_job
+from raylab.topology.jobs import Lane, Rollout, RolloutFlow, Update, update_job
 from raylab.types import LearnerStats, RolloutStats
 
 
 class APPOTopology(RolloutFlow):
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
         assert isinstance(cfg.algo, APPOConfig), f"topology=appo got algo={cfg.algo.name}"
-        self.cfg, self.spaces, self.resume, self.algo = cfg, spaces, resume, cfg.algo
+        super().__init__(cfg, spaces, resume)
+        self.algo = cfg.algo
 
     def start(self, driver: Driver) -> None:
         self.load_learner(driver)
-        self.queue: list[Any] = []
+        self.queues: list[list[Any]] = [[] for _ in self.lanes]
+        """Each lane's arrived chunks (refs), oldest first."""
         self.parked: list[int] = []
         self.queue_limit = 2 * self.algo.chunks_per_update
         for i in range(len(self.workers)):
             self.sample(driver, i)
 
     def sample(self, driver: Driver, worker: int) -> None:
-        self.rollout(driver, worker, self.weights)
+        self.rollout(driver, worker, [lane.weights for lane in self.lanes])
+
+    def room(self) -> bool:
+        return all(len(queue) < self.queue_limit for queue in self.queues)
 
     def step(self, driver: Driver) -> None:
-        if self.queue and not driver.in_flight(Update):
-            n = self.algo.chunks_per_update
-            batch, self.queue = self.queue[:n], self.queue[n:]
-            stats, weights = self.learner.update(batch)
-            driver.submit(update_job(self, driver, stats, weights))
-            while self.parked and len(self.queue) < self.queue_limit:
-                self.sample(driver, self.parked.pop(0))
+        busy = {job.lane.actor for job in driver.in_flight(Update)}
+        for lane, queue in zip(self.lanes, self.queues, strict=True):
+            if queue and lane.actor not in busy:
+                n = self.algo.chunks_per_update
+                batch, queue[:] = queue[:n], queue[n:]
+                stats, weights = lane.learner.update(batch)
+                driver.submit(update_job(self, driver, lane, stats, weights))
+        while self.parked and self.room():
+            self.sample(driver, self.parked.pop(0))
 
     def arrived(self, driver: Driver, job: Rollout, stats: RolloutStats) -> None:
-        driver.monitor.on_rollout(stats, self.version)
-        self.queue.append(job.chunk)
-        if len(self.queue) < self.queue_limit:
+        self.on_rollout(driver, stats)
+        for queue, chunk in zip(self.queues, job.chunks, strict=True):
+            queue.append(chunk)
+        if self.room():
             self.sample(driver, job.worker)
         else:
             self.parked.append(job.worker)
 
     def trained(self, driver: Driver, job: Update, stats: LearnerStats) -> None:
-        driver.monitor.on_learner(stats)
+        driver.monitor.on_learner(stats, job.lane.policy if self.several else None)
         if stats.published:
-            self.weights, self.version = job.weights, stats.version
+            job.lane.weights, job.lane.version = job.weights, stats.version
 
-    def restored(self, driver: Driver) -> None:
-        self.weights = self.learner.weights()
+    def restored(self, driver: Driver, lane: Lane) -> None:
+        lane.weights = lane.learner.weights()
 
     def dropped(self, driver: Driver, job: Update) -> None:
         driver.restarts.lost_chunks += self.algo.chunks_per_update  # the batch it was training on
 
     def extra(self, driver: Driver, state: dict[str, Any]) -> dict[str, Any]:
-        return {"appo": {"dropped_chunks": int(state.get("dropped_chunks", 0))}}
+        parts = state["policies"].values() if self.several else [state]
+        dropped = int(sum(part.get("dropped_chunks", 0) for part in parts))
+        return {**super().extra(driver, state), "appo": {"dropped_chunks": dropped}}

@@ -6,14 +6,17 @@ the learner trains on all of them and the new weights go out with the next round
           +---------------- new weights ref, next round <----------------+
     EvalActor <- weights ref every eval interval (runs beside training, never blocks a round)
 
+With several policies (raylab/config/policies.py) each actor returns one chunk per policy and each policy's
+learner trains on its chunks of the round; the next round starts when every learner is done.
+
 The driver fetches only each chunk's small RolloutStats and the learner's stats. Weights are put once per
 round by the learner's return and passed by ref to every worker.
 
 Jobs (raylab.topology.jobs): Rollout done -> the chunk joins the round; when all N are in, the round is
-counted and one Update is submitted; Update done -> the next round, with its weights. A crashed rollout
-actor is waited for and samples its chunk again with the round's weights (the round stays whole and
-on-policy; its chunk in flight is lost); a crashed learner loses the round and comes back from its latest
-periodic checkpoint.
+counted and one Update per policy is submitted; the last Update done -> the next round, with their
+weights. A crashed rollout actor is waited for and samples its chunk again with the round's weights (the
+round stays whole and on-policy; its chunk in flight is lost); a crashed learner loses its part of the
+round and comes back from its latest periodic checkpoint.
 """
 
 from __future__ import annotations
@@ -28,11 +31,13 @@ from raylab.types import LearnerStats, RolloutStats
 class PPOTopology(RolloutFlow):
     def start(self, driver: Driver) -> None:
         self.load_learner(driver)
+        self.training: set[int] = set()
+        """The lanes whose update of the round is in flight."""
         self.next_round(driver)
 
     def next_round(self, driver: Driver) -> None:
-        self.round: dict[int, tuple[Any, RolloutStats]] = {}
-        self.round_weights = self.weights
+        self.round: dict[int, tuple[list[Any], RolloutStats]] = {}
+        self.round_weights = [lane.weights for lane in self.lanes]
         for i in range(len(self.workers)):
             self.sample(driver, i)
 
@@ -40,24 +45,31 @@ class PPOTopology(RolloutFlow):
         self.rollout(driver, worker, self.round_weights)
 
     def arrived(self, driver: Driver, job: Rollout, stats: RolloutStats) -> None:
-        self.round[job.worker] = (job.chunk, stats)
+        self.round[job.worker] = (job.chunks, stats)
 
     def step(self, driver: Driver) -> None:
-        if len(self.round) < len(self.workers):
+        if len(self.round) < len(self.workers) or self.training:
             return
         arrived = [self.round[i] for i in range(len(self.workers))]
         for _, stats in arrived:
-            driver.monitor.on_rollout(stats, self.version)
+            self.on_rollout(driver, stats)
         self.round = {}  # in training
-        stats_ref, weights = self.learner.update([chunk for chunk, _ in arrived])
-        driver.submit(update_job(self, driver, stats_ref, weights))
+        self.training = set(range(len(self.lanes)))
+        for k, lane in enumerate(self.lanes):
+            stats_ref, weights = lane.learner.update([chunks[k] for chunks, _ in arrived])
+            driver.submit(update_job(self, driver, lane, stats_ref, weights))
 
     def trained(self, driver: Driver, job: Update, stats: LearnerStats) -> None:
-        self.version, self.weights = stats.version, job.weights
-        driver.monitor.on_learner(stats)
-        self.next_round(driver)
+        job.lane.version, job.lane.weights = stats.version, job.weights
+        driver.monitor.on_learner(stats, job.lane.policy if self.several else None)
+        self.lane_done(driver, job)
 
     def dropped(self, driver: Driver, job: Update) -> None:
-        driver.restarts.lost_chunks += len(self.workers)  # the round it was training on
-        self.weights = self.learner.weights()
-        self.next_round(driver)
+        driver.restarts.lost_chunks += len(self.workers)  # its part of the round
+        job.lane.weights = job.lane.learner.weights()
+        self.lane_done(driver, job)
+
+    def lane_done(self, driver: Driver, job: Update) -> None:
+        self.training.discard(self.lanes.index(job.lane))
+        if not self.training:
+            self.next_round(driver)

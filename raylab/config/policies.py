@@ -1,0 +1,152 @@
+"""Several policies in one run: which agent slots each policy acts for, and each policy's own RunConfig.
+
+A multi-agent env fills ``spaces.agents`` slots per env (slot ``e * A + a`` is agent ``agent_ids[a]`` of env
+e, raylab/envs/multiagent.py). ``policy_mapping`` sends each agent id to a policy, so a policy is a fixed set
+of slots: a rollout worker acts for each policy's slots in one batched call and cuts each chunk into one
+chunk per policy (raylab.rollout.policies), and each policy's chunks go to its own learner. With no
+``policies`` there is one policy for every agent (parameter sharing) and nothing here changes a run.
+
+A policy's config is the run's with its ``policies.<name>`` overrides of ``algo``, ``model`` and ``learner``
+merged in (``policy_config``); its learner, its rollout networks and its evaluation network are built from it.
+Torch-free: the config checks read it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from raylab.config.coerce import build, plain
+from raylab.config.schema import RunConfig
+from raylab.errors import ConfigError
+from raylab.types import EnvSpaces
+
+SEED_STRIDE = 7919
+"""Policy k's networks and sampling are seeded ``seed + k * SEED_STRIDE``: independent policies start apart."""
+SHARED = "shared"
+"""The name of a run's one policy when it has no ``policies`` (it reports no ``policy/<name>/`` keys)."""
+MULTI_POLICY_ALGOS = ("ppo", "appo")
+
+
+@dataclass(frozen=True)
+class PolicyMap:
+    """Policy names and, for each agent of one env (slot order), the index of the policy acting for it."""
+
+    names: tuple[str, ...]
+    agent_policy: tuple[int, ...]
+
+    @property
+    def several(self) -> bool:
+        return len(self.names) > 1
+
+    @property
+    def agents(self) -> int:
+        return len(self.agent_policy)
+
+    def slot_policy(self, envs: int) -> np.ndarray:
+        """The policy index of each of ``envs * agents`` slots."""
+        return np.tile(np.asarray(self.agent_policy, np.int64), envs)
+
+    def slots(self, policy: int, envs: int) -> np.ndarray:
+        """The slots (ascending) policy ``policy`` acts for among ``envs`` envs' slots."""
+        return np.flatnonzero(self.slot_policy(envs) == policy)
+
+    def slot_count(self, policy: int, envs: int) -> int:
+        return envs * sum(1 for p in self.agent_policy if p == policy)
+
+
+def check_policies(cfg: RunConfig) -> None:
+    """What can be checked before any env is built (raylab/config/checks.py): the mapping names known
+    policies, the algorithm runs several, and each policy's overrides make a valid config."""
+    if not cfg.policies:
+        if cfg.policy_mapping:
+            raise ConfigError(
+                "policy_mapping is set but policies is empty: add policies.<name>={} for each policy it names"
+            )
+        return
+    if cfg.algo.name not in MULTI_POLICY_ALGOS:
+        raise ConfigError(
+            f"algo={cfg.algo.name} runs one policy for every agent (parameter sharing): remove policies and "
+            f"policy_mapping, or use algo={' or algo='.join(MULTI_POLICY_ALGOS)} for several policies"
+        )
+    if not cfg.policy_mapping:
+        raise ConfigError(
+            f"policies {', '.join(cfg.policies)} need policy_mapping: set policy_mapping.<agent-id pattern>=<policy>"
+        )
+    for pattern, name in cfg.policy_mapping.items():
+        if name not in cfg.policies:
+            raise ConfigError(
+                f"policy_mapping.{pattern}={name} names no policy: use one of {', '.join(cfg.policies)} or add "
+                f"policies.{name}={{}}"
+            )
+    for name in cfg.policies:
+        if not name.isidentifier():
+            raise ConfigError(f"policy name {name!r} must be an identifier (letters, digits, _): rename it")
+        policy_config(cfg, name)
+
+
+def policy_map(cfg: RunConfig, spaces: EnvSpaces) -> PolicyMap:
+    """The run's policies and which agent each acts for; ConfigError naming the fix for an agent no pattern
+    covers, a policy that acts for no agent, or several policies on a single-agent env."""
+    if not cfg.policies:
+        return PolicyMap((SHARED,), (0,) * spaces.agents)
+    if not spaces.agent_ids:
+        raise ConfigError(
+            f"policies need a multi-agent env (env={cfg.env.family} has one agent): remove policies and "
+            f"policy_mapping, or choose env=snake_arena or env=pettingzoo"
+        )
+    names = tuple(cfg.policies)
+    agent_policy = []
+    for agent in spaces.agent_ids:
+        match = next(
+            (name for pattern, name in cfg.policy_mapping.items() if fnmatch.fnmatchcase(agent, pattern)), None
+        )
+        if match is None:
+            raise ConfigError(
+                f"agent {agent} matches no policy_mapping pattern ({', '.join(cfg.policy_mapping)}): add "
+                f"policy_mapping.{agent}=<policy> or a pattern that covers it (agents: {', '.join(spaces.agent_ids)})"
+            )
+        agent_policy.append(names.index(match))
+    for k, name in enumerate(names):
+        if k not in agent_policy:
+            raise ConfigError(
+                f"policy {name} acts for no agent (agents: {', '.join(spaces.agent_ids)}): map an agent to it in "
+                f"policy_mapping, or remove policies.{name}"
+            )
+    return PolicyMap(names, tuple(agent_policy))
+
+
+def policy_config(cfg: RunConfig, name: str) -> RunConfig:
+    """The run's config as policy ``name`` sees it: its overrides merged into algo, model and learner, its own
+    seed, and no ``policies`` (its learner and networks are one policy's)."""
+    if not cfg.policies:
+        return cfg
+    overrides = cfg.policies[name]
+    sections: dict[str, Any] = {}
+    for section in ("algo", "model", "learner"):
+        current = getattr(cfg, section)
+        changes = getattr(overrides, section)
+        if section == "algo" and changes.get("name", cfg.algo.name) != cfg.algo.name:
+            raise ConfigError(
+                f"policies.{name}.algo.name={changes['name']}: every policy runs the run's algo={cfg.algo.name}; "
+                f"remove policies.{name}.algo.name"
+            )
+        data = _merge(plain(dataclasses.asdict(current)), changes)
+        sections[section] = build(type(current), data, f"policies.{name}.{section}")
+    index = list(cfg.policies).index(name)
+    return dataclasses.replace(cfg, **sections, seed=cfg.seed + index * SEED_STRIDE, policies={}, policy_mapping={})
+
+
+def _merge(base: dict[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in changes.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,110 @@
+"""Several policies acting in one batch of agent slots, and the chunk cut into one chunk per policy.
+
+A ``PolicySet`` is the policy of a rollout worker (or of the evaluator) in a run with several policies
+(raylab/config/policies.py): policy k acts for its fixed slots, in one batched call per policy and step
+(RLlib and Sample Factory batch inference per policy the same way). ``split_chunk`` cuts a worker's chunk of
+every slot into policy k's chunk of its slots: each learner sees an ordinary chunk of its own agents, acted
+by its own weights (each part carries its policy's version).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from raylab.types import Chunk, Weights
+
+
+class Policy(Protocol):
+    """What a rollout worker needs from a policy: batched actions and versioned weights."""
+
+    @property
+    def version(self) -> int:
+        """The version of the weights it acts with (-1 before any)."""
+        ...
+
+    last_log_probs: np.ndarray | None
+    """Log-probabilities of the actions the last ``act`` returned, for off-policy corrections (APPO's
+    V-trace); None for policies without them (epsilon-greedy)."""
+
+    def act(self, obs: np.ndarray) -> np.ndarray: ...
+
+    def set_weights(self, weights: Weights) -> bool: ...
+
+
+class PolicySet:
+    """``policies[k]`` acts for ``slots[k]`` (ascending indices into the batch; together every slot once)."""
+
+    def __init__(self, policies: Sequence[Policy], slots: Sequence[np.ndarray]):
+        assert len(policies) == len(slots) > 0
+        self.policies = list(policies)
+        self.slots = [np.asarray(s, np.int64) for s in slots]
+        self.num_slots = sum(len(s) for s in self.slots)
+        covered = np.sort(np.concatenate(self.slots))
+        assert np.array_equal(covered, np.arange(self.num_slots)), "every slot acted for by exactly one policy"
+        self.last_log_probs: np.ndarray | None = None
+
+    @property
+    def versions(self) -> list[int]:
+        return [p.version for p in self.policies]
+
+    @property
+    def version(self) -> int:
+        """The oldest of the policies' versions."""
+        return min(self.versions)
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        actions: np.ndarray | None = None
+        log_probs: np.ndarray | None = None
+        for policy, idx in zip(self.policies, self.slots, strict=True):
+            part = policy.act(obs[idx])
+            if actions is None:
+                actions = np.empty((self.num_slots, *part.shape[1:]), part.dtype)
+            actions[idx] = part
+            if policy.last_log_probs is not None:
+                if log_probs is None:
+                    log_probs = np.zeros(self.num_slots, np.float32)
+                log_probs[idx] = policy.last_log_probs
+        assert actions is not None
+        self.last_log_probs = log_probs
+        return actions
+
+    def set_weights(self, weights: Weights) -> bool:
+        raise TypeError("a PolicySet takes one Weights per policy: call load(parts)")
+
+    def load(self, parts: Sequence[Weights | None]) -> bool:
+        """Load policy k's ``parts[k]`` (None: keep what it has); whether any policy loaded newer weights."""
+        assert len(parts) == len(self.policies), f"{len(parts)} weights for {len(self.policies)} policies"
+        loaded = False
+        for policy, weights in zip(self.policies, parts, strict=True):
+            if weights is not None:
+                loaded = policy.set_weights(weights) or loaded
+        return loaded
+
+
+def split_chunk(chunk: Chunk, slots: np.ndarray, version: int) -> Chunk:
+    """The part of ``chunk`` that slots ``slots`` (ascending) made, acted by policy version ``version``: its
+    slot j is ``chunk``'s slot ``slots[j]``; truncated episodes' final observations follow their slots."""
+    keep = np.isin(chunk.final_index[:, 1], slots) if len(chunk.final_index) else np.zeros(0, bool)
+    final_index = chunk.final_index[keep].copy()
+    final_index[:, 1] = np.searchsorted(slots, final_index[:, 1])
+    return Chunk(
+        obs=chunk.obs[:, slots],
+        actions=chunk.actions[:, slots],
+        rewards=chunk.rewards[:, slots],
+        terminated=chunk.terminated[:, slots],
+        truncated=chunk.truncated[:, slots],
+        final_obs=chunk.final_obs[keep],
+        final_index=final_index.reshape(-1, 2),
+        policy_version=version,
+        worker_id=chunk.worker_id,
+        seq=chunk.seq,
+        restarted=None if chunk.restarted is None else _none_if_clear(chunk.restarted[:, slots]),
+        log_probs=None if chunk.log_probs is None else chunk.log_probs[:, slots],
+    )
+
+
+def _none_if_clear(mask: np.ndarray) -> np.ndarray | None:
+    return mask if mask.any() else None
