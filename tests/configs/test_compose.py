@@ -37,7 +37,8 @@ def test_experiment_files_only_override(name):
     def check(node, ref, prefix):
         for key, value in node.items():
             assert key in ref, f"{path}: '{prefix}{key}' is not a key of the base config (experiments only override)"
-            if isinstance(value, dict) and isinstance(ref[key], dict) and value:
+            # an empty mapping in the base is free-form (policies, policy_mapping): its keys are the user's
+            if isinstance(value, dict) and isinstance(ref[key], dict) and value and ref[key]:
                 check(value, ref[key], f"{prefix}{key}.")
 
     check(data, base, "")

@@ -104,3 +104,33 @@ def test_ppo_and_appo_actors_come_back(experiment, tmp_path):
     bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
     assert bm["restarts"]["restarts/rollout"] == 2 and bm["restarts"]["restarts/learner"] == 1
     assert bm["total_timesteps"] > 0 and bm["eval"]["episodes"] == 2
+
+
+def test_two_rival_policies_learn_on_ray_and_one_killed_learner_comes_back(tmp_path):
+    """snake_arena_rivals_ppo on Ray: red and blue each have a learner actor. Once a periodic checkpoint exists,
+    one learner is SIGKILLed: Ray restarts it, it resumes from that checkpoint, the run goes on to its
+    confirmed target, the restart is counted once and as that policy's, and both policies eat far more than
+    random snakes (about -0.8)."""
+    from raylab.bench.learn import random_policy_return
+    from tests.conftest import make_config
+
+    run_dir = tmp_path / "run"
+    cmd = [
+        sys.executable, "-m", "raylab.train", "+experiment=snake_arena_rivals_ppo", "stop.seconds=240",
+        "stop.mean_return=8", "eval.every_seconds=3", "eval.episodes=32", "eval.confirm_episodes=32",
+        "eval.final_episodes=64", "checkpoint.every_seconds=2", "logger.report_every_seconds=1",
+        "logger.console=false", "ray.num_cpus=4", f"hydra.run.dir={run_dir}",
+    ]  # fmt: skip
+    returncode, out, kills = run_with_kills(cmd, run_dir, ["PPOLearnerHost"], every_s=1.0)
+    assert returncode == 0, out[-3000:]
+    assert kills == ["PPOLearnerHost"]
+    bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
+    assert bm["stop_reason"].startswith("eval return"), bm["stop_reason"]
+    assert bm["restarts"]["restarts/learner"] == 1
+    policies = bm["policies"]
+    assert sorted(p["learner_restarts"] for p in policies.values()) == [0, 1]
+    random = random_policy_return(make_config(tmp_path, "+experiment=snake_arena_ppo").env, 200)["return_mean"]
+    assert random < 0.5
+    for name, p in policies.items():  # 32 final episodes each: a standard error of about 1.3
+        assert p["final_eval_return_mean"] >= 3 > random + 3, (name, p)
+        assert p["version"] > 0 and p["env_steps"] == bm["total_timesteps"] // 2

@@ -40,3 +40,52 @@ def test_a_pettingzoo_env_runs_with_parameter_sharing(tmp_path):
     ))  # fmt: skip
     assert summary.env_steps >= 2000 and summary.env_steps % 6 == 0  # 3 agents x 2 envs
     assert summary.eval_return_mean is not None and summary.eval_return_mean < 0  # MPE rewards are negative distances
+
+
+RIVALS = (
+    "+experiment=snake_arena_rivals_ppo", "env.options.dim=10", "logger.console=false", "topology=local",
+    "topology.num_workers=2", "topology.envs_per_worker=2", "topology.rollout_length=32", "model.hidden_sizes=[32]",
+    "stop.seconds=120", "stop.env_steps=4096", "eval.every_seconds=null", "eval.final_episodes=8",
+    "checkpoint.every_seconds=null", "algo.minibatches=2",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("algo", ["ppo", "appo"])
+def test_two_policies_train_side_by_side_each_with_its_own_learner_metrics_and_checkpoint(algo, tmp_path):
+    from raylab.evaluate import EvaluateArgs, evaluate
+    from raylab.learner.checkpoint import load_checkpoint
+
+    extra = () if algo == "ppo" else ("algo=appo", "~algo.gae_lambda")
+    summary = run(make_config(tmp_path, *RIVALS, *extra))
+    run_dir = Path(summary.run_dir)
+    bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
+    red, blue = bm["policies"]["red"], bm["policies"]["blue"]
+    # 2 workers x 2 boards x 4 snakes, half of them each policy's: every step counted once, by its policy
+    assert red["env_steps"] == blue["env_steps"] == summary.env_steps // 2 and summary.env_steps >= 4096
+    assert red["updates"] > 0 and blue["updates"] > 0 and red["updates"] + blue["updates"] == summary.updates
+    assert red["version"] > 0 and blue["version"] > 0 and red["episodes"] > 0 and blue["episodes"] > 0
+    assert red["learner_restarts"] == blue["learner_restarts"] == 0
+    assert red["final_eval_return_mean"] is not None and blue["final_eval_return_mean"] is not None
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    for name in ("red", "blue"):
+        assert rows[-1][f"policy/{name}/env_steps"] == summary.env_steps // 2
+        assert f"policy/{name}/learner/loss" in rows[-1] and f"policy/{name}/lag/mean" in rows[-1]
+    final = load_checkpoint(run_dir / "checkpoints" / "final.pt")
+    assert set(final["policy"]["policies"]) == set(final["learner"]["policies"]) == {"red", "blue"}
+    assert final["counters"]["policies"]["blue"]["env_steps"] == summary.env_steps // 2
+    # the red and blue networks differ (trained apart from different seeds)
+    red_params, blue_params = (final["policy"]["policies"][n]["params"] for n in ("red", "blue"))
+    assert any((red_params[k] != blue_params[k]).any() for k in red_params)
+    scored = evaluate(EvaluateArgs(run_dir=str(run_dir), episodes=8))
+    assert set(scored["policies"]) == {"red", "blue"}
+    assert sum(p["episodes"] for p in scored["policies"].values()) == scored["episodes"] == 8
+
+
+def test_a_resumed_run_of_two_policies_continues_both(tmp_path):
+    first = run(make_config(tmp_path, *RIVALS))
+    before = json.loads((Path(first.run_dir) / "benchmark_metrics.json").read_text())["policies"]
+    second = run(make_config(tmp_path, *RIVALS, "stop.env_steps=8192", f"resume={first.run_dir}"))
+    after = json.loads((Path(second.run_dir) / "benchmark_metrics.json").read_text())["policies"]
+    for name in ("red", "blue"):
+        assert after[name]["version"] > before[name]["version"] > 0
+        assert after[name]["env_steps"] == second.env_steps // 2 and second.env_steps >= 8192
