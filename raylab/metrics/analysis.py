@@ -35,6 +35,15 @@ class RunData:
         pairs = [(float(r["time_s"]), float(r[key])) for r in self.rows if r.get(key) is not None]
         return [p[0] for p in pairs], [p[1] for p in pairs]
 
+    def policies(self) -> list[str]:
+        """The names of a run's several policies (its ``policy/<name>/...`` keys), in first-seen order."""
+        names: dict[str, None] = {}
+        for row in self.rows:
+            for key in row:
+                if key.startswith("policy/"):
+                    names.setdefault(key.split("/", 2)[1], None)
+        return list(names)
+
     def stage_shares(self) -> dict[str, dict[str, float]]:
         """{actor: {stage: share of the run}}: each row's share weighted by its interval's length."""
         totals: dict[str, dict[str, float]] = {}
@@ -95,6 +104,24 @@ def plot_throughput(runs: list[RunData], ax: Any, key: str = "throughput/env_fra
     ax.set_ylabel(key.split("/")[-1].replace("_", " "))
     ax.set_title(key)
     ax.legend(fontsize=7)
+
+
+def plot_policies(runs: list[RunData], ax: Any, key: str = "episode/return_mean") -> int:
+    """Each policy's ``policy/<name>/<key>`` over training time, for every run of several policies; returns
+    how many curves it drew (0: no run has several policies)."""
+    drawn = 0
+    for run in runs:
+        for name in run.policies():
+            t, v = run.series(f"policy/{name}/{key}")
+            if t:
+                ax.plot(t, v, label=f"{run.path.name} {name}")
+                drawn += 1
+    ax.set_xlabel("training time (s)")
+    ax.set_ylabel(key.replace("_", " "))
+    ax.set_title(f"per policy: {key}")
+    if drawn:
+        ax.legend(fontsize=7)
+    return drawn
 
 
 def plot_stage_breakdown(runs: list[RunData], ax: Any) -> None:
