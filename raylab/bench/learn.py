@@ -189,6 +189,7 @@ def run_one(variant: str, overrides: list[str], seed: int, run_dir: Path, source
         reached=bool(hit) and final is not None and target is not None and final >= target,
         evals=[[round(e["time_s"], 2), e["env_steps"], e["return_mean"]] for e in bm["evals"]],
         episode_extras=bm.get("episode_extras") or {},
+        policies=bm.get("policies"),
     )
     return result
 
@@ -222,6 +223,11 @@ def _line(r: dict[str, Any]) -> str:
         f"in {r['train_seconds']:.1f} s train / {r['process_seconds']:.1f} s process, {r['env_steps']:,} env steps "
         f"({r['env_steps_per_s']:,.0f}/s, {r['updates_per_s']:,.0f} updates/s); final eval "
         f"{r['final_eval_return']:.1f} ± {r['final_eval_std']:.1f}"
+        + "".join(
+            f"; {name} {p['final_eval_return_mean']:.1f}"
+            for name, p in (r.get("policies") or {}).items()
+            if p.get("final_eval_return_mean") is not None
+        )
     )
 
 

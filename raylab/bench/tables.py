@@ -533,12 +533,7 @@ def fixed_budget_learning(data: list[Json]) -> str:
             _int(d["summary"][variant]["median_env_steps"]), _int(d["summary"][variant]["median_env_steps_per_s"]),
             ", ".join(f"{r['final_eval_return']:.2f} ± {r['final_eval_std']:.2f}" for r in runs), extras,
         ])  # fmt: skip
-    notes = ""
-    for variant, rand in (d.get("random_policy") or {}).items():
-        notes += (
-            f"\nA uniformly random policy on `{variant}`'s env: return {rand['return_mean']:.2f} ± "
-            f"{rand['return_std']:.2f} over {rand['episodes']:,} episodes.\n"
-        )
+    notes = _random_notes(d)
     if baseline:
         rand = baseline[0]["snakes"]["4"]["random_policy"]
         notes = (
@@ -547,6 +542,44 @@ def fixed_budget_learning(data: list[Json]) -> str:
             "(`benchmarks/snake_arena_throughput.json`).\n"
         )
     return _rows(header, rows) + notes
+
+
+def _random_notes(d: Json) -> str:
+    """A line per variant on the uniformly random policy measured with ``bench learn --random-episodes``."""
+    return "".join(
+        f"\nA uniformly random policy on `{variant}`'s env: return {rand['return_mean']:.2f} ± "
+        f"{rand['return_std']:.2f} over {rand['episodes']:,} episodes.\n"
+        for variant, rand in (d.get("random_policy") or {}).items()
+    )
+
+
+def policies_learning(data: list[Json]) -> str:
+    """``raylab.bench learn`` runs of several policies beside one shared policy on the same agents, a fixed time
+    budget each: every policy's final greedy evaluation and foods, and the throughput against the shared
+    policy's in the same alternating run (snake_arena_policies.json)."""
+    (d,) = data
+    variants = list(d["summary"])
+    base = d["summary"][variants[0]]["median_env_steps_per_s"]
+    header = ["variant", "policy", "final greedy eval, per seed", "foods per life (last 100 training episodes)",
+              "agent steps/s (median)", "vs the first variant"]  # fmt: skip
+    rows = []
+    for variant in variants:
+        runs = sorted((r for r in d["runs"] if r["variant"] == variant and r["ok"]), key=lambda r: r["seed"])
+        rate = d["summary"][variant]["median_env_steps_per_s"]
+        ratio = f"{rate / base:.2f}×" if base and rate else "—"
+        names = list(runs[0].get("policies") or {}) if runs else []
+        for name in names or ["(shared)"]:
+            if names:
+                evals = [r["policies"][name]["final_eval_return_mean"] for r in runs]
+                foods = [r["policies"][name].get("episode_score_mean_last100") for r in runs]
+            else:
+                evals = [r["final_eval_return"] for r in runs]
+                foods = [r["episode_extras"].get("score") for r in runs]
+            rows.append([
+                f"`{variant}`", name, ", ".join(f"{v:.2f}" for v in evals if v is not None),
+                ", ".join(f"{v:.1f}" for v in foods if v is not None) or "—", _int(rate), ratio,
+            ])  # fmt: skip
+    return _rows(header, rows) + _random_notes(d)
 
 
 def _duration(seconds: float) -> str:
@@ -563,6 +596,9 @@ TABLES: dict[str, Table] = {
         ("snake_arena_learning.json", "snake_arena_throughput.json"),
         fixed_budget_learning,
         "the multi-snake arena, one shared policy, fixed budget",
+    ),
+    "snake_arena_policies": Table(
+        ("snake_arena_policies.json",), policies_learning, "the arena: two policies against one shared, fixed budget"
     ),
     "spread_learning": Table(("spread_learning.json",), fixed_budget_learning, "mpe2 simple_spread, shared policy"),
     "snake_arena_throughput": Table(("snake_arena_throughput.json",), arena, "the multi-snake arena's agent steps/s"),
