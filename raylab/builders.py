@@ -21,7 +21,7 @@ from raylab.algos.actor_critic import ActorCriticPolicy
 from raylab.algos.dqn.builder import dqn_config
 from raylab.algos.registry import algorithm
 from raylab.config import RunConfig
-from raylab.config.policies import policy_config, policy_map
+from raylab.config.policies import policy_config, policy_map, policy_spaces
 from raylab.envs.registry import EVAL_WORKER_INDEX, EnvSpaces, make_vector_env
 from raylab.errors import ConfigError
 from raylab.learner.learner import Learner
@@ -64,9 +64,10 @@ def build_rollout_worker(
     exploration schedule where the worker left it."""
     cfg = _incarnation(cfg, incarnation)
     topo = cfg.topology
+    spec = algorithm(cfg.algo.name)
     policy = _each_policy(
         cfg, spaces, topo.envs_per_worker,
-        lambda c: algorithm(cfg.algo.name).rollout_policy(c, spaces, worker_id, env_steps),
+        lambda c, s, n: spec.rollout_policy(c, s, worker_id, env_steps * n // spaces.slots(topo.envs_per_worker)),
     )  # fmt: skip
     env = make_vector_env(cfg.env, topo.envs_per_worker, cfg.seed, worker_index=worker_id)
     worker = RolloutWorker(env, policy, worker_id=worker_id, rollout_length=topo.rollout_length, timer=_timer(cfg))
@@ -88,16 +89,21 @@ def build_eval_policy(cfg: RunConfig, spaces: EnvSpaces, num_envs: int) -> Polic
     """The evaluation policy for batches of ``num_envs`` observations (weights still to be set); with several
     policies a PolicySet, each acting for its agents' slots."""
     spec = algorithm(cfg.algo.name)
-    return _each_policy(cfg, spaces, num_envs // spaces.agents, lambda c: spec.eval_policy(c, spaces, num_envs))
+    return _each_policy(cfg, spaces, num_envs // spaces.agents, lambda c, s, n: spec.eval_policy(c, s, n))
 
 
-def _each_policy(cfg: RunConfig, spaces: EnvSpaces, envs: int, build: Callable[[RunConfig], Policy]) -> Policy:
-    """``build(cfg)`` with one policy; with several, a PolicySet of ``build(policy k's config)`` each acting for
-    its slots of ``envs`` envs (raylab/config/policies.py)."""
+def _each_policy(
+    cfg: RunConfig, spaces: EnvSpaces, envs: int, build: Callable[[RunConfig, EnvSpaces, int], Policy]
+) -> Policy:
+    """``build(cfg, spaces, slots)`` with one policy; with several, a PolicySet of ``build`` with policy k's
+    config and spaces (its agents only) for its slots of ``envs`` envs (raylab/config/policies.py)."""
     pmap = policy_map(cfg, spaces)
     if not pmap.several:
-        return build(cfg)
-    parts = [build(policy_config(cfg, name)) for name in pmap.names]
+        return build(cfg, spaces, spaces.slots(envs))
+    parts = [
+        build(policy_config(cfg, name), policy_spaces(cfg, spaces, name), pmap.slot_count(k, envs))
+        for k, name in enumerate(pmap.names)
+    ]
     return PolicySet(parts, [pmap.slots(k, envs) for k in range(len(parts))])
 
 
@@ -143,21 +149,24 @@ def build_replay(cfg: RunConfig, spaces: EnvSpaces, shard: int = 0) -> ReplayBuf
     )
 
 
-def replay_snapshots_to_load(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None) -> list[Path | None]:
+def replay_snapshots_to_load(
+    cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None, first: int = 0
+) -> list[Path | None]:
     """Per replay shard, the snapshot a resumed run loads (checkpoint.replay): checked against this run's
-    replay before anything starts; None (with a note) where the checkpoint has none, and that shard refills."""
+    replay before anything starts; None (with a note) where the checkpoint has none, and that shard refills.
+    ``first``: the run's index of the first shard (several policies: each policy's shards follow the last's)."""
     shards = cfg.replay.num_shards
     if resume is None or not cfg.checkpoint.replay:
         return [None] * shards
     from raylab.replay.snapshot import check_snapshot
 
-    paths = [resume.replay_snapshot(k) for k in range(shards)]
+    paths = [resume.replay_snapshot(first + k) for k in range(shards)]
     for path in paths:
         if path is not None:
             check_snapshot(
                 path, replay_shard_capacity(cfg), cfg.replay.kind == "prioritized", replay_dedup(cfg, spaces)
             )
-    missing = [k for k, path in enumerate(paths) if path is None]
+    missing = [first + k for k, path in enumerate(paths) if path is None]
     if missing:
         print(f"raylab: no replay snapshot of shard(s) {missing} beside {resume.path.name}: they refill", flush=True)
     return paths

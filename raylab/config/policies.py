@@ -30,7 +30,7 @@ SEED_STRIDE = 7919
 """Policy k's networks and sampling are seeded ``seed + k * SEED_STRIDE``: independent policies start apart."""
 SHARED = "shared"
 """The name of a run's one policy when it has no ``policies`` (it reports no ``policy/<name>/`` keys)."""
-MULTI_POLICY_ALGOS = ("ppo", "appo")
+MULTI_POLICY_ALGOS = ("dqn", "ppo", "appo")
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,17 @@ def policy_map(cfg: RunConfig, spaces: EnvSpaces) -> PolicyMap:
                 f"policy_mapping, or remove policies.{name}"
             )
     return PolicyMap(names, tuple(agent_policy))
+
+
+def policy_spaces(cfg: RunConfig, spaces: EnvSpaces, name: str) -> EnvSpaces:
+    """``spaces`` as policy ``name`` sees them: one env holds only its agents (its batches, epsilon ladder and
+    replay rate limits are sized by its own slots)."""
+    if not cfg.policies:
+        return spaces
+    pmap = policy_map(cfg, spaces)
+    k = pmap.names.index(name)
+    ids = tuple(a for a, p in zip(spaces.agent_ids, pmap.agent_policy, strict=True) if p == k)
+    return dataclasses.replace(spaces, agents=len(ids), agent_ids=ids)
 
 
 def policy_config(cfg: RunConfig, name: str) -> RunConfig:

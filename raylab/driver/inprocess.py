@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from raylab.config import RunConfig
-from raylab.config.policies import policy_config
+from raylab.config.policies import policy_config, policy_spaces
 from raylab.envs.registry import EnvSpaces
 from raylab.params.link import LocalServerLink
 from raylab.remote.hosts import (
@@ -201,11 +201,16 @@ class InProcessBackend:
     def rollout(self, worker_id: int, incarnation: int = 0, env_steps: int = 0) -> RolloutClient:
         return RolloutClient(RolloutHost(self.cfg, self.spaces, worker_id, incarnation, env_steps))
 
-    def replay(self, shard: int) -> ReplayClient:
-        return ReplayClient(ReplayHost(self.cfg, self.spaces, shard))
+    def replay(self, shard: int, policy: str | None = None) -> ReplayClient:
+        if policy is None:
+            return ReplayClient(ReplayHost(self.cfg, self.spaces, shard))
+        return ReplayClient(
+            ReplayHost(policy_config(self.cfg, policy), policy_spaces(self.cfg, self.spaces, policy), shard)
+        )
 
-    def learner(self) -> LearnerClient:
-        return LearnerClient(LearnerHost(self.cfg, self.spaces))
+    def learner(self, policy: str | None = None) -> LearnerClient:
+        cfg = policy_config(self.cfg, policy) if policy is not None else self.cfg
+        return LearnerClient(LearnerHost(cfg, self.spaces))
 
     def ppo_learner(self, policy: str | None = None) -> PPOLearnerClient:
         cfg = policy_config(self.cfg, policy) if policy is not None else self.cfg

@@ -34,7 +34,7 @@ def actor_counts(cfg: RunConfig) -> dict[str, int]:
     workers = cfg.topology.num_workers
     counts = {"rollout": workers, "learner": max(len(cfg.policies), 1), "replay": 1, "driver": 1}
     if cfg.topology.name == "apex_dqn":
-        counts["replay"] = cfg.replay.num_shards
+        counts["replay"] = cfg.replay.num_shards * max(len(cfg.policies), 1)
     if isinstance(cfg.algo, A3CConfig):  # each A3C worker is its own learner; the server is params.num_shards
         counts.update(learner=workers, server=cfg.params.num_shards)
     return counts

@@ -16,7 +16,7 @@ import numpy as np
 import ray
 
 from raylab.config import LearnerConfig, RunConfig
-from raylab.config.policies import policy_config
+from raylab.config.policies import policy_config, policy_spaces
 from raylab.envs.registry import EnvSpaces
 from raylab.remote.a3c import A3CWorkerClient, ShardClient
 from raylab.remote.clients import EvalClient, LearnerClient, ReplayClient, RolloutClient
@@ -49,18 +49,27 @@ class RayBackend:
     def rollout(self, worker_id: int, incarnation: int = 0, env_steps: int = 0) -> RolloutClient:
         return RolloutClient.create(self.cfg, self.spaces, worker_id, incarnation, env_steps)
 
-    def replay(self, shard: int) -> ReplayClient:
-        return ReplayClient.create(self.cfg, self.spaces, shard)
+    def replay(self, shard: int, policy: str | None = None) -> ReplayClient:
+        """Replay shard ``shard`` (run-wide index); ``policy``: one of several policies' shards."""
+        if policy is None:
+            return ReplayClient.create(self.cfg, self.spaces, shard)
+        return ReplayClient.create(policy_config(self.cfg, policy), policy_spaces(self.cfg, self.spaces, policy), shard)
 
-    def learner(self) -> LearnerClient:
-        return LearnerClient.create(self.cfg, self.spaces, learner_gpus(self.cfg.learner))
-
-    def ppo_learner(self, policy: str | None = None) -> PPOLearnerClient:
+    def learner(self, policy: str | None = None) -> LearnerClient:
         """``policy``: one of several policies' learner, built from its config; the learners share the GPU."""
         cfg = policy_config(self.cfg, policy) if policy is not None else self.cfg
-        if cfg.learner not in self._gpus:  # asked once per learner config (it may log a warning)
+        return LearnerClient.create(cfg, self.spaces, self._learner_gpus(cfg))
+
+    def ppo_learner(self, policy: str | None = None) -> PPOLearnerClient:
+        cfg = policy_config(self.cfg, policy) if policy is not None else self.cfg
+        return PPOLearnerClient.create(cfg, self.spaces, self._learner_gpus(cfg))
+
+    def _learner_gpus(self, cfg: RunConfig) -> float:
+        """GPUs for one learner: learner_gpus, asked once per learner config (it may log a warning), shared
+        evenly by several policies' learners."""
+        if cfg.learner not in self._gpus:
             self._gpus[cfg.learner] = learner_gpus(cfg.learner)
-        return PPOLearnerClient.create(cfg, self.spaces, self._gpus[cfg.learner] / max(len(self.cfg.policies), 1))
+        return self._gpus[cfg.learner] / max(len(self.cfg.policies), 1)
 
     def shard(self, params: np.ndarray, shard: int, name: str) -> ShardClient:
         return ShardClient.create(self.cfg, params, shard, name=name)

@@ -16,6 +16,10 @@ behind. Worker i writes to shard i % S (its n-step carry and frames stay in one 
 take turns among the shards, and each call's new priorities go back to the shard its batches came from,
 as a ref the driver forwards without fetching.
 
+With several policies (raylab/config/policies.py) each policy has its own replay shards, rate limiter and
+learner: a worker's chunk comes back cut per policy, policy k's part goes to its shard ``worker % S`` and its
+learner samples only its own shards. A worker is parked while any policy's limiter holds its inserts.
+
 Jobs (raylab.topology.jobs, apex_jobs): Rollout done -> Add to its shard, sample again or park; ApexUpdate
 done -> priorities to the shard, published weights (failed: see apex_jobs); Add done -> replay counts.
 """
@@ -24,79 +28,107 @@ from __future__ import annotations
 
 from typing import Any
 
-from raylab.builders import build_rate_limiter, check_replay_fits, replay_snapshots_to_load
+from raylab.builders import build_rate_limiter, check_replay_fits, replay_shard_capacity, replay_snapshots_to_load
 from raylab.config import RunConfig
+from raylab.config.policies import policy_config, policy_spaces
 from raylab.driver.loop import Driver
 from raylab.driver.resume import ResumeState
 from raylab.envs.registry import EnvSpaces
 from raylab.errors import ConfigError
 from raylab.replay.buffer import ReplayStats
-from raylab.topology.apex_jobs import Add, ApexUpdate, ReplayFlow
+from raylab.topology.apex_jobs import Add, ApexUpdate, PolicyReplay, ReplayFlow
 from raylab.topology.jobs import Lane, Rollout, Update
 from raylab.types import LearnerStats, RolloutStats
 
 LEARNER_CALLS_IN_FLIGHT = 2
+"""Per learner (policy)."""
 
 
 class ApexDQNTopology(ReplayFlow):
     def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
         super().__init__(cfg, spaces, resume)
         # validate what can be validated before Ray starts
-        self.limiter = build_rate_limiter(cfg, spaces)
-        check_replay_fits(cfg, spaces)
-        self.snapshots = replay_snapshots_to_load(cfg, spaces, resume)
         if cfg.replay.num_shards > cfg.topology.num_workers:
             raise ConfigError(
                 f"replay.num_shards={cfg.replay.num_shards} exceeds topology.num_workers={cfg.topology.num_workers}"
                 f" (each worker writes to one shard): set replay.num_shards <= {cfg.topology.num_workers}"
             )
+        self.replays = []
+        names = self.pmap.names if self.several else (None,)
+        for k, name in enumerate(names):
+            pcfg = policy_config(cfg, name) if name is not None else cfg
+            pspaces = policy_spaces(cfg, spaces, name) if name is not None else spaces
+            check_replay_fits(pcfg, pspaces)
+            first = k * cfg.replay.num_shards
+            self.replays.append(
+                PolicyReplay(
+                    first=first,
+                    limiter=build_rate_limiter(pcfg, pspaces),
+                    snapshots=replay_snapshots_to_load(pcfg, pspaces, resume, first),
+                    capacity=replay_shard_capacity(pcfg) * cfg.replay.num_shards,
+                    chunk_size=cfg.topology.rollout_length * pspaces.slots(cfg.topology.envs_per_worker),
+                )
+            )
 
     def make_learner(self, driver: Driver, policy: str | None) -> Any:
-        return driver.backend.learner()
+        return driver.backend.learner(policy)
 
     def create(self, driver: Driver) -> dict[str, Any]:
-        self.shards = [driver.backend.replay(k) for k in range(self.cfg.replay.num_shards)]
-        return {**super().create(driver), **{f"replay_{k}": s for k, s in enumerate(self.shards)}}
+        names = self.pmap.names if self.several else (None,)
+        for replay, name in zip(self.replays, names, strict=True):
+            replay.shards = [driver.backend.replay(replay.index(j), name) for j in range(self.cfg.replay.num_shards)]
+        return {**super().create(driver), **{f"replay_{g}": s for g, s in self.all_shards()}}
 
     def start(self, driver: Driver) -> None:
         self.load_learner(driver)
         if self.resume is not None:
             self.restore_replay(driver)
-        self.lane = self.lanes[0]  # one policy (raylab/config/policies.py refuses several for dqn)
-        self.restored(driver, self.lane)
+        for lane in self.lanes:
+            self.restored(driver, lane)
         self.parked: list[int] = []
-        self.calls_made = 0
-        self.chunk_size = self.cfg.topology.rollout_length * self.spaces.slots(self.cfg.topology.envs_per_worker)
         for i in range(len(self.workers)):
             self.sample(driver, i)
 
     def sample(self, driver: Driver, worker: int) -> None:
-        newer = self.worker_version[worker] < self.published
-        self.worker_version[worker] = self.published
-        self.rollout(driver, worker, [self.lane.weights if newer else None])
+        weights = []
+        for lane, replay in zip(self.lanes, self.replays, strict=True):
+            newer = replay.worker_version[worker] < replay.published
+            replay.worker_version[worker] = replay.published
+            weights.append(lane.weights if newer else None)
+        self.rollout(driver, worker, weights)
 
     def may_insert(self, driver: Driver) -> bool:
-        return self.limiter.can_insert(self.chunk_size * (len(driver.in_flight(Rollout)) + 1))
+        chunks = len(driver.in_flight(Rollout)) + 1
+        return all(r.limiter.can_insert(r.chunk_size * chunks) for r in self.replays)
 
     def step(self, driver: Driver) -> None:
         batch, calls = self.cfg.learner.batch_size, self.cfg.learner.updates_per_call
-        while len(driver.in_flight(ApexUpdate)) < LEARNER_CALLS_IN_FLIGHT and self.limiter.can_sample(batch * calls):
-            self.limiter.record_sample(batch * calls)
-            shard = self.calls_made % len(self.shards)  # learner calls take turns among the shards
-            shard_tag, tag = driver.restarts.tag(f"replay_{shard}"), driver.restarts.tag("learner")
-            stats, weights, priorities = self.lane.learner.update(self.shards[shard].sample_many(batch, calls))
-            job = ApexUpdate(stats, "learner", "learner", tag, flow=self, lane=self.lane, weights=weights,
-                             priorities=priorities, shard=shard, shard_tag=shard_tag, drain=True)  # fmt: skip
-            driver.submit(job)
-            self.calls_made += 1
+        in_flight = driver.in_flight(ApexUpdate)
+        for lane, replay in zip(self.lanes, self.replays, strict=True):
+            busy = sum(1 for job in in_flight if job.lane is lane)
+            while busy < LEARNER_CALLS_IN_FLIGHT and replay.limiter.can_sample(batch * calls):
+                replay.limiter.record_sample(batch * calls)
+                shard = replay.calls_made % len(replay.shards)  # learner calls take turns among the shards
+                name = f"replay_{replay.index(shard)}"
+                shard_tag, tag = driver.restarts.tag(name), driver.restarts.tag(lane.actor)
+                stats, weights, priorities = lane.learner.update(replay.shards[shard].sample_many(batch, calls))
+                job = ApexUpdate(stats, "learner", lane.actor, tag, flow=self, lane=lane, weights=weights,
+                                 priorities=priorities, replay=replay, shard=shard, shard_tag=shard_tag,
+                                 drain=True)  # fmt: skip
+                driver.submit(job)
+                replay.calls_made += 1
+                busy += 1
         while self.parked and self.may_insert(driver):
             self.sample(driver, self.parked.pop(0))
 
     def arrived(self, driver: Driver, job: Rollout, stats: RolloutStats) -> None:
-        shard = job.worker % len(self.shards)  # a worker's stream stays on one shard (n-step, frames)
-        name = f"replay_{shard}"
-        driver.submit(Add(self.shards[shard].add(job.chunks[0]), "replay", name, driver.restarts.tag(name), flow=self))
-        self.limiter.record_insert(stats.num_steps)
+        steps = [part.num_steps for part in stats.policies] if stats.policies else [stats.num_steps]
+        for replay, chunk, num_steps in zip(self.replays, job.chunks, steps, strict=True):
+            shard = job.worker % len(replay.shards)  # a worker's stream stays on one shard (n-step, frames)
+            name = f"replay_{replay.index(shard)}"
+            add = replay.shards[shard].add(chunk)
+            driver.submit(Add(add, "replay", name, driver.restarts.tag(name), flow=self, replay=replay))
+            replay.limiter.record_insert(num_steps)
         self.on_rollout(driver, stats)
         if self.may_insert(driver):
             self.sample(driver, job.worker)
@@ -104,21 +136,23 @@ class ApexDQNTopology(ReplayFlow):
             self.parked.append(job.worker)
 
     def rollout_lost(self, driver: Driver, worker: int) -> None:
-        self.worker_version[worker] = -1  # the restarted actor needs the weights
+        for replay in self.replays:
+            replay.worker_version[worker] = -1  # the restarted actor needs the weights
 
     def trained(self, driver: Driver, job: Update, stats: LearnerStats) -> None:
         assert isinstance(job, ApexUpdate)
-        self.lane.version = stats.version
-        driver.monitor.on_learner(stats)
+        job.lane.version = stats.version
+        driver.monitor.on_learner(stats, job.lane.policy if self.several else None)
         if self.cfg.replay.kind == "prioritized":  # sent only now: a call waiting on its argument holds up add()
-            self.shards[job.shard].update_priorities(job.priorities)
+            job.replay.shards[job.shard].update_priorities(job.priorities)
         if stats.published:  # then job.weights holds Weights, not None
-            self.lane.weights, self.published = job.weights, stats.version
+            job.lane.weights, job.replay.published = job.weights, stats.version
 
     def restored(self, driver: Driver, lane: Lane) -> None:
-        """(Re)start from the learner's weights at ``lane.version``: every worker gets them."""
-        lane.weights, self.published = lane.learner.weights(), lane.version
-        self.worker_version = [-1] * len(self.workers)
+        """(Re)start ``lane`` from its learner's weights at ``lane.version``: every worker gets them."""
+        replay = self.replays[self.lanes.index(lane)]
+        lane.weights, replay.published = lane.learner.weights(), lane.version
+        replay.worker_version = [-1] * len(self.workers)
 
     def gauges(self, driver: Driver) -> dict[str, float]:
         return {
@@ -127,7 +161,9 @@ class ApexDQNTopology(ReplayFlow):
         }  # fmt: skip
 
     def latest_weights(self, driver: Driver) -> Any:
-        return self.lane.learner.weights()
+        if self.several:
+            return [lane.learner.weights() for lane in self.lanes]
+        return self.lanes[0].learner.weights()
 
     def replay_stats(self, driver: Driver) -> ReplayStats | None:
-        return ReplayStats.merge([s.stats_blocking() for s in self.shards])
+        return ReplayStats.merge([s.stats_blocking() for _, s in self.all_shards()])

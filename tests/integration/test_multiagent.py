@@ -89,3 +89,22 @@ def test_a_resumed_run_of_two_policies_continues_both(tmp_path):
     for name in ("red", "blue"):
         assert after[name]["version"] > before[name]["version"] > 0
         assert after[name]["env_steps"] == second.env_steps // 2 and second.env_steps >= 8192
+
+
+def test_two_dqn_policies_each_fill_their_own_replay_and_train_their_own_learner(tmp_path):
+    """Ape-X DQN of red (snake_0) and blue (snakes 1 and 2): each policy's part of every chunk goes to its own
+    replay shards, each learner samples only its own, each rate limiter counts its own slots."""
+    summary = run(make_config(
+        tmp_path, *ARENA, *ALGOS["dqn"], "replay.num_shards=2", "+policies.red={}",
+        "+policies.blue={learner: {lr: 0.001}}", "+policy_mapping={snake_0: red, snake_1: blue, snake_2: blue}",
+    ))  # fmt: skip
+    bm = json.loads((Path(summary.run_dir) / "benchmark_metrics.json").read_text())
+    red, blue = bm["policies"]["red"], bm["policies"]["blue"]
+    # 2 workers x 2 boards: 4 red slots and 8 blue slots per step
+    assert blue["env_steps"] == 2 * red["env_steps"] and red["env_steps"] + blue["env_steps"] == summary.env_steps
+    assert red["updates"] > 0 and blue["updates"] > 0 and red["version"] > 0 and blue["version"] > 0
+    assert red["final_eval_return_mean"] is not None and blue["final_eval_return_mean"] is not None
+    # 2 shards per policy, each written by one worker: 4 replay actors, every transition inserted once
+    assert bm["replay"]["inserted"] <= summary.env_steps and bm["replay"]["inserted"] > 0
+    rows = [json.loads(line) for line in (Path(summary.run_dir) / "metrics.jsonl").read_text().splitlines()]
+    assert "policy/red/learner/loss" in rows[-1] and "policy/blue/learner/loss" in rows[-1]

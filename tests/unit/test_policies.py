@@ -42,17 +42,6 @@ def test_one_policy_when_none_are_configured(tmp_path):
     [
         (("+policy_mapping.snake_0=green",), "policy_mapping.snake_0=green names no policy"),
         (
-            (
-                "algo=dqn",
-                "~algo.gae_lambda",
-                "~algo.epochs",
-                "~algo.minibatches",
-                "~algo.entropy_coef",
-                "topology=local",
-            ),
-            "algo=dqn runs one policy for every agent",
-        ),
-        (
             ("algo=a3c", "~algo.gae_lambda", "~algo.epochs", "~algo.minibatches", "topology=a3c"),
             "algo=a3c runs one policy for every agent",
         ),
@@ -195,3 +184,16 @@ def test_the_notebook_analysis_draws_one_curve_per_policy(tmp_path):
     assert [line.get_label() for line in ax.get_lines()] == ["rivals red", "rivals blue"]
     assert list(ax.get_lines()[1].get_ydata()) == [2.0, 4.0]
     plt.close(fig)
+
+
+def test_a_dqn_policys_spaces_hold_only_its_agents(tmp_path):
+    """DQN sizes its epsilon ladder and its replay's rate limits by slots: each policy by its own."""
+    from raylab.config.policies import policy_spaces
+
+    cfg = make_config(
+        tmp_path, "+experiment=snake_arena_dqn", "+policies.red={}", "+policies.blue={}",
+        "+policy_mapping={snake_0: red, snake_1: blue, snake_2: blue, snake_3: blue}",
+    )  # fmt: skip
+    red, blue = policy_spaces(cfg, ARENA4, "red"), policy_spaces(cfg, ARENA4, "blue")
+    assert (red.agents, red.agent_ids) == (1, ("snake_0",)) and blue.slots(4) == 12
+    assert red.obs_shape == ARENA4.obs_shape
