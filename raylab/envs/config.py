@@ -42,6 +42,9 @@ class EnvConfig:
     """Multiply each agent-step reward by this (after clipping)."""
     noop_max: int = 0
     """Take a random number (seeded) of up to this many no-op actions after each reset, for start diversity."""
+    pad_observations: bool = False
+    """Multi-agent envs whose agents' one-dimensional observations differ in size (mpe2.simple_tag_v3): zero-pad
+    each to the largest (SuperSuit's pad_observations_v0), so one batch holds every agent."""
     options: dict[str, Any] = field(default_factory=dict)
     """Family-specific options, checked by the family (gymnasium: keyword arguments of gymnasium.make; custom:
     of env.factory; mario: actions; procgen: distribution_mode, num_levels, start_level, num_threads; snake:

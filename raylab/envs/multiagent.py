@@ -14,6 +14,8 @@ a loss or a target). When every agent has left (or env.max_episode_steps passes)
 step and every slot starts a new episode. Each agent's episode is reported on its own (return, length).
 
 Rewards are clipped/scaled per agent (env.reward_clip, env.reward_scale) after the raw returns are counted.
+Agents whose one-dimensional observations differ in size (predators and prey in mpe2.simple_tag_v3) fit one
+batch with env.pad_observations: each is zero-padded to the largest, as SuperSuit's pad_observations_v0 does.
 """
 
 from __future__ import annotations
@@ -79,19 +81,40 @@ def make_parallel_env(env_id: str, options: dict[str, Any]) -> Any:
     return env
 
 
-def agent_spaces(env: Any, env_id: str) -> tuple[gym.Space, gym.Space]:
-    """The one observation and action space every agent shares; ConfigError when agents differ."""
+def agent_spaces(env: Any, env_id: str, pad: bool = False) -> tuple[gym.Space, gym.Space]:
+    """The one observation and action space every agent shares; ConfigError when agents differ. ``pad``
+    (env.pad_observations): one-dimensional Box observations of different sizes share the largest, zero-padded."""
     agents = list(env.possible_agents)
     obs = {a: env.observation_space(a) for a in agents}
     act = {a: env.action_space(a) for a in agents}
-    for kind, spaces in (("observation", obs), ("action", act)):
-        if any(space != spaces[agents[0]] for space in spaces.values()):
-            differ = ", ".join(f"{a}: {s}" for a, s in spaces.items())
-            raise ConfigError(
-                f"{env_id}'s agents differ in {kind} spaces ({differ}); one policy acts for every agent here "
-                f"(parameter sharing): choose an env whose agents share spaces"
-            )
-    return obs[agents[0]], act[agents[0]]
+    if any(space != act[agents[0]] for space in act.values()):
+        differ = ", ".join(f"{a}: {s}" for a, s in act.items())
+        raise ConfigError(
+            f"{env_id}'s agents differ in action spaces ({differ}); every agent's actions go in one batch: choose "
+            f"an env whose agents share one action space"
+        )
+    if all(space == obs[agents[0]] for space in obs.values()):
+        return obs[agents[0]], act[agents[0]]
+    differ = ", ".join(f"{a}: {s}" for a, s in obs.items())
+    if not pad:
+        raise ConfigError(
+            f"{env_id}'s agents differ in observation spaces ({differ}): set env.pad_observations=true to zero-pad "
+            f"them to the largest (with policies, each policy then sees its own agents' padded vectors), or choose "
+            f"an env whose agents share spaces"
+        )
+    boxes = list(obs.values())
+    if not all(isinstance(b, gym.spaces.Box) and len(b.shape) == 1 and b.dtype == boxes[0].dtype for b in boxes):
+        raise ConfigError(
+            f"env.pad_observations pads one-dimensional Box observations of one dtype, and {env_id}'s are "
+            f"{differ}: set env.pad_observations=false and choose an env whose agents share spaces"
+        )
+    size = max(int(b.shape[0]) for b in boxes)
+    low = np.zeros(size, boxes[0].dtype)
+    high = np.zeros(size, boxes[0].dtype)
+    for b in boxes:
+        n = int(b.shape[0])
+        low[:n], high[:n] = np.minimum(low[:n], b.low), np.maximum(high[:n], b.high)
+    return gym.spaces.Box(low, high, (size,), boxes[0].dtype), act[agents[0]]
 
 
 class ParallelSlots:
@@ -106,6 +129,7 @@ class ParallelSlots:
         reward_clip: float | None = None,
         reward_scale: float = 1.0,
         name: str = "pettingzoo env",
+        pad_observations: bool = False,
     ):
         self.envs = [fn() for fn in env_fns]
         self.seeds = [int(s) for s in seeds]
@@ -113,7 +137,9 @@ class ParallelSlots:
         self.A = len(self.agents)
         self.E = len(self.envs)
         self.num_envs = self.E * self.A
-        self.single_observation_space, self.single_action_space = agent_spaces(self.envs[0], env_id)
+        self.single_observation_space, self.single_action_space = agent_spaces(self.envs[0], env_id, pad_observations)
+        self._dims = [int(np.prod(self.envs[0].observation_space(a).shape)) for a in self.agents]
+        """Each agent's own observation size: a padded slot keeps zeros after it."""
         shape, dtype = self.single_observation_space.shape, self.single_observation_space.dtype
         assert shape is not None and dtype is not None
         self.limit, self.clip, self.scale = max_episode_steps, reward_clip, reward_scale
@@ -137,7 +163,7 @@ class ParallelSlots:
         self._present[e] = [agent in obs for agent in self.agents]
         for a, agent in enumerate(self.agents):
             if agent in obs:
-                self._obs[e * self.A + a] = obs[agent]
+                self._obs[e * self.A + a, : self._dims[a]] = obs[agent]
         self._return[e], self._length[e], self._steps[e] = 0.0, 0, 0
 
     def step(self, actions: np.ndarray) -> VectorStep:
@@ -165,7 +191,7 @@ class ParallelSlots:
                 self._return[e, a] += reward
                 self._length[e, a] += 1
                 if agent in obs:
-                    self._obs[slot] = obs[agent]
+                    self._obs[slot, : self._dims[a]] = obs[agent]
                 ends_term = bool(term.get(agent, False))
                 ends_trunc = not ends_term and (bool(trunc.get(agent, False)) or timeout or agent not in remaining)
                 if ends_term or ends_trunc:

@@ -322,7 +322,7 @@ class PettingZooFamily(MultiAgentFamily):
         super().check(cfg)
         env = multiagent.make_parallel_env(cfg.id, cfg.options)
         try:
-            multiagent.agent_spaces(env, cfg.id)
+            multiagent.agent_spaces(env, cfg.id, cfg.pad_observations)
         finally:
             env.close()
 
@@ -332,7 +332,7 @@ class PettingZooFamily(MultiAgentFamily):
 
         return multiagent.ParallelSlots(
             [build] * num_envs, [seed + i for i in range(num_envs)], cfg.id, cfg.max_episode_steps,
-            cfg.reward_clip, cfg.reward_scale, name=name,
+            cfg.reward_clip, cfg.reward_scale, name=name, pad_observations=cfg.pad_observations,
         )  # fmt: skip
 
 
@@ -355,7 +355,13 @@ def family(cfg: EnvConfig) -> EnvFamily:
 
 
 def check_env_config(cfg: EnvConfig) -> None:
-    family(cfg).check(cfg)
+    fam = family(cfg)
+    if cfg.pad_observations and fam.name != "pettingzoo":
+        raise ConfigError(
+            f"env.pad_observations pads the observations of a PettingZoo env's agents, and env={cfg.family} has none "
+            f"to pad: set env.pad_observations=false"
+        )
+    fam.check(cfg)
 
 
 def max_return(cfg: EnvConfig) -> float | None:

@@ -48,7 +48,7 @@ def test_smoke_run_in_serial_mode(tmp_path):
         (["env=procgen", "env.id=coinrn"], "unknown Procgen game 'coinrn': choose one of bigfish"),
         (["env=snake", "+env.options.size=12"], "unknown env.options.size for env=snake: valid options are dim"),
         (["env=snake", "env.resize=[84,84]"], "set env.grayscale=false and env.resize=null"),
-        (["env=pettingzoo", "env.id=mpe2.simple_adversary_v3"], "agents differ in observation spaces"),
+        (["env=pettingzoo", "env.id=mpe2.simple_adversary_v3"], "set env.pad_observations=true"),
         (["env=pettingzoo", "env.id=json"], "raylab takes PettingZoo's Parallel API"),
         (["env=snake_arena", "env.options.num_snakes=40"], "raise dim to at least"),
         (["+experiment=snake_arena_ppo", "env.frame_stack=4"], "is multi-agent and takes no frame preprocessing"),

@@ -101,6 +101,37 @@ def test_mpe_simple_spread_gives_one_slot_per_agent():
     assert sorted(i for i, _ in ended) == list(range(6))  # max_cycles=5: every agent's episode ends together
 
 
+class Uneven(Scripted):
+    """Scripted, but agent c observes 3 floats (a and b: 2)."""
+
+    def observation_space(self, agent):
+        return gym.spaces.Box(-5.0 if agent == "c" else -1.0, 1.0, (3 if agent == "c" else 2,), np.float32)
+
+    def _obs(self):
+        return {ag: np.full(3 if ag == "c" else 2, 0.5, np.float32) for ag in self.agents}
+
+
+def test_pad_observations_zero_pads_smaller_agents_to_the_largest():
+    with pytest.raises(ConfigError, match="set env.pad_observations=true"):
+        ParallelSlots([Uneven], [0], "uneven")
+    venv = ParallelSlots([Uneven, Uneven], [0, 1], "uneven", pad_observations=True)
+    space = venv.single_observation_space
+    assert space.shape == (3,) and space.low.tolist() == [-5.0, -5.0, -5.0] and space.high.tolist() == [1.0, 1.0, 1.0]
+    obs = venv.reset()
+    assert obs.shape == (6, 3) and obs[[0, 1, 3, 4]].tolist() == [[0.5, 0.5, 0.0]] * 4 and obs[2].tolist() == [0.5] * 3
+    step = venv.step(np.zeros(6, np.int64))
+    assert step.obs[1].tolist() == [0.5, 0.5, 0.0]  # stays padded with zeros after every step
+
+
+def test_mpe_simple_tag_pads_prey_to_the_predators_observation():
+    cfg = EnvConfig(family="pettingzoo", id="mpe2.simple_tag_v3", pad_observations=True, options={"max_cycles": 5})
+    check_env_config(cfg)
+    spaces = env_spaces(cfg)
+    assert spaces.obs_shape == (16,) and spaces.agent_ids == ("adversary_0", "adversary_1", "adversary_2", "agent_0")
+    obs = make_vector_env(cfg, 1, seed=0).reset()
+    assert (obs[3, 14:] == 0).all() and obs.shape == (4, 16)  # the prey's 14 floats, then zeros
+
+
 def test_the_arena_is_a_vector_of_snakes():
     cfg = EnvConfig(family="snake_arena", id="SnakeArena-v0", options={"num_snakes": 3, "dim": 10})
     check_env_config(cfg)
@@ -115,7 +146,8 @@ def test_the_arena_is_a_vector_of_snakes():
         (EnvConfig(family="pettingzoo", id="nopackage_xyz.game_v0"), "no module named 'nopackage_xyz'"),
         (EnvConfig(family="pettingzoo", id="mpe2.no_such_game_v9"), "set env.id=<package.module> of a PettingZoo env"),
         (EnvConfig(family="pettingzoo", id="json"), "raylab takes PettingZoo's Parallel API"),
-        (EnvConfig(family="pettingzoo", id="mpe2.simple_adversary_v3"), "agents differ in observation spaces"),
+        (EnvConfig(family="pettingzoo", id="mpe2.simple_adversary_v3"), "set env.pad_observations=true"),
+        (EnvConfig(family="snake_arena", id="SnakeArena-v0", pad_observations=True), "set env.pad_observations=false"),
         (EnvConfig(family="pettingzoo", id="mpe2.simple_spread_v3", options={"M": 3}), "fix env.options"),
         (EnvConfig(family="pettingzoo", id="mpe2.simple_spread_v3", frame_stack=4), "env.frame_stack=1"),
         (EnvConfig(family="snake_arena", id="SnakeArena-v0", options={"num_snakes": 16, "dim": 8}), "raise dim"),
