@@ -13,6 +13,10 @@ and flagged in ``restarted`` — the mask every learner already honours for cras
 a loss or a target). When every agent has left (or env.max_episode_steps passes), the env resets in the same
 step and every slot starts a new episode. Each agent's episode is reported on its own (return, length).
 
+An env that raises in ``step`` is rebuilt and reset on the spot (a fresh seed), as SerialVectorEnv does for
+single-agent envs: its agents' partial episodes are dropped, and that step's slots are flagged in
+``restarted`` (reward 0, truncated); ten crashes of one env in a row stop the run.
+
 Rewards are clipped/scaled per agent (env.reward_clip, env.reward_scale) after the raw returns are counted.
 Agents whose one-dimensional observations differ in size (predators and prey in mpe2.simple_tag_v3) fit one
 batch with env.pad_observations: each is zero-padded to the largest, as SuperSuit's pad_observations_v0 does.
@@ -23,16 +27,18 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from raylab.envs.vector import VectorStep
+from raylab.envs.vector import MAX_CONSECUTIVE_FAILURES, MAX_CRASHING_STEPS, RESTART_SEED_STRIDE, VectorStep
 from raylab.envs.wrappers import transform_reward
 from raylab.errors import ConfigError
 
+log = logging.getLogger(__name__)
 INSTALL_HINT = "pip install 'raylab[multiagent]' (pettingzoo and mpe2)"
 
 
@@ -131,7 +137,9 @@ class ParallelSlots:
         name: str = "pettingzoo env",
         pad_observations: bool = False,
     ):
+        self.env_fns = list(env_fns)
         self.envs = [fn() for fn in env_fns]
+        self._crash_streak = [0] * len(self.envs)
         self.seeds = [int(s) for s in seeds]
         self.agents = list(self.envs[0].possible_agents)
         self.A = len(self.agents)
@@ -158,6 +166,32 @@ class ParallelSlots:
         self._seeded = True
         return self._obs
 
+    def _crashed(self, e: int, err: Exception) -> None:
+        """Env ``e`` raised in ``step``: rebuild it (a fresh seed, so it does not replay into the same crash) and
+        reset it, as raylab.envs.vector.SerialVectorEnv does; a deterministic crash stops the run."""
+        self._crash_streak[e] += 1
+        if self._crash_streak[e] > MAX_CRASHING_STEPS:
+            raise RuntimeError(
+                f"{self.name} {e} crashed in {MAX_CRASHING_STEPS} steps in a row, each time after a successful "
+                f"rebuild: {type(err).__name__}: {err}"
+            ) from err
+        for attempt in range(1, MAX_CONSECUTIVE_FAILURES + 1):
+            self.restarts += 1
+            log.warning(
+                "%s %d crashed in step (%s: %s); rebuilt it (restart %d)",
+                self.name, e, type(err).__name__, err, self.restarts,
+            )  # fmt: skip
+            with contextlib.suppress(Exception):
+                self.envs[e].close()
+            try:
+                self.envs[e] = self.env_fns[e]()
+                self._reset(e, self.seeds[e] + RESTART_SEED_STRIDE * self.restarts)
+                return
+            except Exception as again:
+                err = again
+                if attempt == MAX_CONSECUTIVE_FAILURES:
+                    raise RuntimeError(f"{self.name} {e} failed {attempt} times in a row: {again}") from again
+
     def _reset(self, e: int, seed: int | None) -> None:
         obs, _ = self.envs[e].reset(seed=seed)
         self._present[e] = [agent in obs for agent in self.agents]
@@ -177,7 +211,13 @@ class ParallelSlots:
         for e, env in enumerate(self.envs):
             present = self._present[e]
             acting = {agent: actions[e * A + a] for a, agent in enumerate(self.agents) if present[a]}
-            obs, rew, term, trunc, _ = env.step(acting)
+            try:
+                obs, rew, term, trunc, _ = env.step(acting)
+            except Exception as err:  # the env crashed: rebuild it, drop its agents' partial episodes
+                self._crashed(e, err)
+                absent[e * A : (e + 1) * A] = truncated[e * A : (e + 1) * A] = True
+                continue
+            self._crash_streak[e] = 0
             self._steps[e] += 1
             timeout = self.limit is not None and self._steps[e] >= self.limit
             remaining = set(env.agents)

@@ -87,6 +87,42 @@ def test_the_time_limit_truncates_every_present_agent_and_resets():
     assert [e["return"] for _, e in step.episodes] == [1.0, 2.0, 3.0]
 
 
+class Crashing(Scripted):
+    """Scripted whose ``step`` raises on the calls listed in CRASH_AT (counted across every instance)."""
+
+    CRASH_AT: set[int] = set()  # noqa: RUF012
+    calls = 0
+
+    def step(self, actions):
+        type(self).calls += 1
+        if type(self).calls in self.CRASH_AT:
+            raise RuntimeError("emulator fault")
+        return super().step(actions)
+
+
+def test_a_crashed_multi_agent_env_is_rebuilt_and_its_slots_flagged(caplog):
+    Crashing.calls, Crashing.CRASH_AT = 0, {3}  # env 1's first step after env 0's second: the 3rd call
+    venv = ParallelSlots([Crashing, Crashing], [0, 1], name="crashy")
+    venv.reset()
+    venv.step(np.zeros(6, np.int64))
+    crashed_env = venv.envs[1]
+    step = venv.step(np.zeros(6, np.int64))  # calls 3 (env 0) and 4 (env 1): env 0 crashes
+    assert venv.restarts == 1 and venv.envs[1] is crashed_env and "crashy 0 crashed in step" in caplog.text
+    assert step.restarted is not None and step.restarted.tolist() == [True, True, True, False, False, False]
+    assert step.rewards[:3].tolist() == [0, 0, 0] and step.truncated[:3].all() and not step.terminated[:3].any()
+    assert [i for i, _ in step.episodes] == [4] and step.final_obs == []  # the crashed episode is dropped
+    assert step.obs[:3].tolist() == [[0, 0], [1, 0], [2, 0]]  # env 0 starts over, rebuilt and reset
+    after = venv.step(np.zeros(6, np.int64))
+    assert after.restarted is not None and not after.restarted[:3].any()  # (slot 4: env 1's b has left)
+    assert after.rewards[:3].tolist() == [1, 2, 3]
+    Crashing.calls, Crashing.CRASH_AT = 0, set(range(1, 100, 2))  # env 0 crashes at every step
+    venv = ParallelSlots([Crashing, Crashing], [0, 1], name="crashy")
+    venv.reset()
+    with pytest.raises(RuntimeError, match="crashy 0 crashed in 10 steps in a row"):
+        for _ in range(12):
+            venv.step(np.zeros(6, np.int64))
+
+
 def test_mpe_simple_spread_gives_one_slot_per_agent():
     cfg = EnvConfig(family="pettingzoo", id="mpe2.simple_spread_v3", options={"N": 3, "max_cycles": 5})
     check_env_config(cfg)
@@ -112,7 +148,7 @@ class Uneven(Scripted):
 
 
 def test_pad_observations_zero_pads_smaller_agents_to_the_largest():
-    with pytest.raises(ConfigError, match="set env.pad_observations=true"):
+    with pytest.raises(ConfigError, match=r"set env\.pad_observations=true"):
         ParallelSlots([Uneven], [0], "uneven")
     venv = ParallelSlots([Uneven, Uneven], [0, 1], "uneven", pad_observations=True)
     space = venv.single_observation_space
