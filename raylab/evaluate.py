@@ -47,6 +47,9 @@ class EvaluateArgs:
     """Video frame rate; default: the env's render_fps over the frame skip, else 30."""
     seed: int | None = None
     """Seed of the evaluation envs; default: the run's seed (the same envs as its final evaluation)."""
+    against_random: str | None = None
+    """A run of several policies: these policies (comma-separated names) act uniformly at random instead of
+    with their weights, e.g. ``against_random=prey`` scores the predators against a random prey."""
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(EvaluateArgs)}
@@ -136,6 +139,23 @@ def _weights(policy: dict[str, Any]) -> Any:
     from raylab.types import Weights
 
     return Weights(int(policy["version"]), {k: v.numpy() for k, v in policy["params"].items()})
+
+
+def randomize(evaluator: Any, cfg: Any, spaces: Any, names: list[str]) -> None:
+    """Let policies ``names`` of the evaluator's PolicySet act uniformly at random (ConfigError naming the fix
+    for a run of one policy, an unknown name, or a Box action space)."""
+    from raylab.rollout.policies import PolicySet, RandomPolicy
+
+    known = list(cfg.policies)
+    if not isinstance(evaluator.policy, PolicySet):
+        raise ConfigError("against_random needs a run of several policies (policies=...): leave out against_random")
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(f"against_random={','.join(names)}: no policy {unknown[0]}; the run's are {', '.join(known)}")
+    if spaces.num_actions is None:
+        raise ConfigError("against_random acts uniformly in Discrete action spaces only: leave out against_random")
+    for name in names:
+        evaluator.policy.policies[known.index(name)] = RandomPolicy(spaces.num_actions, seed=cfg.seed + 17)
 
 
 def load_run_config(run_dir: Path, args: EvaluateArgs) -> Any:
@@ -244,6 +264,8 @@ def evaluate(args: EvaluateArgs) -> dict[str, Any]:
     weights = policy_weights(load_checkpoint(ckpt_path), ckpt_path)
     spaces = env_spaces(cfg.env)
     evaluator = build_evaluator(cfg, spaces)
+    if args.against_random:
+        randomize(evaluator, cfg, spaces, args.against_random.split(","))
     try:
         result = evaluator.evaluate(weights, args.episodes)
     finally:
@@ -258,6 +280,8 @@ def evaluate(args: EvaluateArgs) -> dict[str, Any]:
         "returns": result.returns.tolist(),
         "lengths": result.lengths.tolist(),
     }
+    if args.against_random:
+        out["against_random"] = args.against_random.split(",")
     if result.policies is not None:
         out["policies"] = {
             name: {"episodes": int(r.size), "return_mean": float(r.mean()) if r.size else None}

@@ -6,8 +6,9 @@ of slots: a rollout worker acts for each policy's slots in one batched call and 
 chunk per policy (raylab.rollout.policies), and each policy's chunks go to its own learner. With no
 ``policies`` there is one policy for every agent (parameter sharing) and nothing here changes a run.
 
-A policy's config is the run's with its ``policies.<name>`` overrides of ``algo``, ``model`` and ``learner``
-merged in (``policy_config``); its learner, its rollout networks and its evaluation network are built from it.
+A policy's config is the run's with its ``policies.<name>`` overrides of ``algo``, ``model``, ``learner`` and
+``replay`` merged in (``policy_config``); its learner, replay, rollout networks and evaluation network are built
+from it.
 Torch-free: the config checks read it.
 """
 
@@ -133,15 +134,20 @@ def policy_spaces(cfg: RunConfig, spaces: EnvSpaces, name: str) -> EnvSpaces:
 
 
 def policy_config(cfg: RunConfig, name: str) -> RunConfig:
-    """The run's config as policy ``name`` sees it: its overrides merged into algo, model and learner, its own
+    """The run's config as policy ``name`` sees it: its overrides merged into algo, model, learner and replay, its own
     seed, and no ``policies`` (its learner and networks are one policy's)."""
     if not cfg.policies:
         return cfg
     overrides = cfg.policies[name]
     sections: dict[str, Any] = {}
-    for section in ("algo", "model", "learner"):
+    for section in ("algo", "model", "learner", "replay"):
         current = getattr(cfg, section)
         changes = getattr(overrides, section)
+        if section == "replay" and changes.get("num_shards", cfg.replay.num_shards) != cfg.replay.num_shards:
+            raise ConfigError(
+                f"policies.{name}.replay.num_shards: every policy has the run's replay.num_shards="
+                f"{cfg.replay.num_shards}; remove policies.{name}.replay.num_shards"
+            )
         if section == "algo" and changes.get("name", cfg.algo.name) != cfg.algo.name:
             raise ConfigError(
                 f"policies.{name}.algo.name={changes['name']}: every policy runs the run's algo={cfg.algo.name}; "

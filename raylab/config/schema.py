@@ -366,6 +366,9 @@ class PolicyConfig:
     """Overrides of the run's ``model`` section (e.g. ``{hidden_sizes: [64, 64]}``)."""
     learner: dict[str, Any] = field(default_factory=dict)
     """Overrides of the run's ``learner`` section (e.g. ``{lr: 0.001}``)."""
+    replay: dict[str, Any] = field(default_factory=dict)
+    """Overrides of the run's ``replay`` section for this policy's own replay shards (DQN), e.g.
+    ``{capacity: 50000}``; ``num_shards`` is the run's for every policy."""
 
 
 @dataclass(frozen=True)

@@ -108,3 +108,20 @@ def split_chunk(chunk: Chunk, slots: np.ndarray, version: int) -> Chunk:
 
 def _none_if_clear(mask: np.ndarray) -> np.ndarray | None:
     return mask if mask.any() else None
+
+
+class RandomPolicy:
+    """Uniformly random discrete actions whatever its weights: an evaluation opponent, a baseline
+    (``raylab.evaluate against_random=<policy>``)."""
+
+    def __init__(self, num_actions: int, seed: int = 0):
+        self.num_actions = num_actions
+        self.rng = np.random.default_rng(seed)
+        self.version = 0
+        self.last_log_probs: np.ndarray | None = None
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        return self.rng.integers(0, self.num_actions, len(obs))
+
+    def set_weights(self, weights: Weights) -> bool:
+        return False

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from raylab.errors import ConfigError
 from raylab.train import run
 from tests.conftest import make_config
 
@@ -79,6 +80,11 @@ def test_two_policies_train_side_by_side_each_with_its_own_learner_metrics_and_c
     scored = evaluate(EvaluateArgs(run_dir=str(run_dir), episodes=8))
     assert set(scored["policies"]) == {"red", "blue"}
     assert sum(p["episodes"] for p in scored["policies"].values()) == scored["episodes"] == 8
+    # blue acting uniformly at random instead of with its weights: red's score against a random opponent
+    versus = evaluate(EvaluateArgs(run_dir=str(run_dir), episodes=8, against_random="blue"))
+    assert versus["against_random"] == ["blue"] and set(versus["policies"]) == {"red", "blue"}
+    with pytest.raises(ConfigError, match="against_random=green: no policy green; the run's are red, blue"):
+        evaluate(EvaluateArgs(run_dir=str(run_dir), episodes=8, against_random="green"))
 
 
 def test_a_resumed_run_of_two_policies_continues_both(tmp_path):

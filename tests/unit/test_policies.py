@@ -47,6 +47,7 @@ def test_one_policy_when_none_are_configured(tmp_path):
         ),
         (("+policies.blue.algo.name=appo",), "every policy runs the run's algo=ppo"),
         (("+policies.blue.learner.lrr=0.1",), "unknown config key 'policies.blue.learner.lrr'"),
+        (("+policies.blue.replay.num_shards=2",), "every policy has the run's replay.num_shards=1"),
         (("~policy_mapping",), "need policy_mapping"),
     ],
 )
@@ -71,8 +72,11 @@ def test_mapping_errors_that_need_the_envs_agents(tmp_path):
 
 
 def test_each_policy_config_merges_its_overrides_and_seeds_apart(tmp_path):
-    cfg = make_config(tmp_path, *RIVALS, "seed=3", "+policies.red.model.hidden_sizes=[16]")
+    cfg = make_config(
+        tmp_path, *RIVALS, "seed=3", "+policies.red.model.hidden_sizes=[16]", "+policies.red.replay.capacity=5000"
+    )
     red, blue = policy_config(cfg, "red"), policy_config(cfg, "blue")
+    assert red.replay.capacity == 5000 and blue.replay.capacity == cfg.replay.capacity
     assert red.model.hidden_sizes == (16,) and blue.model.hidden_sizes == cfg.model.hidden_sizes
     assert blue.learner.lr == 0.0007 and red.learner.lr == cfg.learner.lr
     assert (red.seed, blue.seed) == (3, 3 + SEED_STRIDE)
@@ -197,3 +201,13 @@ def test_a_dqn_policys_spaces_hold_only_its_agents(tmp_path):
     red, blue = policy_spaces(cfg, ARENA4, "red"), policy_spaces(cfg, ARENA4, "blue")
     assert (red.agents, red.agent_ids) == (1, ("snake_0",)) and blue.slots(4) == 12
     assert red.obs_shape == ARENA4.obs_shape
+
+
+def test_a_random_policy_ignores_weights_and_acts_uniformly():
+    from raylab.rollout.policies import RandomPolicy
+
+    policy = RandomPolicy(5, seed=1)
+    actions = policy.act(np.zeros((4000, 3), np.float32))
+    assert not policy.set_weights(Weights(9, {})) and policy.version == 0 and policy.last_log_probs is None
+    counts = np.bincount(actions, minlength=5)
+    assert counts.min() > 700 and counts.max() < 900  # 800 each expected; 5 standard deviations is about 130
