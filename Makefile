@@ -114,7 +114,7 @@ bench-learner: install ## learner updates/s on the CPU: eager fp32, AMP, compile
 bench-gpu: install ## on a CUDA machine with 16 cores (~20 min): gpu tests, learner variants, 16-core A3C scaling, cartpole_appo and mario_dqn with 14 actors (benchmarks/gpu_session.sh)
 	PY=$(PY) bash benchmarks/gpu_session.sh
 
-bench-multiagent: install ## the snake arena's agent steps/s with 1/4/16 snakes, and 3 seeds of snake_arena_ppo/dqn, two rival policies against one shared, and mpe2 simple_spread on a fixed budget (~40 min) -> benchmarks/{snake_arena_*,spread_learning}.json
+bench-multiagent: install ## the snake arena's agent steps/s with 1/4/16 snakes, and 3 seeds of snake_arena_ppo/dqn, two rival policies against one shared, mpe2 simple_spread and simple_adversary (two teams) on a fixed budget (~45 min) -> benchmarks/{snake_arena_*,spread_learning,simple_adversary_learning}.json
 	$(PY) -m raylab.bench arena --snakes 1 4 16 --output benchmarks/snake_arena_throughput.json
 	$(PY) -m raylab.bench learn --seeds 0 1 2 --output benchmarks/snake_arena_learning.json \
 		--variant ppo=+experiment=snake_arena_ppo --variant dqn=+experiment=snake_arena_dqn \
@@ -127,6 +127,9 @@ bench-multiagent: install ## the snake arena's agent steps/s with 1/4/16 snakes,
 	$(PY) -m raylab.bench learn --seeds 0 1 2 --output benchmarks/snake_arena_policies.json --random-episodes 300 \
 		--variant shared=+experiment=snake_arena_ppo --variant rivals=+experiment=snake_arena_rivals_ppo \
 		stop.seconds=120 eval.every_seconds=20 logger.console=false $(ARGS)
+	$(PY) -m raylab.bench learn --seeds 0 1 2 --output benchmarks/simple_adversary_learning.json --random-episodes 600 \
+		--against-random --variant teams=+experiment=simple_adversary_ppo stop.seconds=90 eval.every_seconds=15 \
+		logger.console=false $(ARGS)
 
 bench-snake: install ## seed 004's Snake DQN loop, env steps/s vs its 2,050 -> benchmarks/snake_dqn_loop.json
 	$(PY) -m raylab.bench snake_dqn_loop --rounds 5 --output benchmarks/snake_dqn_loop.json $(ARGS)

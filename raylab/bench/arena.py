@@ -8,6 +8,9 @@ For each number of snakes N (board side ``dim(N)``, so every snake has about as 
              finished episodes give the uniformly random policy's return and foods per episode, the baseline
              the learning runs are held to
     worker   one RolloutWorker.sample() loop of snake_arena_ppo's policy (one torch thread)
+    worker_2_policies   the same worker with two policies, even and odd snakes (N >= 2): one batched forward
+             pass per policy and step, and the chunk cut in two (sample_each): the rollout side's cost of a
+             second policy at the same agents
     e2e      ``python -m raylab.train +experiment=snake_arena_ppo`` with that arena for --e2e-seconds (2 rollout
              actors and the learner on Ray): agent steps/s from its benchmark_metrics.json
 raw and worker alternate over --rounds rounds (medians); the e2e runs alternate N over --e2e-repeats.
@@ -16,6 +19,7 @@ raw and worker alternate over --rounds rounds (medians); the e2e runs alternate 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -72,7 +76,8 @@ def _stages(snakes: int, slots: int) -> tuple[dict[str, Callable[[], int]], list
     import torch
 
     from raylab.builders import build_rollout_worker
-    from raylab.config import resolve
+    from raylab.config import PolicyConfig, resolve
+    from raylab.config.policies import check_policies
     from raylab.envs.registry import env_spaces, make_vector_env
     from raylab.train import compose
 
@@ -96,7 +101,20 @@ def _stages(snakes: int, slots: int) -> tuple[dict[str, Callable[[], int]], list
         chunk, _ = worker.sample()
         return chunk.size
 
-    return {"raw": raw, "worker": worker_step}, episodes
+    stages = {"raw": raw, "worker": worker_step}
+    if snakes >= 2:
+        mapping = {"snake_*[02468]": "even", "snake_*[13579]": "odd"}  # (Hydra's override grammar takes no [)
+        policies = {"even": PolicyConfig(), "odd": PolicyConfig()}
+        cfg2 = dataclasses.replace(cfg, policies=policies, policy_mapping=mapping)
+        check_policies(cfg2)
+        worker2 = build_rollout_worker(cfg2, spaces, worker_id=0)
+
+        def two_policies() -> int:
+            chunks, _ = worker2.sample_each()
+            return sum(c.size for c in chunks)
+
+        stages["worker_2_policies"] = two_policies
+    return stages, episodes
 
 
 def _e2e(snakes: int, slots: int, seconds: float) -> dict[str, Any]:
@@ -121,7 +139,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     if overrides:
         raise SystemExit(f"raylab bench arena: error: unexpected arguments {overrides}")
     built = {n: _stages(n, args.slots) for n in args.snakes}
-    samples: dict[int, dict[str, list[float]]] = {n: {"raw": [], "worker": []} for n in args.snakes}
+    samples: dict[int, dict[str, list[float]]] = {n: {stage: [] for stage in built[n][0]} for n in args.snakes}
     for round_ in range(args.rounds):
         for n in args.snakes:
             for stage, fn in built[n][0].items():
@@ -141,6 +159,11 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
             "boards_per_worker": args.slots // n,
             "raw_agent_steps_per_s": round(statistics.median(samples[n]["raw"]), 1),
             "worker_agent_steps_per_s": round(statistics.median(samples[n]["worker"]), 1),
+            "worker_2_policies_agent_steps_per_s": (
+                round(statistics.median(samples[n]["worker_2_policies"]), 1)
+                if samples[n].get("worker_2_policies")
+                else None
+            ),
             "rounds": {stage: [round(v, 1) for v in values] for stage, values in samples[n].items()},
             "e2e_agent_steps_per_s": (
                 round(statistics.median(r["agent_steps_per_s"] for r in e2e[n]), 1) if e2e[n] else None
@@ -154,9 +177,14 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
             },
         }
         r = results[str(n)]
+        if r["worker_2_policies_agent_steps_per_s"]:  # same run, alternating rounds: the ratio of medians
+            r["two_policies_vs_one"] = round(
+                r["worker_2_policies_agent_steps_per_s"] / r["worker_agent_steps_per_s"], 3
+            )
         print(
             f"{n} snakes ({r['dim']}x{r['dim']}): raw {r['raw_agent_steps_per_s']:,.0f}, worker "
-            f"{r['worker_agent_steps_per_s']:,.0f}, e2e {r['e2e_agent_steps_per_s']} agent steps/s; random policy "
+            f"{r['worker_agent_steps_per_s']:,.0f} (two policies: {r.get('two_policies_vs_one')}x), e2e "
+            f"{r['e2e_agent_steps_per_s']} agent steps/s; random policy "
             f"{r['random_policy']['foods_per_episode']} foods per episode",
             flush=True,
         )
@@ -180,11 +208,12 @@ def plot(report: dict[str, Any], path: Path) -> None:
     names = list(results)
     fig, ax = plots.figure(7, 4)
     stages = [("raw_agent_steps_per_s", "raw env"), ("worker_agent_steps_per_s", "rollout worker"),
+              ("worker_2_policies_agent_steps_per_s", "rollout worker, 2 policies"),
               ("e2e_agent_steps_per_s", "end to end (snake_arena_ppo)")]  # fmt: skip
-    width = 0.27
+    width = 0.2
     for i, (key, label) in enumerate(stages):
-        values = [results[n][key] or 0.0 for n in names]
-        bars = ax.bar(np.arange(len(names)) + (i - 1) * width, values, width, label=label)
+        values = [results[n].get(key) or 0.0 for n in names]
+        bars = ax.bar(np.arange(len(names)) + (i - 1.5) * width, values, width, label=label)
         ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], fontsize=7, padding=2)
     ax.set_xticks(np.arange(len(names)), [f"{n} snakes/board\n{results[n]['dim']}x{results[n]['dim']}" for n in names])
     ax.set_ylabel("agent steps / s")

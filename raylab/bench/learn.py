@@ -52,6 +52,12 @@ def add_parser(commands: Any) -> None:
         help="also measure a uniformly random policy over this many episodes of each variant's env (the baseline "
         "a learning run is held to)",
     )
+    p.add_argument(
+        "--against-random",
+        action="store_true",
+        help="runs of several policies: after each run, score each policy against opponents that act uniformly at "
+        "random (raylab.evaluate against_random=<the others>), the fair test of learning in a competitive game",
+    )
     p.set_defaults(func=run)
 
 
@@ -72,6 +78,10 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         for name, extra in variants if k % 2 == 0 else variants[::-1]:  # who goes first alternates too
             run_dir = runs_dir / f"{name}_seed{seed}"
             result = run_one(name, [*overrides, *extra], seed, run_dir, sources.get(name))
+            if args.against_random and result["ok"] and result.get("policies"):
+                result["against_random"] = against_random(
+                    run_dir, list(result["policies"]), result["final_eval_episodes"]
+                )
             results.append(result)
             print(_line(result), flush=True)
     random_policy = {
@@ -108,7 +118,7 @@ def _env_config(overrides: list[str]) -> Any:
     return resolve(compose(overrides), run_dir=tempfile.mkdtemp(prefix="raylab-bench-learn-")).env
 
 
-def random_policy_return(env_cfg: Any, episodes: int, seed: int = 123) -> dict[str, float]:
+def random_policy_return(env_cfg: Any, episodes: int, seed: int = 123) -> dict[str, Any]:
     """Mean episode return (raw) of uniformly random actions on ``env_cfg`` (every agent slot of a multi-agent
     env), over the first ``episodes`` episodes to end in 4 envs."""
     import gymnasium as gym
@@ -120,21 +130,43 @@ def random_policy_return(env_cfg: Any, episodes: int, seed: int = 123) -> dict[s
     venv.reset()
     space = venv.single_action_space
     rng = np.random.default_rng(seed)
+    agents = list(getattr(venv, "agents", []))
     returns: list[float] = []
+    by_agent: dict[str, list[float]] = {agent: [] for agent in agents}
     while len(returns) < episodes:
         if isinstance(space, gym.spaces.Discrete):
             actions = rng.integers(0, int(space.n), venv.num_envs)
         else:
             assert isinstance(space, gym.spaces.Box)
             actions = rng.uniform(space.low, space.high, (venv.num_envs, *space.shape)).astype(np.float32)
-        returns += [e["return"] for _, e in venv.step(actions).episodes]
+        for slot, record in venv.step(actions).episodes:
+            if len(returns) < episodes:
+                returns.append(record["return"])
+                if agents:
+                    by_agent[agents[slot % len(agents)]].append(record["return"])
     venv.close()
-    values = np.array(returns[:episodes])
-    return {
+    values = np.array(returns)
+    out: dict[str, Any] = {
         "episodes": episodes,
         "return_mean": round(float(values.mean()), 3),
         "return_std": round(float(values.std()), 3),
     }
+    if agents:  # a multi-agent env: each agent's mean (a policy's random baseline is its agents')
+        out["by_agent"] = {a: round(float(np.mean(r)), 3) for a, r in by_agent.items() if r}
+    return out
+
+
+def against_random(run_dir: Path, policies: list[str], episodes: int) -> dict[str, float]:
+    """Each policy's mean return over ``episodes`` greedy episodes (its agents' share of them) with every other
+    policy acting uniformly at random (raylab.evaluate against_random=...)."""
+    from raylab.evaluate import EvaluateArgs, evaluate
+
+    out = {}
+    for name in policies:
+        others = ",".join(p for p in policies if p != name)
+        scored = evaluate(EvaluateArgs(run_dir=str(run_dir), episodes=episodes, against_random=others))
+        out[name] = round(float(scored["policies"][name]["return_mean"]), 3)
+    return out
 
 
 def parse_source(text: str, variants: list[str]) -> tuple[str, Path]:
@@ -228,6 +260,7 @@ def _line(r: dict[str, Any]) -> str:
             for name, p in (r.get("policies") or {}).items()
             if p.get("final_eval_return_mean") is not None
         )
+        + "".join(f"; {name} against random {v:.1f}" for name, v in (r.get("against_random") or {}).items())
     )
 
 

@@ -495,15 +495,19 @@ def arena(data: list[Json]) -> str:
     """``raylab.bench arena``: the arena's agent steps/s with N snakes per board (snake_arena_throughput.json)."""
     (d,) = data
     header = ["snakes per board", "board", "boards per worker", "raw env (1 process)", "rollout worker",
-              "end to end (snake_arena_ppo)", "random policy: foods / return per episode"]  # fmt: skip
+              "rollout worker, 2 policies (ratio)", "end to end (snake_arena_ppo)",
+              "random policy: foods / return per episode"]  # fmt: skip
     rows = []
     for n, r in d["snakes"].items():
         e2e = r["e2e_agent_steps_per_s"]
         rand = r["random_policy"]
+        two = r.get("worker_2_policies_agent_steps_per_s")
+        missing = "— (one snake per board)" if n == "1" else "not measured"
         rows.append([
             n, f"{r['dim']}×{r['dim']}", str(r["boards_per_worker"]), _int(r["raw_agent_steps_per_s"]),
-            _int(r["worker_agent_steps_per_s"]), _int(e2e) if e2e is not None else "not run",
-            f"{rand['foods_per_episode']:.2f} / {rand['return_mean']:.2f}",
+            _int(r["worker_agent_steps_per_s"]),
+            f"{_int(two)} ({r['two_policies_vs_one']:.2f}×)" if two else missing,
+            _int(e2e) if e2e is not None else "not run", f"{rand['foods_per_episode']:.2f} / {rand['return_mean']:.2f}",
         ])  # fmt: skip
     notes = (
         f"\nAgent steps/s, {d['slots_per_worker']} snakes per worker; raw and worker: medians of {d['rounds']} "
@@ -548,7 +552,13 @@ def _random_notes(d: Json) -> str:
     """A line per variant on the uniformly random policy measured with ``bench learn --random-episodes``."""
     return "".join(
         f"\nA uniformly random policy on `{variant}`'s env: return {rand['return_mean']:.2f} ± "
-        f"{rand['return_std']:.2f} over {rand['episodes']:,} episodes.\n"
+        f"{rand['return_std']:.2f} over {rand['episodes']:,} episodes"
+        + (
+            "; per agent: " + ", ".join(f"{a} {r:.2f}" for a, r in rand["by_agent"].items())
+            if len(set((rand.get("by_agent") or {}).values())) > 1
+            else ""
+        )
+        + ".\n"
         for variant, rand in (d.get("random_policy") or {}).items()
     )
 
@@ -560,8 +570,9 @@ def policies_learning(data: list[Json]) -> str:
     (d,) = data
     variants = list(d["summary"])
     base = d["summary"][variants[0]]["median_env_steps_per_s"]
-    header = ["variant", "policy", "final greedy eval, per seed", "foods per life (last 100 training episodes)",
-              "agent steps/s (median)", "vs the first variant"]  # fmt: skip
+    header = ["variant", "policy", "final greedy eval, per seed", "against random opponents, per seed",
+              "the arena's foods per life (last 100 training episodes)", "agent steps/s (median)",
+              "vs the first variant"]  # fmt: skip
     rows = []
     for variant in variants:
         runs = sorted((r for r in d["runs"] if r["variant"] == variant and r["ok"]), key=lambda r: r["seed"])
@@ -575,8 +586,10 @@ def policies_learning(data: list[Json]) -> str:
             else:
                 evals = [r["final_eval_return"] for r in runs]
                 foods = [r["episode_extras"].get("score") for r in runs]
+            versus = [(r.get("against_random") or {}).get(name) for r in runs]
             rows.append([
                 f"`{variant}`", name, ", ".join(f"{v:.2f}" for v in evals if v is not None),
+                ", ".join(f"{v:.2f}" for v in versus if v is not None) or "—",
                 ", ".join(f"{v:.1f}" for v in foods if v is not None) or "—", _int(rate), ratio,
             ])  # fmt: skip
     return _rows(header, rows) + _random_notes(d)
@@ -599,6 +612,9 @@ TABLES: dict[str, Table] = {
     ),
     "snake_arena_policies": Table(
         ("snake_arena_policies.json",), policies_learning, "the arena: two policies against one shared, fixed budget"
+    ),
+    "simple_adversary_learning": Table(
+        ("simple_adversary_learning.json",), policies_learning, "mpe2 simple_adversary: two teams, two policies"
     ),
     "spread_learning": Table(("spread_learning.json",), fixed_budget_learning, "mpe2 simple_spread, shared policy"),
     "snake_arena_throughput": Table(("snake_arena_throughput.json",), arena, "the multi-snake arena's agent steps/s"),
