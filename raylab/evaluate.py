@@ -105,18 +105,24 @@ def find_checkpoint(run_dir: Path, name: str) -> Path:
     raise RaylabError(f"checkpoint '{name}' not found in {ckpt_dir} (found: {found}): pass checkpoint=<one of them>")
 
 
-def policy_weights(state: dict[str, Any], path: Path) -> Any:
-    """The policy's inference Weights from any raylab checkpoint (final, periodic; every topology)."""
+def policy_weights(state: dict[str, Any], path: Path, names: list[str] | None = None) -> Any:
+    """The policy's inference Weights from any raylab checkpoint (final, periodic; every topology); a run of
+    several policies: a list of Weights, one per policy in the order of ``names`` (the run's policies)."""
     from raylab.types import Weights
 
+    parts: dict[str, Any] | None = None
+    if "policy" in state and "policies" in state["policy"]:
+        parts = {name: _weights(part) for name, part in state["policy"]["policies"].items()}
+    elif isinstance(state.get("learner"), dict) and "policies" in state["learner"]:  # a periodic checkpoint
+        parts = {name: policy_weights({"learner": part}, path) for name, part in state["learner"]["policies"].items()}
+    if parts is not None:
+        missing = [n for n in names or [] if n not in parts]
+        if missing or not names:
+            raise RaylabError(f"checkpoint {path} holds policies {', '.join(parts)}, not {', '.join(names or [])}")
+        return [parts[name] for name in names]
     if "policy" in state:
-        policy = state["policy"]
-        if "policies" in policy:  # several policies: one Weights each, in the run's policy order
-            return [_weights(part) for part in policy["policies"].values()]
-        return _weights(policy)
+        return _weights(state["policy"])
     learner = state.get("learner")
-    if isinstance(learner, dict) and "policies" in learner:  # a periodic checkpoint of several policies
-        return [policy_weights({"learner": part}, path) for part in learner["policies"].values()]
     if isinstance(learner, dict) and "modules" in learner:  # DQN (q_net) or actor-critic (model) learners
         modules = learner["modules"]
         params = modules.get("q_net", modules.get("model"))
@@ -251,7 +257,7 @@ def video_fps(cfg: Any, args: EvaluateArgs, render_fps: float | None) -> int:
 def evaluate(args: EvaluateArgs) -> dict[str, Any]:
     """Score the checkpoint's policy (and record a video): the Python API behind the CLI."""
     from raylab.builders import build_evaluator
-    from raylab.envs.registry import env_spaces
+    from raylab.envs.registry import env_spaces, family
     from raylab.learner.checkpoint import load_checkpoint
 
     run_dir = Path(args.run_dir)
@@ -260,8 +266,11 @@ def evaluate(args: EvaluateArgs) -> dict[str, Any]:
     cfg = load_run_config(run_dir, args)
     if args.video and args.video_format == "mp4" and importlib.util.find_spec("imageio_ffmpeg") is None:
         raise ConfigError(f"video_format=mp4 needs imageio and imageio-ffmpeg: {VIDEO_HINT} (or video_format=gif)")
+    fam = family(cfg.env)
+    if args.video and fam.multi_agent:
+        fam.make_raw(cfg.env)  # a one-line ConfigError: no video of a multi-agent env yet
     ckpt_path = find_checkpoint(run_dir, args.checkpoint)
-    weights = policy_weights(load_checkpoint(ckpt_path), ckpt_path)
+    weights = policy_weights(load_checkpoint(ckpt_path), ckpt_path, list(cfg.policies) or None)
     spaces = env_spaces(cfg.env)
     evaluator = build_evaluator(cfg, spaces)
     if args.against_random:

@@ -156,7 +156,7 @@ def random_policy_return(env_cfg: Any, episodes: int, seed: int = 123) -> dict[s
     return out
 
 
-def against_random(run_dir: Path, policies: list[str], episodes: int) -> dict[str, float]:
+def against_random(run_dir: Path, policies: list[str], episodes: int) -> dict[str, float | None]:
     """Each policy's mean return over ``episodes`` greedy episodes (its agents' share of them) with every other
     policy acting uniformly at random (raylab.evaluate against_random=...)."""
     from raylab.evaluate import EvaluateArgs, evaluate
@@ -165,7 +165,8 @@ def against_random(run_dir: Path, policies: list[str], episodes: int) -> dict[st
     for name in policies:
         others = ",".join(p for p in policies if p != name)
         scored = evaluate(EvaluateArgs(run_dir=str(run_dir), episodes=episodes, against_random=others))
-        out[name] = round(float(scored["policies"][name]["return_mean"]), 3)
+        mean = scored["policies"][name]["return_mean"]  # None: none of its agents' episodes among them
+        out[name] = round(float(mean), 3) if mean is not None else None
     return out
 
 
@@ -260,7 +261,9 @@ def _line(r: dict[str, Any]) -> str:
             for name, p in (r.get("policies") or {}).items()
             if p.get("final_eval_return_mean") is not None
         )
-        + "".join(f"; {name} against random {v:.1f}" for name, v in (r.get("against_random") or {}).items())
+        + "".join(
+            f"; {name} against random {v:.1f}" for name, v in (r.get("against_random") or {}).items() if v is not None
+        )
     )
 
 

@@ -58,11 +58,16 @@ class PolicyProgress:
 
     def counters(self) -> dict[str, int]:
         """What a checkpoint keeps (a resumed run continues them)."""
-        return {"env_steps": self.env_steps, "updates": self.updates, "episodes": self.episodes}
+        return {
+            "env_steps": self.env_steps,
+            "updates": self.updates,
+            "episodes": self.episodes,
+            "version": self.version,
+        }
 
     def restore(self, counters: dict[str, int]) -> None:
         self.env_steps, self.updates = counters.get("env_steps", 0), counters.get("updates", 0)
-        self.episodes = counters.get("episodes", 0)
+        self.episodes, self.version = counters.get("episodes", 0), counters.get("version", 0)
         self.mark = (self.env_steps, self.updates)
 
     def summary(self) -> dict[str, Any]:
@@ -75,6 +80,7 @@ class PolicyProgress:
             "episode_return_mean_last100": float(np.mean(self.returns)) if self.returns else None,
             **{f"episode_{k}_mean_last100": float(np.mean(v)) for k, v in self.extras.items() if v},
             "lag_mean": self.lag_sum / self.lag_count if self.lag_count else None,
+            "final_losses": {k: v for k, v in self.learner_metrics.items() if k.endswith("loss")},
             "eval_return_mean": float(self.eval_returns.mean())
             if self.eval_returns is not None and len(self.eval_returns)
             else None,

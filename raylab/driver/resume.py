@@ -114,14 +114,34 @@ def load_resume(run_dir: str | Path, config: dict[str, Any]) -> ResumeState:
 
 
 def check_compatible(saved: dict[str, Any], new: dict[str, Any], path: Path) -> None:
-    for key in MUST_MATCH:
-        old_value, new_value = _select(saved, key), _select(new, key)
+    """The sections of MUST_MATCH, and each policy's algo, model and replay overrides, as the checkpoint has them
+    (a key the checkpoint's config lacks, from before the key existed, is taken to match); the mapping's
+    patterns also in order (the first that matches wins)."""
+    names = sorted(set(saved.get("policies") or {}) | set(new.get("policies") or {}))
+    policy_keys = [f"policies.{name}.{section}" for name in names for section in ("algo", "model", "replay")]
+    for key in (*MUST_MATCH, *policy_keys):
+        if key.startswith("policies."):  # free-form overrides: compared as they are (none: {})
+            old_value, new_value = _select(saved, key) or {}, _select(new, key) or {}
+        else:
+            old_value, new_value = _without_missing(_select(saved, key), _select(new, key))
+        if key == "policy_mapping" and old_value == new_value:
+            old_value, new_value = list((old_value or {}).items()), list((new_value or {}).items())
         if old_value != new_value:
             diff = _first_difference(old_value, new_value, key)
             raise ConfigError(
                 f"cannot resume from {path}: {diff[0]} was {diff[1]!r}, now {diff[2]!r}: resume with the "
                 f"checkpoint's value (or start a new run without resume=)"
             )
+
+
+def _without_missing(old: Any, new: Any) -> tuple[Any, Any]:
+    """``new`` without the keys ``old`` (a saved config) lacks, recursively: keys added since it was written."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        kept = {k: _without_missing(old[k], v)[1] for k, v in new.items() if k in old}
+        return old, kept
+    if old is None and new == {}:  # a mapping the saved config does not have at all, left empty
+        return new, new
+    return old, new
 
 
 def _select(config: dict[str, Any], dotted: str) -> Any:

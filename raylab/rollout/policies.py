@@ -55,6 +55,14 @@ class PolicySet:
         """The oldest of the policies' versions."""
         return min(self.versions)
 
+    @property
+    def epsilon(self) -> float | None:
+        """Epsilon-greedy policies (DQN): the mean exploration rate over every slot; None for the others."""
+        parts = [(getattr(p, "epsilon", None), len(idx)) for p, idx in zip(self.policies, self.slots, strict=True)]
+        if any(eps is None for eps, _ in parts):
+            return None
+        return float(sum(eps * n for eps, n in parts if eps is not None) / self.num_slots)
+
     def act(self, obs: np.ndarray) -> np.ndarray:
         actions: np.ndarray | None = None
         log_probs: np.ndarray | None = None

@@ -26,6 +26,7 @@ done -> priorities to the shard, published weights (failed: see apex_jobs); Add 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from raylab.builders import build_rate_limiter, check_replay_fits, replay_shard_capacity, replay_snapshots_to_load
@@ -55,10 +56,11 @@ class ApexDQNTopology(ReplayFlow):
             )
         self.replays = []
         names = self.pmap.names if self.several else (None,)
+        total = sum((policy_config(cfg, n) if n is not None else cfg).replay.capacity for n in names)
+        check_replay_fits(dataclasses.replace(cfg, replay=dataclasses.replace(cfg.replay, capacity=total)), spaces)
         for k, name in enumerate(names):
             pcfg = policy_config(cfg, name) if name is not None else cfg
             pspaces = policy_spaces(cfg, spaces, name) if name is not None else spaces
-            check_replay_fits(pcfg, pspaces)
             first = k * cfg.replay.num_shards
             self.replays.append(
                 PolicyReplay(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from raylab.config import RunConfig
-from raylab.config.policies import policy_map
+from raylab.config.policies import policy_config, policy_map
 from raylab.driver.loop import Call, Driver, Flow
 from raylab.driver.resume import ResumeState, resumed
 from raylab.envs.registry import EnvSpaces
@@ -57,8 +57,9 @@ class RolloutFlow(Flow):
         return [lane.version for lane in self.lanes]
 
     def required_cpus(self) -> float:
-        learners = len(self.pmap.names)
-        return self.cfg.topology.num_workers * self.cfg.topology.worker_cpus + learners * self.cfg.learner.num_cpus
+        names = self.pmap.names if self.several else ()
+        learners = sum(policy_config(self.cfg, n).learner.num_cpus for n in names) or self.cfg.learner.num_cpus
+        return self.cfg.topology.num_workers * self.cfg.topology.worker_cpus + learners
 
     def make_learner(self, driver: Driver, policy: str | None) -> Any:
         return driver.backend.ppo_learner(policy)

@@ -114,3 +114,12 @@ def test_two_dqn_policies_each_fill_their_own_replay_and_train_their_own_learner
     assert bm["replay"]["inserted"] <= summary.env_steps and bm["replay"]["inserted"] > 0
     rows = [json.loads(line) for line in (Path(summary.run_dir) / "metrics.jsonl").read_text().splitlines()]
     assert "policy/red/learner/loss" in rows[-1] and "policy/blue/learner/loss" in rows[-1]
+
+
+def test_a_video_of_a_multi_agent_run_is_refused_before_evaluating(tmp_path):
+    from raylab.evaluate import EvaluateArgs, evaluate
+
+    summary = run(make_config(tmp_path, *RIVALS, "stop.env_steps=512", "eval.final_episodes=0"))
+    with pytest.raises(ConfigError, match="videos of it are not made yet"):
+        evaluate(EvaluateArgs(run_dir=summary.run_dir, episodes=4, video=True))
+    assert not (Path(summary.run_dir) / "eval").exists()  # nothing written

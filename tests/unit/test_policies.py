@@ -211,3 +211,21 @@ def test_a_random_policy_ignores_weights_and_acts_uniformly():
     assert not policy.set_weights(Weights(9, {})) and policy.version == 0 and policy.last_log_probs is None
     counts = np.bincount(actions, minlength=5)
     assert counts.min() > 700 and counts.max() < 900  # 800 each expected; 5 standard deviations is about 130
+
+
+def test_resume_checks_each_policys_networks_and_the_mapping_order_but_not_keys_added_since(tmp_path):
+    from raylab.driver.resume import check_compatible
+
+    saved = make_config(tmp_path, *RIVALS).to_dict()
+    check_compatible(saved, make_config(tmp_path, *RIVALS, "+policies.blue.learner.batch_size=64").to_dict(), tmp_path)
+    wider = make_config(tmp_path, *RIVALS, "+policies.blue.model.hidden_sizes=[64]").to_dict()
+    with pytest.raises(ConfigError, match=r"policies\.blue\.model\.hidden_sizes was None"):
+        check_compatible(saved, wider, tmp_path)
+    swapped = dict(saved, policy_mapping=dict(reversed(list(saved["policy_mapping"].items()))))
+    with pytest.raises(ConfigError, match=r"cannot resume .*policy_mapping"):
+        check_compatible(saved, swapped, tmp_path)
+    # a checkpoint written before env.pad_observations and policies existed resumes (a single-policy run)
+    shared = make_config(tmp_path, "+experiment=snake_arena_ppo").to_dict()
+    old = {k: v for k, v in shared.items() if k not in ("policies", "policy_mapping")}
+    old["env"] = {k: v for k, v in shared["env"].items() if k != "pad_observations"}
+    check_compatible(old, shared, tmp_path)
