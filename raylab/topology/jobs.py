@@ -5,6 +5,11 @@ Rollout: a chunk in flight from rollout actor i   done -> flow.arrived     faile
 Update:  a learner call in flight                 done -> flow.trained     failed / the learner died
                                                                            -> restored from the latest
                                                                               checkpoint, flow.dropped
+
+A flow has one ``Lane`` per policy (raylab/config/policies.py): a learner actor, its newest weights and
+version. With one policy (the common case) there is one lane, named ``learner``; with several, lane k is
+``learner_<name>``, a Rollout carries one chunk per lane, and each Update is one lane's (its restarts,
+restores and lag are that policy's).
 """
 
 from __future__ import annotations
