@@ -13,7 +13,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-snake bench-replay bench-e2e bench-timing bench-faults bench-snapshot clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-snapshot clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -130,6 +130,12 @@ bench-multiagent: install ## the snake arena's agent steps/s with 1/4/16 snakes,
 	$(PY) -m raylab.bench learn --seeds 0 1 2 --output benchmarks/simple_adversary_learning.json --random-episodes 600 \
 		--against-random --variant teams=+experiment=simple_adversary_ppo stop.seconds=90 eval.every_seconds=15 \
 		logger.console=false $(ARGS)
+
+bench-sampling: install ## the rollout path alone (a sink for the learner) against the env-only rate, 1 and 2 workers: CartPole, Snake, Mario, CoinRun (~10 min) -> benchmarks/sampling_*.json
+	$(PY) -m raylab.bench sampling +experiment=cartpole_appo --workers 1 2 --output benchmarks/sampling_cartpole.json $(ARGS)
+	$(PY) -m raylab.bench sampling +experiment=snake_dqn --workers 1 2 --output benchmarks/sampling_snake.json $(ARGS)
+	$(PY) -m raylab.bench sampling +experiment=mario_dqn --workers 1 2 --output benchmarks/sampling_mario.json $(ARGS)
+	$(PY) -m raylab.bench sampling +experiment=coinrun_appo --workers 1 2 --output benchmarks/sampling_coinrun.json $(ARGS)
 
 bench-snake: install ## seed 004's Snake DQN loop, env steps/s vs its 2,050 -> benchmarks/snake_dqn_loop.json
 	$(PY) -m raylab.bench snake_dqn_loop --rounds 5 --output benchmarks/snake_dqn_loop.json $(ARGS)

@@ -595,6 +595,26 @@ def policies_learning(data: list[Json]) -> str:
     return _rows(header, rows) + _random_notes(d)
 
 
+def sampling(data: list[Json]) -> str:
+    """``raylab.bench sampling``: the rollout path alone against W x the env-only rate (sampling_*.json)."""
+    header = ["experiment", "envs per worker", "env only (1 process)", "workers", "sampled agent steps/s",
+              "efficiency", "env", "inference", "weight sync", "transport and the rest"]  # fmt: skip
+    rows = []
+    for d in data:
+        name = " ".join(o.removeprefix("+experiment=") for o in d["overrides"])
+        for w, r in d["workers"].items():
+            rows.append([
+                f"`{name}`", str(d["envs_per_worker"]), _int(d["env_only_agent_steps_per_s"]), w,
+                _int(r["agent_steps_per_s"]), f"{r['efficiency']:.0%}", f"{r['env_share']:.0%}",
+                f"{r['inference_share']:.0%}", f"{r['sync_share']:.0%}", f"{r['transport_share']:.0%}",
+            ])  # fmt: skip
+    notes = (
+        f"\nMedians of {data[0]['rounds']} alternating rounds of {data[0]['seconds']:g} s. Efficiency: sampled ÷ "
+        "(workers × env only). The shares split the workers' wall time by their own stage timers.\n"
+    )
+    return _rows(header, rows) + notes
+
+
 def _duration(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
@@ -634,6 +654,11 @@ TABLES: dict[str, Table] = {
     "e2e_cartpole": Table(("e2e_cartpole.json",), e2e_cartpole, "apex_dqn end to end against RLlib DQN"),
     "e2e_mario": Table(("e2e_mario.json", "e2e_mario_free.json"), e2e_mario, "apex_dqn end to end on Mario"),
     "envs": Table(("envs.json",), envs, "raw env throughput"),
+    "sampling": Table(
+        tuple(f"sampling_{n}.json" for n in ("cartpole", "snake", "mario", "coinrun")),
+        sampling,
+        "the rollout path alone against the env-only limit",
+    ),
     "timer_overhead": Table(("timer_overhead.json",), timer_overhead, "the cost of per-stage timing"),
     "replay_snapshot": Table(("replay_snapshot.json",), replay_snapshot, "replay snapshots: size and seconds"),
     "fault_run": Table(("fault_run.json",), fault_run, "a run with actors killed, beside a clean one"),

@@ -1,0 +1,205 @@
+"""``sampling``: the rollout path alone, against the env-only limit measured in the same run.
+
+    python -m raylab.bench sampling +experiment=cartpole_appo --workers 1 2 --output benchmarks/sampling_cartpole.json
+
+Two measurements, alternating over --rounds rounds (medians):
+    env only   the experiment's vector env (same implementation, wrappers and envs per worker) stepped with
+               uniformly random actions in this process: one core's limit
+    sampling   W rollout actors on Ray, each always with one chunk in flight (as APPO keeps them); the driver
+               is a sink that takes each chunk's stats, drops the chunk, and publishes a new weights version
+               once per W chunks (a round), which the workers load before their next chunk
+``efficiency = sampled agent steps/s / (W x env-only steps/s)``. The workers' own stage timers split their
+time: ``env_share`` and ``inference_share`` (stepping the envs, acting), ``sync_share`` (loading weights) and
+``transport_share``: the rest of the wall time of W workers (chunk assembly, serialization, the call's round
+trip, waiting on the driver). Ray's start-up and each round's first second are not measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from raylab.bench import plots
+from raylab.bench.machine import machine_info
+
+WARMUP_S = 1.0
+
+
+def add_parser(commands: Any) -> None:
+    p = commands.add_parser("sampling", help="rollout actors alone (a sink for a learner) vs the env-only rate")
+    p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--seconds", type=float, default=8.0, help="measuring time per measurement per round")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--output", required=True, help="JSON to write; the PNG goes next to it")
+    p.set_defaults(func=run)
+
+
+def shares(timings: dict[str, float], workers: int, wall_s: float) -> dict[str, float]:
+    """The workers' summed stage seconds over ``workers x wall_s``; transport is what the stages leave."""
+    total = max(workers * wall_s, 1e-9)
+    env, inference, sync = (timings.get(k, 0.0) / total for k in ("env", "inference", "weight_sync"))
+    return {
+        "env_share": env,
+        "inference_share": inference,
+        "sync_share": sync,
+        "transport_share": max(0.0, 1.0 - env - inference - sync),
+    }
+
+
+def efficiency(sampled_per_s: float, workers: int, env_only_per_s: float) -> float:
+    return sampled_per_s / (workers * env_only_per_s)
+
+
+def _env_only(cfg: Any, seconds: float) -> float:
+    import gymnasium as gym
+
+    from raylab.envs.registry import make_vector_env
+
+    venv = make_vector_env(cfg.env, cfg.topology.envs_per_worker, seed=cfg.seed)
+    venv.reset()
+    space, rng = venv.single_action_space, np.random.default_rng(0)
+
+    def actions() -> np.ndarray:
+        if isinstance(space, gym.spaces.Discrete):
+            return rng.integers(0, int(space.n), venv.num_envs)
+        assert isinstance(space, gym.spaces.Box)
+        return rng.uniform(space.low, space.high, (venv.num_envs, *space.shape)).astype(np.float32)
+
+    try:
+        venv.step(actions())
+        steps, start = 0, time.perf_counter()
+        while (elapsed := time.perf_counter() - start) < seconds:
+            venv.step(actions())
+            steps += venv.num_envs
+        return steps / elapsed
+    finally:
+        venv.close()
+
+
+def _sampling(cfg: Any, spaces: Any, workers: int, seconds: float) -> dict[str, float]:
+    import ray
+
+    from raylab.builders import build_learner
+    from raylab.remote.clients import RolloutClient
+
+    cfg = dataclasses.replace(cfg, topology=dataclasses.replace(cfg.topology, num_workers=workers))
+    weights = build_learner(cfg, spaces).get_weights()
+    clients = [RolloutClient.create(cfg, spaces, i) for i in range(workers)]
+    ray.get([c.ready() for c in clients])
+    current = ray.put(weights)
+    held = [-1] * workers
+    in_flight: dict[Any, tuple[int, Any]] = {}
+
+    def submit(i: int) -> None:
+        newer = held[i] < weights.version
+        held[i] = weights.version
+        chunk, stats = clients[i].sample(current if newer else None)
+        in_flight[stats] = (i, chunk)
+
+    for i in range(workers):
+        submit(i)
+    start, t0 = time.perf_counter(), 0.0
+    measuring, steps, chunks = False, 0, 0
+    timings = {"env": 0.0, "inference": 0.0, "weight_sync": 0.0}
+    while True:
+        now = time.perf_counter()
+        if not measuring and now >= start + WARMUP_S:
+            measuring, t0 = True, now
+        if measuring and now >= t0 + seconds:
+            break
+        ready, _ = ray.wait(list(in_flight), num_returns=1)
+        i, _chunk = in_flight.pop(ready[0])  # the sink: the chunk's ref is dropped here
+        stats = ray.get(ready[0])
+        chunks += 1
+        if chunks % workers == 0:  # a round: publish a new version, as a learner would
+            weights = dataclasses.replace(weights, version=weights.version + 1)
+            current = ray.put(weights)
+        if measuring:
+            steps += stats.num_steps
+            for k in timings:
+                timings[k] += stats.timings.get(k, 0.0)
+        submit(i)
+    wall = time.perf_counter() - t0
+    ray.get(list(in_flight))
+    for client in clients:
+        ray.kill(client.handle)
+    return {"agent_steps_per_s": steps / wall, **shares(timings, workers, wall)}
+
+
+def run(args: argparse.Namespace, overrides: list[str]) -> int:
+    import ray
+    import torch
+
+    from raylab.config import resolve
+    from raylab.envs.registry import env_spaces
+    from raylab.train import compose
+
+    torch.set_num_threads(1)
+    cfg = resolve(compose([*overrides, "logger.console=false"]), run_dir=tempfile.mkdtemp(prefix="raylab-sampling-"))
+    spaces = env_spaces(cfg.env)
+    ray.init(num_cpus=max(args.workers) * cfg.topology.worker_cpus + 1, include_dashboard=False, log_to_driver=False)
+    env_rates: list[float] = []
+    sampled: dict[int, list[dict[str, float]]] = {w: [] for w in args.workers}
+    try:
+        for round_ in range(args.rounds):
+            env_rates.append(_env_only(cfg, args.seconds))
+            for w in args.workers:
+                sampled[w].append(_sampling(cfg, spaces, w, args.seconds))
+            print(f"round {round_ + 1}/{args.rounds} done", flush=True)
+    finally:
+        ray.shutdown()
+    env_only = statistics.median(env_rates)
+    results: dict[str, Any] = {}
+    for w, rows in sampled.items():
+        med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+        results[str(w)] = {
+            **{k: round(v, 4 if k.endswith("share") else 1) for k, v in med.items()},
+            "efficiency": round(efficiency(med["agent_steps_per_s"], w, env_only), 4),
+            "rounds": [{k: round(v, 4) for k, v in r.items()} for r in rows],
+        }
+        r = results[str(w)]
+        print(
+            f"{w} workers: {r['agent_steps_per_s']:,.0f} agent steps/s, efficiency {r['efficiency']:.1%} of "
+            f"{w} x {env_only:,.0f} env-only; env {r['env_share']:.0%}, inference {r['inference_share']:.0%}, "
+            f"sync {r['sync_share']:.0%}, transport {r['transport_share']:.0%}",
+            flush=True,
+        )
+    report = {
+        "benchmark": "sampling",
+        "overrides": overrides,
+        "envs_per_worker": cfg.topology.envs_per_worker,
+        "rollout_length": cfg.topology.rollout_length,
+        "seconds": args.seconds,
+        "rounds": args.rounds,
+        "env_only_agent_steps_per_s": round(env_only, 1),
+        "env_only_rounds": [round(v, 1) for v in env_rates],
+        "machine": machine_info(),
+        "workers": results,
+    }
+    headline = {w: {k: r[k] for k in ("agent_steps_per_s", "efficiency")} for w, r in results.items()}
+    plots.write_report(Path(args.output), report, plot, headline)
+    return 0
+
+
+def plot(report: dict[str, Any], path: Path) -> None:
+    results = report["workers"]
+    names = list(results)
+    fig, ax = plots.figure(7, 4)
+    x = np.arange(len(names))
+    limit = [int(n) * report["env_only_agent_steps_per_s"] for n in names]
+    sampled = [results[n]["agent_steps_per_s"] for n in names]
+    ax.bar(x - 0.2, limit, 0.4, label="W x env only (the limit)", color="0.7")
+    bars = ax.bar(x + 0.2, sampled, 0.4, label="sampled (rollout actors, a sink for the learner)")
+    ax.bar_label(bars, labels=[f"{results[n]['efficiency']:.0%}" for n in names], fontsize=8, padding=2)
+    ax.set_xticks(x, [f"{n} worker{'s' if n != '1' else ''}" for n in names])
+    ax.set_ylabel("agent steps / s")
+    ax.set_title(f"sampling efficiency: {' '.join(report['overrides'])}")
+    ax.legend(fontsize=8)
+    plots.save(fig, path)

@@ -1,0 +1,18 @@
+"""``bench sampling``'s arithmetic: efficiency against W x the env-only rate, and the workers' time shares."""
+
+from __future__ import annotations
+
+import pytest
+
+from raylab.bench.sampling import efficiency, shares
+
+
+def test_efficiency_is_sampled_over_workers_times_env_only():
+    assert efficiency(60_000, 2, 150_000) == pytest.approx(0.2)
+    assert efficiency(150_000, 1, 150_000) == pytest.approx(1.0)
+
+
+def test_shares_split_the_workers_wall_time_and_transport_is_the_rest():
+    got = shares({"env": 6.0, "inference": 8.0, "weight_sync": 1.0, "wait": 3.0}, workers=2, wall_s=10.0)
+    assert got == pytest.approx({"env_share": 0.3, "inference_share": 0.4, "sync_share": 0.05, "transport_share": 0.25})
+    assert shares({"env": 30.0}, workers=1, wall_s=10.0)["transport_share"] == 0.0  # never negative
