@@ -11,13 +11,15 @@ Two measurements, alternating over --rounds rounds (medians):
 ``efficiency = sampled agent steps/s / (W x env-only steps/s)``. The workers' own stage timers split their
 time: ``env_share`` and ``inference_share`` (stepping the envs, acting), ``sync_share`` (loading weights) and
 ``transport_share``: the rest of the wall time of W workers (chunk assembly, serialization, the call's round
-trip, waiting on the driver). Ray's start-up and each round's first second are not measured.
+trip, waiting on the driver). Ray's start-up and each measurement's first second are not measured. The Ray side is
+raylab/remote/sampling.py.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import statistics
 import tempfile
 import time
@@ -28,8 +30,6 @@ import numpy as np
 
 from raylab.bench import plots
 from raylab.bench.machine import machine_info
-
-WARMUP_S = 1.0
 
 
 def add_parser(commands: Any) -> None:
@@ -84,67 +84,27 @@ def _env_only(cfg: Any, seconds: float) -> float:
 
 
 def _sampling(cfg: Any, spaces: Any, workers: int, seconds: float) -> dict[str, float]:
-    import ray
-
     from raylab.builders import build_learner
-    from raylab.remote.clients import RolloutClient
+    from raylab.remote.sampling import sample_with_sink
 
     cfg = dataclasses.replace(cfg, topology=dataclasses.replace(cfg.topology, num_workers=workers))
     weights = build_learner(cfg, spaces).get_weights()
-    clients = [RolloutClient.create(cfg, spaces, i) for i in range(workers)]
-    ray.get([c.ready() for c in clients])
-    current = ray.put(weights)
-    held = [-1] * workers
-    in_flight: dict[Any, tuple[int, Any]] = {}
-
-    def submit(i: int) -> None:
-        newer = held[i] < weights.version
-        held[i] = weights.version
-        chunk, stats = clients[i].sample(current if newer else None)
-        in_flight[stats] = (i, chunk)
-
-    for i in range(workers):
-        submit(i)
-    start, t0 = time.perf_counter(), 0.0
-    measuring, steps, chunks = False, 0, 0
-    timings = {"env": 0.0, "inference": 0.0, "weight_sync": 0.0}
-    while True:
-        now = time.perf_counter()
-        if not measuring and now >= start + WARMUP_S:
-            measuring, t0 = True, now
-        if measuring and now >= t0 + seconds:
-            break
-        ready, _ = ray.wait(list(in_flight), num_returns=1)
-        i, _chunk = in_flight.pop(ready[0])  # the sink: the chunk's ref is dropped here
-        stats = ray.get(ready[0])
-        chunks += 1
-        if chunks % workers == 0:  # a round: publish a new version, as a learner would
-            weights = dataclasses.replace(weights, version=weights.version + 1)
-            current = ray.put(weights)
-        if measuring:
-            steps += stats.num_steps
-            for k in timings:
-                timings[k] += stats.timings.get(k, 0.0)
-        submit(i)
-    wall = time.perf_counter() - t0
-    ray.get(list(in_flight))
-    for client in clients:
-        ray.kill(client.handle)
+    steps, timings, wall = sample_with_sink(cfg, spaces, workers, seconds, weights)
     return {"agent_steps_per_s": steps / wall, **shares(timings, workers, wall)}
 
 
 def run(args: argparse.Namespace, overrides: list[str]) -> int:
-    import ray
     import torch
 
     from raylab.config import resolve
     from raylab.envs.registry import env_spaces
+    from raylab.remote.sampling import start_ray, stop_ray
     from raylab.train import compose
 
     torch.set_num_threads(1)
     cfg = resolve(compose([*overrides, "logger.console=false"]), run_dir=tempfile.mkdtemp(prefix="raylab-sampling-"))
     spaces = env_spaces(cfg.env)
-    ray.init(num_cpus=max(args.workers) * cfg.topology.worker_cpus + 1, include_dashboard=False, log_to_driver=False)
+    start_ray(math.ceil(max(args.workers) * cfg.topology.worker_cpus) + 1)
     env_rates: list[float] = []
     sampled: dict[int, list[dict[str, float]]] = {w: [] for w in args.workers}
     try:
@@ -154,7 +114,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
                 sampled[w].append(_sampling(cfg, spaces, w, args.seconds))
             print(f"round {round_ + 1}/{args.rounds} done", flush=True)
     finally:
-        ray.shutdown()
+        stop_ray()
     env_only = statistics.median(env_rates)
     results: dict[str, Any] = {}
     for w, rows in sampled.items():
