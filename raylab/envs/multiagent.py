@@ -27,18 +27,16 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
-import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from raylab.envs.vector import MAX_CONSECUTIVE_FAILURES, MAX_CRASHING_STEPS, RESTART_SEED_STRIDE, VectorStep
+from raylab.envs.vector import VectorStep, count_crash, rebuild_env
 from raylab.envs.wrappers import transform_reward
 from raylab.errors import ConfigError
 
-log = logging.getLogger(__name__)
 INSTALL_HINT = "pip install 'raylab[multiagent]' (pettingzoo and mpe2)"
 
 
@@ -169,28 +167,8 @@ class ParallelSlots:
     def _crashed(self, e: int, err: Exception) -> None:
         """Env ``e`` raised in ``step``: rebuild it (a fresh seed, so it does not replay into the same crash) and
         reset it, as raylab.envs.vector.SerialVectorEnv does; a deterministic crash stops the run."""
-        self._crash_streak[e] += 1
-        if self._crash_streak[e] > MAX_CRASHING_STEPS:
-            raise RuntimeError(
-                f"{self.name} {e} crashed in {MAX_CRASHING_STEPS} steps in a row, each time after a successful "
-                f"rebuild: {type(err).__name__}: {err}"
-            ) from err
-        for attempt in range(1, MAX_CONSECUTIVE_FAILURES + 1):
-            self.restarts += 1
-            log.warning(
-                "%s %d crashed in step (%s: %s); rebuilt it (restart %d)",
-                self.name, e, type(err).__name__, err, self.restarts,
-            )  # fmt: skip
-            with contextlib.suppress(Exception):
-                self.envs[e].close()
-            try:
-                self.envs[e] = self.env_fns[e]()
-                self._reset(e, self.seeds[e] + RESTART_SEED_STRIDE * self.restarts)
-                return
-            except Exception as again:
-                err = again
-                if attempt == MAX_CONSECUTIVE_FAILURES:
-                    raise RuntimeError(f"{self.name} {e} failed {attempt} times in a row: {again}") from again
+        count_crash(self._crash_streak, e, self.name, err)
+        rebuild_env(self, e, "step", err, lambda seed: self._reset(e, seed))
 
     def _reset(self, e: int, seed: int | None) -> None:
         obs, _ = self.envs[e].reset(seed=seed)

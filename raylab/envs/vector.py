@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -30,6 +30,7 @@ MAX_CRASHING_STEPS = 10
 """Steps in a row one env may crash in (each rebuild succeeding) before the run stops: a deterministic crash
 would otherwise drop all of that env's data forever while the run looks alive."""
 RESTART_SEED_STRIDE = 1_000_003
+T = TypeVar("T")
 
 
 class VectorStep(NamedTuple):
@@ -104,12 +105,7 @@ class SerialVectorEnv:
             try:
                 obs, reward, terminated, truncated, info = env.step(actions[i])
             except Exception as err:  # an emulator or user env crashed: rebuild it, drop the partial episode
-                self._crash_streak[i] += 1
-                if self._crash_streak[i] > MAX_CRASHING_STEPS:
-                    raise RuntimeError(
-                        f"{self.name} {i} crashed in {MAX_CRASHING_STEPS} steps in a row, each time after a "
-                        f"successful rebuild: {type(err).__name__}: {err}"
-                    ) from err
+                count_crash(self._crash_streak, i, self.name, err)
                 self._obs[i] = self._restart(i, "step", err)
                 self._rewards[i], self._terminated[i], self._truncated[i] = 0.0, False, True
                 if restarted is None:
@@ -141,25 +137,9 @@ class SerialVectorEnv:
 
     def _restart(self, i: int, where: str, err: Exception) -> np.ndarray:
         """Rebuild env ``i`` (a fresh seed, so it does not replay into the same crash) and reset it."""
-        for attempt in range(1, MAX_CONSECUTIVE_FAILURES + 1):
-            self.restarts += 1
-            log.warning(
-                "%s %d crashed in %s (%s: %s); rebuilt it (restart %d)",
-                self.name, i, where, type(err).__name__, err, self.restarts,
-            )  # fmt: skip
-            with contextlib.suppress(Exception):
-                self.envs[i].close()
-            try:
-                self.envs[i] = self.env_fns[i]()
-                obs, _ = self.envs[i].reset(seed=self.seeds[i] + RESTART_SEED_STRIDE * self.restarts)
-            except Exception as again:
-                err, where = again, "reset after a restart"
-                if attempt == MAX_CONSECUTIVE_FAILURES:
-                    raise RuntimeError(f"{self.name} {i} failed {attempt} times in a row: {again}") from again
-                continue
-            self._return[i], self._length[i] = 0.0, 0
-            return obs
-        raise AssertionError("unreachable")
+        obs = rebuild_env(self, i, where, err, lambda seed: self.envs[i].reset(seed=seed)[0])
+        self._return[i], self._length[i] = 0.0, 0
+        return obs
 
     def close(self) -> None:
         for env in self.envs:
@@ -170,3 +150,35 @@ class SerialVectorEnv:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def count_crash(streaks: list[int], i: int, name: str, err: Exception) -> None:
+    """One more step in a row in which env ``i`` crashed; RuntimeError past MAX_CRASHING_STEPS."""
+    streaks[i] += 1
+    if streaks[i] > MAX_CRASHING_STEPS:
+        raise RuntimeError(
+            f"{name} {i} crashed in {MAX_CRASHING_STEPS} steps in a row, each time after a successful rebuild: "
+            f"{type(err).__name__}: {err}"
+        ) from err
+
+
+def rebuild_env(owner: Any, i: int, where: str, err: Exception, start: Callable[[int], T]) -> T:
+    """Rebuild env ``i`` of ``owner`` (its ``name``, ``envs``, ``env_fns``, ``seeds`` and ``restarts`` count) and
+    ``start(seed)`` it with a fresh seed; up to MAX_CONSECUTIVE_FAILURES tries in a row (SerialVectorEnv and
+    raylab.envs.multiagent.ParallelSlots)."""
+    for attempt in range(1, MAX_CONSECUTIVE_FAILURES + 1):
+        owner.restarts += 1
+        log.warning(
+            "%s %d crashed in %s (%s: %s); rebuilt it (restart %d)",
+            owner.name, i, where, type(err).__name__, err, owner.restarts,
+        )  # fmt: skip
+        with contextlib.suppress(Exception):
+            owner.envs[i].close()
+        try:
+            owner.envs[i] = owner.env_fns[i]()
+            return start(owner.seeds[i] + RESTART_SEED_STRIDE * owner.restarts)
+        except Exception as again:
+            err, where = again, "reset after a restart"
+            if attempt == MAX_CONSECUTIVE_FAILURES:
+                raise RuntimeError(f"{owner.name} {i} failed {attempt} times in a row: {again}") from again
+    raise AssertionError("unreachable")
