@@ -118,7 +118,10 @@ def policy_weights(state: dict[str, Any], path: Path, names: list[str] | None = 
     if parts is not None:
         missing = [n for n in names or [] if n not in parts]
         if missing or not names:
-            raise RaylabError(f"checkpoint {path} holds policies {', '.join(parts)}, not {', '.join(names or [])}")
+            raise RaylabError(
+                f"checkpoint {path} holds policies {', '.join(parts)}, not {', '.join(names or []) or 'one policy'}: "
+                f"pass the run_dir whose run wrote it (its config.yaml names the policies)"
+            )
         return [parts[name] for name in names]
     if "policy" in state:
         return _weights(state["policy"])
