@@ -34,7 +34,7 @@ import gymnasium as gym
 import numpy as np
 
 from raylab.envs.vector import VectorStep, count_crash, rebuild_env
-from raylab.envs.wrappers import transform_reward
+from raylab.envs.wrappers import float32_box, transform_reward
 from raylab.errors import ConfigError
 
 INSTALL_HINT = "pip install 'raylab[multiagent]' (pettingzoo and mpe2)"
@@ -144,6 +144,7 @@ class ParallelSlots:
         self.E = len(self.envs)
         self.num_envs = self.E * self.A
         self.single_observation_space, self.single_action_space = agent_spaces(self.envs[0], env_id, pad_observations)
+        self.single_observation_space = float32_box(self.single_observation_space) or self.single_observation_space
         self._dims = [int(np.prod(self.envs[0].observation_space(a).shape)) for a in self.agents]
         """Each agent's own observation size: a padded slot keeps zeros after it."""
         shape, dtype = self.single_observation_space.shape, self.single_observation_space.dtype

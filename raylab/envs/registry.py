@@ -35,6 +35,7 @@ from raylab.envs.wrappers import (
     MaxPoolFrameSkip,
     NoopReset,
     RewardTransform,
+    as_float32,
 )
 from raylab.errors import ConfigError
 from raylab.types import EnvSpaces  # its old home: imports of raylab.envs.registry.EnvSpaces keep working
@@ -370,6 +371,7 @@ def max_return(cfg: EnvConfig) -> float | None:
 
 def wrap(env: gym.Env, cfg: EnvConfig, fam: EnvFamily) -> gym.Env:
     """The shared preprocessing stack (raylab/envs/wrappers.py has the order and the reasons)."""
+    env = as_float32(env)
     if cfg.noop_max:
         env = NoopReset(env, cfg.noop_max, fam.noop_action)
     if cfg.frame_skip > 1:

@@ -1,7 +1,11 @@
 """Family-agnostic preprocessing, applied by ``make_env`` in this order (inner to outer):
 
-    raw env -> NoopReset -> MaxPoolFrameSkip -> TimeLimit -> EpisodeStatistics
-            -> GrayResize -> FrameStack -> RewardTransform
+    raw env -> [float32 cast] -> NoopReset -> MaxPoolFrameSkip -> TimeLimit -> EpisodeStatistics
+            -> GrayResize -> FrameStack -> RewardTransform -> [ClipAction]
+
+Observations of any other float dtype (MuJoCo's are float64) are cast to float32 first, the dtype every
+model, rollout buffer and replay shard holds: half the memory and transport of float64, and no dtype mismatch
+in the first Linear layer.
 
 EpisodeStatistics sits after the time limit (so it sees truncations) and before the reward transform (so
 reported returns are the game's, not the clipped ones the learner trains on). raylab writes its own small
@@ -16,6 +20,26 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
+
+
+def float32_box(space: gym.Space) -> gym.Space | None:
+    """``space`` as a float32 Box when it is a Box of another float dtype (e.g. MuJoCo's float64), else None."""
+    if not isinstance(space, gym.spaces.Box) or space.dtype is None:
+        return None
+    if not np.issubdtype(space.dtype, np.floating) or space.dtype == np.float32:
+        return None
+    low = np.clip(space.low, np.finfo(np.float32).min, np.finfo(np.float32).max).astype(np.float32)
+    high = np.clip(space.high, np.finfo(np.float32).min, np.finfo(np.float32).max).astype(np.float32)
+    return gym.spaces.Box(low, high, space.shape, np.float32)
+
+
+def as_float32(env: gym.Env) -> gym.Env:
+    """``env`` with float32 observations where it gives another float dtype; ``env`` itself otherwise."""
+    box = float32_box(env.observation_space)
+    if box is None:
+        return env
+    return gym.wrappers.TransformObservation(env, lambda obs: np.asarray(obs, np.float32), box)
+
 
 EPISODE_KEY = "episode"
 """info key EpisodeStatistics writes when an episode ends: {"return", "length", extras...}."""

@@ -16,6 +16,7 @@ from raylab.envs.wrappers import (
     MaxPoolFrameSkip,
     NoopReset,
     RewardTransform,
+    as_float32,
 )
 
 
@@ -136,3 +137,28 @@ def test_make_env_reports_raw_returns_but_trains_on_clipped_rewards():
         total += reward
         assert reward in (0.0, 0.5)
     assert terminated and info[EPISODE_KEY]["return"] == 2 * total
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float16])
+def test_float_observations_of_another_dtype_become_float32(dtype):
+    """MuJoCo gives float64 observations; every model and buffer holds float32."""
+    env = as_float32(Counter(shape=(3,), dtype=dtype))
+    assert env.observation_space.dtype == np.float32 and env.observation_space.shape == (3,)
+    obs, _ = env.reset(seed=0)
+    assert obs.dtype == np.float32
+    obs, *_ = env.step(0)
+    assert obs.dtype == np.float32 and obs.tolist() == [1.0, 1.0, 1.0]
+    assert env.observation_space.contains(obs)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_uint8_and_float32_observations_are_left_alone(dtype):
+    inner = Counter(shape=(3,), dtype=dtype)
+    assert as_float32(inner) is inner
+
+
+def test_float64_bounds_beyond_float32_stay_finite():
+    inner = Counter(shape=(2,), dtype=np.float64)
+    inner.observation_space = gym.spaces.Box(-1e300, 1e300, (2,), np.float64)
+    space = as_float32(inner).observation_space
+    assert space.dtype == np.float32 and np.isfinite(space.low).all() and np.isfinite(space.high).all()
