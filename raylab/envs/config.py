@@ -25,7 +25,8 @@ class EnvConfig:
     env=custom: a name for the console and the report."""
     factory: str | None = None
     """env=custom: ``pkg.module:make_env``, a callable that returns a ``gymnasium.Env``, called with
-    env.options as keyword arguments once per env, in every process that builds envs."""
+    env.options as keyword arguments once per env, in every process that builds envs; a callable with a
+    ``num_envs`` parameter returns a ``gymnasium.vector.VectorEnv`` of that many envs, called once per worker."""
     max_episode_steps: int | None = None
     """Time limit per episode in agent steps (truncation); None keeps the family's default."""
     frame_skip: int = 1

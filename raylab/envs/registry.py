@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import importlib.util
+import inspect
 from collections.abc import Callable
 from typing import Any, ClassVar, cast
 
@@ -25,6 +26,7 @@ from raylab import user_code
 from raylab.envs import mario, multiagent, procgen
 from raylab.envs.config import EnvConfig
 from raylab.envs.fake import FakeEnv
+from raylab.envs.gym_vector import GymVectorEnv
 from raylab.envs.snake import SnakeEnv
 from raylab.envs.snake_arena import SnakeArena
 from raylab.envs.vector import SerialVectorEnv, VectorEnv
@@ -75,6 +77,10 @@ class EnvFamily:
     def make_vector(self, cfg: EnvConfig, num_envs: int, seed: int, name: str) -> VectorEnv | None:
         """A natively batched vector env, or None to step ``num_envs`` wrapped single envs in turn."""
         return None
+
+    def vector_only(self, cfg: EnvConfig) -> bool:
+        """True when ``cfg``'s envs come only as a batch (``make_vector``), never one by one (``make_raw``)."""
+        return False
 
     def max_return(self, cfg: EnvConfig) -> float | None:
         """An upper bound on an episode's return, when one is known."""
@@ -140,39 +146,84 @@ def one_line(err: BaseException) -> str:
 
 
 class CustomFamily(EnvFamily):
-    """The user's own env: env.factory names a callable returning a ``gymnasium.Env``, called with env.options
-    as keyword arguments once per env in every process that builds envs (driver, rollout actors, evaluator)."""
+    """The user's own env: env.factory names a callable called with env.options as keyword arguments, in every
+    process that builds envs (driver, rollout actors, evaluator). A factory of one ``gymnasium.Env`` is called
+    once per env; a factory that takes ``num_envs`` returns a ``gymnasium.vector.VectorEnv`` of that many envs,
+    called once per worker (raylab/envs/gym_vector.py adapts it)."""
 
     name = "custom"
 
     def check(self, cfg: EnvConfig) -> None:
         if not cfg.factory:
             raise ConfigError("env=custom needs env.factory=<package.module:function> returning a gymnasium.Env")
-        self._factory(cfg)
+        if self.vector_only(cfg) and (
+            cfg.frame_skip != 1 or cfg.frame_stack != 1 or cfg.grayscale or cfg.resize is not None or cfg.noop_max
+        ):
+            raise ConfigError(
+                f"env.factory {cfg.factory} makes a vector env (it takes num_envs), and raylab's frame preprocessing "
+                f"wraps single envs: do it inside your vector env, and set env.frame_skip=1, env.frame_stack=1, "
+                f"env.grayscale=false, env.resize=null, env.noop_max=0"
+            )
 
     def _factory(self, cfg: EnvConfig) -> Callable[..., Any]:
         return user_code.load_callable(cfg.factory or "", "env.factory", "mypkg.envs:make_env")
 
-    def make_raw(self, cfg: EnvConfig) -> gym.Env:
+    def vector_only(self, cfg: EnvConfig) -> bool:
+        try:
+            params = inspect.signature(self._factory(cfg)).parameters
+        except (TypeError, ValueError):  # a builtin without a signature: a factory of single envs
+            return False
+        return "num_envs" in params
+
+    def _call(self, cfg: EnvConfig, **extra: Any) -> Any:
         factory = self._factory(cfg)
         try:
-            env = factory(**cfg.options)
+            return factory(**extra, **cfg.options)
         except TypeError as err:
             raise ConfigError(
                 f"env.factory {cfg.factory} rejected env.options {dict(cfg.options)} ({one_line(err)}): fix env.options"
             ) from None
         except gym.error.DependencyNotInstalled as err:
             raise ConfigError(f"env.factory={cfg.factory} in {user_code.where()}: {one_line(err)}") from None
+
+    def make_raw(self, cfg: EnvConfig) -> gym.Env:
+        if self.vector_only(cfg):
+            raise ConfigError(
+                f"env.factory {cfg.factory} makes vector envs (it takes num_envs), and a video needs one env: "
+                f"leave out video=true, or drop num_envs and return one gymnasium.Env per call"
+            )
+        env = self._call(cfg)
         if isinstance(env, gym.vector.VectorEnv):
             raise ConfigError(
-                f"env.factory {cfg.factory} returned a gymnasium VectorEnv: return one gymnasium.Env per call "
-                f"(raylab steps topology.envs_per_worker of them as a batch in each worker)"
+                f"env.factory {cfg.factory} returned a gymnasium VectorEnv of {env.num_envs} envs without taking "
+                f"num_envs: add a num_envs parameter (raylab passes topology.envs_per_worker), or return one "
+                f"gymnasium.Env per call"
             )
         if not isinstance(env, gym.Env):
             raise ConfigError(
                 f"env.factory {cfg.factory} returned a {type(env).__name__}, not a gymnasium.Env: return an env"
             )
         return env  # env.max_episode_steps: the shared stack's TimeLimit, in agent steps
+
+    def make_vector(self, cfg: EnvConfig, num_envs: int, seed: int, name: str) -> VectorEnv | None:
+        if not self.vector_only(cfg):
+            return None
+
+        def build() -> gym.vector.VectorEnv:
+            venv = self._call(cfg, num_envs=num_envs)
+            if not isinstance(venv, gym.vector.VectorEnv):
+                raise ConfigError(
+                    f"env.factory {cfg.factory} takes num_envs but returned a {type(venv).__name__}: return a "
+                    f"gymnasium.vector.VectorEnv of num_envs envs (e.g. gymnasium.make_vec), or drop num_envs"
+                )
+            if venv.num_envs != num_envs:
+                raise ConfigError(
+                    f"env.factory {cfg.factory} was asked for num_envs={num_envs} and returned a VectorEnv of "
+                    f"{venv.num_envs}: build num_envs envs"
+                )
+            return venv
+
+        return GymVectorEnv(build, seed, cfg.max_episode_steps, cfg.reward_clip, cfg.reward_scale, name=name)
 
 
 class FakeFamily(EnvFamily):
@@ -432,10 +483,12 @@ def env_spaces(cfg: EnvConfig) -> EnvSpaces:
     multi-agent env, those of one agent, and how many agents (slots) one env holds."""
     fam = family(cfg)
     agents, agent_ids = 1, cast(tuple[str, ...], ())
-    if fam.multi_agent:
+    if fam.multi_agent or fam.vector_only(cfg):
         venv = make_vector_env(cfg, 1, seed=0)
-        obs_space, act_space, agents = venv.single_observation_space, venv.single_action_space, venv.num_envs
-        agent_ids = tuple(str(a) for a in getattr(venv, "agents", [f"agent_{i}" for i in range(agents)]))
+        obs_space, act_space = venv.single_observation_space, venv.single_action_space
+        if fam.multi_agent:
+            agents = venv.num_envs
+            agent_ids = tuple(str(a) for a in getattr(venv, "agents", [f"agent_{i}" for i in range(agents)]))
         venv.close()
     else:
         env = make_env(cfg, seed=0)

@@ -21,6 +21,7 @@ from tests.conftest import EXAMPLE, make_config
 MODEL = ("model=custom", "model.factory=raylab_corridor.models:make_model", "+model.options.hidden=32")
 BY_ID = ("env.id=raylab_corridor.envs:Corridor-v0",)
 BY_FACTORY = ("env=custom", "env.factory=raylab_corridor.envs:make_corridor", "+env.options.length=12")
+BY_VECTOR_FACTORY = ("env=custom", "env.factory=raylab_corridor.envs:make_corridors", "+env.options.length=12")
 TARGET = 0.85
 QUICK = (
     "logger.console=false", f"stop.mean_return={TARGET}", "stop.seconds=240", "eval.every_seconds=1",
@@ -33,7 +34,7 @@ def learned(summary) -> None:
     assert summary.eval_return_mean is not None and summary.eval_return_mean >= TARGET
 
 
-@pytest.mark.parametrize("env", [BY_ID, BY_FACTORY], ids=["module_id", "factory"])
+@pytest.mark.parametrize("env", [BY_ID, BY_FACTORY, BY_VECTOR_FACTORY], ids=["module_id", "factory", "vector_factory"])
 def test_trains_in_one_process(tmp_path, env):
     learned(run(make_config(tmp_path, "+experiment=cartpole_ppo", "topology=local", *env, *MODEL, *QUICK)))
 
@@ -42,8 +43,8 @@ def test_trains_in_one_process(tmp_path, env):
 @pytest.mark.usefixtures("ray_session")
 @pytest.mark.parametrize(
     ("experiment", "env"),
-    [("cartpole_ppo", BY_ID), ("cartpole_appo", BY_FACTORY)],
-    ids=["ppo_module_id", "appo_factory"],
+    [("cartpole_ppo", BY_ID), ("cartpole_appo", BY_FACTORY), ("cartpole_ppo", BY_VECTOR_FACTORY)],
+    ids=["ppo_module_id", "appo_factory", "ppo_vector_factory"],
 )
 def test_trains_on_ray(tmp_path, experiment, env):
     summary = run(make_config(tmp_path, f"+experiment={experiment}", *env, *MODEL, *QUICK))

@@ -13,7 +13,7 @@ import torch
 from raylab import user_code
 from raylab.algos.registry import algorithm
 from raylab.config import EnvConfig, ModelConfig
-from raylab.envs.registry import check_env_config, env_spaces, make_vector_env
+from raylab.envs.registry import check_env_config, env_spaces, make_render_env, make_vector_env
 from raylab.errors import ConfigError
 from raylab.models import build_actor_critic, build_q_network
 from raylab.types import EnvSpaces
@@ -94,11 +94,50 @@ def test_factory_that_returns_no_env_or_rejects_options(user_module):
     )
     for fn, options, expected in [
         ("not_env", {}, "returned a int, not a gymnasium.Env"),
-        ("vector", {}, "returned a gymnasium VectorEnv: return one gymnasium.Env per call"),
+        ("vector", {}, "returned a gymnasium VectorEnv of 2 envs without taking num_envs: add a num_envs parameter"),
         ("strict", {"width": 2}, r"rejected env.options \{'width': 2\}"),
     ]:
         with pytest.raises(ConfigError, match=expected):
             env_spaces(EnvConfig(family="custom", factory=f"{name}:{fn}", options=options))
+
+
+def test_a_vector_factory_is_called_once_per_worker_with_num_envs():
+    cfg = EnvConfig(family="custom", factory="raylab_corridor.envs:make_corridors", options={"length": 3})
+    check_env_config(cfg)
+    spaces = env_spaces(cfg)
+    assert spaces.obs_shape == (4,) and spaces.num_actions == 2 and spaces.agents == 1 and spaces.agent_ids == ()
+    with make_vector_env(cfg, num_envs=3, seed=0) as envs:
+        assert envs.num_envs == 3 and envs.reset().shape == (3, 4)
+        envs.step(np.ones(3, np.int64))
+        step = envs.step(np.ones(3, np.int64))  # length 3: two steps right reach the exit, and a new episode starts
+        assert step.terminated.all() and step.obs[:, 0].tolist() == [0.0, 0.0, 0.0]
+        assert step.episodes[0][1]["return"] == pytest.approx(-0.01 + 1.0)
+
+
+def test_vector_factory_mistakes_are_one_line(user_module):
+    name = user_module(
+        "bad_vector_factories",
+        """
+        import gymnasium as gym
+        def too_few(num_envs):
+            return gym.make_vec("CartPole-v1", num_envs=1)
+        def single(num_envs):
+            return gym.make("CartPole-v1")
+        """,
+    )
+    for fn, expected in [
+        ("too_few", "was asked for num_envs=2 and returned a VectorEnv of 1: build num_envs envs"),
+        ("single", "takes num_envs but returned a TimeLimit: return a gymnasium.vector.VectorEnv"),
+    ]:
+        with pytest.raises(ConfigError, match=expected):
+            make_vector_env(
+                EnvConfig(family="custom", factory=f"{name}:{fn}"), num_envs=2 if fn == "too_few" else 1, seed=0
+            )
+    corridors = EnvConfig(family="custom", factory="raylab_corridor.envs:make_corridors", frame_stack=4)
+    with pytest.raises(ConfigError, match=r"do it inside your vector env, and set env\.frame_skip=1"):
+        check_env_config(corridors)
+    with pytest.raises(ConfigError, match="a video needs one env: leave out video=true"):
+        make_render_env(EnvConfig(family="custom", factory="raylab_corridor.envs:make_corridors"), seed=0)
 
 
 def test_a_missing_dependency_of_the_users_module_names_it(user_module):

@@ -58,6 +58,12 @@ def make_corridor(length: int = 10, max_steps: int = 100) -> CorridorEnv:
     return CorridorEnv(length=length, max_steps=max_steps)
 
 
+def make_corridors(num_envs: int, length: int = 10, max_steps: int = 100) -> gym.vector.VectorEnv:
+    """``env.factory`` of a whole batch: it takes ``num_envs``, so raylab calls it once per rollout worker with
+    ``num_envs=topology.envs_per_worker`` (and env.options) and steps the VectorEnv it returns."""
+    return gym.vector.SyncVectorEnv([lambda: CorridorEnv(length=length, max_steps=max_steps)] * num_envs)
+
+
 def best_return(length: int) -> float:
     """The return of walking straight to the exit."""
     return 1.0 + STEP_REWARD * (length - 2)
