@@ -6,6 +6,7 @@ once, or the env registry (is the env id known, can a return threshold ever be r
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +30,8 @@ def resolve(cfg: Mapping[str, Any], run_dir: str = ".") -> RunConfig:
     data.pop("hydra", None)
     data["run_dir"] = str(run_dir)
     run = build(RunConfig, data, "")
+    if run.env.normalize_reward and run.env.normalize_reward_gamma is None:
+        run = dataclasses.replace(run, env=dataclasses.replace(run.env, normalize_reward_gamma=run.algo.gamma))
     check_cross_fields(run)
     return run
 

@@ -41,6 +41,12 @@ class EnvConfig:
     """Clip each agent-step reward to [-c, c] before the learner sees it (episode returns stay raw)."""
     reward_scale: float = 1.0
     """Multiply each agent-step reward by this (after clipping)."""
+    normalize_reward: bool = False
+    """Divide each agent-step reward by a running standard deviation of its env's discounted return (gymnasium's
+    NormalizeReward, as CleanRL's and SB3's continuous-control PPO do), before reward_clip and reward_scale.
+    Episode returns stay raw. The statistics are each env's own, in its rollout actor; they restart with it."""
+    normalize_reward_gamma: float | None = None
+    """The discount of that return; null takes algo.gamma."""
     noop_max: int = 0
     """Take a random number (seeded) of up to this many no-op actions after each reset, for start diversity."""
     pad_observations: bool = False
@@ -58,6 +64,10 @@ class EnvConfig:
         check(self.frame_stack >= 1, f"env.frame_stack must be >= 1 (got {self.frame_stack})")
         check(self.noop_max >= 0, f"env.noop_max must be >= 0 (got {self.noop_max})")
         positive_or_none(self.reward_clip, "env.reward_clip")
+        check(
+            self.normalize_reward_gamma is None or 0.0 <= self.normalize_reward_gamma < 1.0,
+            f"env.normalize_reward_gamma must be in [0, 1) or null (got {self.normalize_reward_gamma})",
+        )
         check(
             self.resize is None or (len(self.resize) == 2 and min(self.resize) > 0),
             f"env.resize must be [height, width] or null (got {self.resize})",

@@ -57,6 +57,8 @@ class EnvFamily:
     """The raw env applies env.max_episode_steps itself (no TimeLimit wrapper)."""
     options: ClassVar[tuple[str, ...]] = ()
     multi_agent: ClassVar[bool] = False
+    batched: ClassVar[bool] = False
+    """Its envs only come as a native batch (make_vector), which the single-env wrapper stack does not wrap."""
     """Its envs hold several agents: ``make_vector`` gives agent slots (raylab/envs/multiagent.py), and there is
     no single-agent ``make_raw``."""
 
@@ -288,6 +290,7 @@ class ProcgenFamily(EnvFamily):
     """The 16 Procgen games through EnvPool (raylab/envs/procgen.py)."""
 
     name = "procgen"
+    batched = True
     noop_action = procgen.NOOP_ACTION
     options = procgen.OPTIONS
 
@@ -414,6 +417,11 @@ def check_env_config(cfg: EnvConfig) -> None:
             f"to pad: set env.pad_observations=false"
         )
     fam.check(cfg)
+    if cfg.normalize_reward and (fam.multi_agent or fam.batched or fam.vector_only(cfg)):
+        raise ConfigError(
+            f"env.normalize_reward wraps single envs, and env={cfg.family} steps its envs as one batch: set "
+            f"env.normalize_reward=false (env.reward_scale is a constant scale that every family takes)"
+        )
 
 
 def max_return(cfg: EnvConfig) -> float | None:
@@ -440,6 +448,10 @@ def wrap(env: gym.Env, cfg: EnvConfig, fam: EnvFamily) -> gym.Env:
             ) from None
     if cfg.frame_stack > 1:
         env = FrameStack(env, cfg.frame_stack)
+    if cfg.normalize_reward:
+        env = gym.wrappers.NormalizeReward(
+            env, gamma=0.99 if cfg.normalize_reward_gamma is None else cfg.normalize_reward_gamma
+        )
     if cfg.reward_clip is not None or cfg.reward_scale != 1.0:
         env = RewardTransform(env, cfg.reward_clip, cfg.reward_scale)
     if isinstance(env.action_space, gym.spaces.Box):  # the Gaussian policy samples unbounded actions

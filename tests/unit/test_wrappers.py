@@ -162,3 +162,38 @@ def test_float64_bounds_beyond_float32_stay_finite():
     inner.observation_space = gym.spaces.Box(-1e300, 1e300, (2,), np.float64)
     space = as_float32(inner).observation_space
     assert space.dtype == np.float32 and np.isfinite(space.low).all() and np.isfinite(space.high).all()
+
+
+def test_normalize_reward_divides_by_the_running_return_std_and_reports_raw_returns():
+    options = {"episode_length": 50}
+    plain = make_env(EnvConfig(family="fake", id="Fake-v0", options=options), seed=0)
+    cfg = EnvConfig(family="fake", id="Fake-v0", normalize_reward=True, normalize_reward_gamma=0.9, options=options)
+    env = make_env(cfg, seed=0)
+    norm = next(w for w in _stack(env) if isinstance(w, gym.wrappers.NormalizeReward))
+    assert norm.gamma == 0.9
+    raw, scaled, info = [], [], {}
+    for _ in range(50):
+        _, reward, *_ = plain.step(1)
+        _, normalized, _, _, info = env.step(1)
+        raw.append(reward)
+        scaled.append(normalized)
+        assert normalized == pytest.approx(reward / np.sqrt(norm.return_rms.var + norm.epsilon), rel=1e-5)
+    assert info[EPISODE_KEY]["return"] == sum(raw) > 0  # the reported return is the game's
+    assert scaled != raw and norm.return_rms.count > 50
+
+
+def _stack(env: gym.Env) -> list[gym.Env]:
+    out = [env]
+    while hasattr(out[-1], "env"):
+        out.append(out[-1].env)
+    return out
+
+
+def test_normalize_reward_takes_algo_gamma_and_is_refused_for_batched_families(tmp_path):
+    from raylab.errors import ConfigError
+    from tests.conftest import make_config
+
+    cfg = make_config(tmp_path, "+experiment=pendulum_ppo", "env.normalize_reward=true")
+    assert cfg.env.normalize_reward_gamma == cfg.algo.gamma == 0.9
+    with pytest.raises(ConfigError, match=r"env=snake_arena steps its envs as one batch: set env\.normalize_reward"):
+        make_config(tmp_path, "+experiment=snake_arena_ppo", "env.normalize_reward=true")
