@@ -75,12 +75,13 @@ bench-core: install ## before/after the framework core: cartpole_{dqn,ppo,appo,a
 		$(PY) -m raylab.bench learn --seeds $$seeds --variant old= --variant new= --source old=$(OLD) \
 		--output benchmarks/core_before_after_$$x.json +experiment=cartpole_$$x $(ARGS) || exit 1; done
 
-sweep-demo: install ## an 8-trial Optuna sweep of cartpole_ppo (lr, clip), 30 s per trial -> benchmarks/sweep_cartpole_ppo.json
+sweep-demo: install ## an 8-trial Optuna sweep of cartpole_ppo (lr, epochs, minibatches) by the time to a training return of 475 -> benchmarks/sweep_cartpole_ppo.json
 	rm -rf outputs/sweeps/cartpole_ppo
 	$(PY) -m raylab.train -m +experiment=cartpole_ppo hydra/sweeper=optuna \
-		hydra.sweeper.n_trials=8 hydra.sweeper.direction=maximize hydra.sweeper.sampler.seed=0 \
-		'learner.lr=interval(0.0001,0.003)' 'algo.clip=interval(0.1,0.3)' stop.mean_return=null stop.seconds=30 \
-		logger.console=false hydra.sweep.dir=outputs/sweeps/cartpole_ppo $(ARGS)
+		hydra.sweeper.n_trials=8 hydra.sweeper.direction=minimize hydra.sweeper.sampler.seed=0 \
+		sweep.objective=time_to_target stop.mean_return=null stop.train_return=475 stop.seconds=60 \
+		eval.every_seconds=null 'learner.lr=interval(0.0003,0.003)' 'algo.epochs=choice(2,4,8)' \
+		'algo.minibatches=choice(2,4,8)' logger.console=false hydra.sweep.dir=outputs/sweeps/cartpole_ppo $(ARGS)
 	cp outputs/sweeps/cartpole_ppo/sweep_summary.json benchmarks/sweep_cartpole_ppo.json
 
 bench-a3c: install ## time-to-475 on CartPole with A3C, 3 seeds, a3c vs serial -> benchmarks/cartpole_a3c_learning.json
@@ -103,8 +104,9 @@ $(RLLIB_VENV)/bin/python:
 	$(PYTHON) -m venv $(RLLIB_VENV)
 	$(RLLIB_VENV)/bin/pip install --quiet $(TORCH_SPEC) "ray[rllib]==$$($(PY) -c 'import importlib.metadata as m; print(m.version("ray"))')"
 
-bench-rllib: install $(RLLIB_VENV)/bin/python ## raylab PPO vs RLlib PPO on CartPole, side by side -> benchmarks/cartpole_ppo_vs_rllib.json
-	$(PY) benchmarks/cartpole_ppo_vs_rllib.py --rllib-python $(RLLIB_VENV)/bin/python $(ARGS)
+TASK ?= cartpole
+bench-rllib: install $(RLLIB_VENV)/bin/python ## raylab PPO vs RLlib PPO side by side, TASK=cartpole|pendulum -> benchmarks/$(TASK)_ppo_vs_rllib.json
+	$(PY) benchmarks/ppo_vs_rllib.py --task $(TASK) --rllib-python $(RLLIB_VENV)/bin/python $(ARGS)
 
 bench-learner: install ## learner updates/s on the CPU: eager fp32, AMP, compile, AMP+compile; DQN batch 32/512, PPO (IMPALA CNN) 32/64 -> benchmarks/learner_{,ppo_}cpu.json
 	$(PY) -m raylab.bench learner --device cpu --output benchmarks/learner_cpu.json $(ARGS)

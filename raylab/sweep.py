@@ -4,9 +4,10 @@ Hydra runs the trials (its basic sweeper for a grid ``-m learner.lr=1e-3,3e-3``,
 samplers), each in its own directory ``<hydra.sweep.dir>/<trial number>``. raylab adds three things:
 
 - **the objective**: the value each trial returns to the sweeper (``sweep.objective``): the final greedy
-  evaluation's mean return (``eval_return``, maximize), or the training seconds until the run reached
-  ``stop.mean_return`` (``time_to_target``, minimize; a trial that never reached it scores
-  ``UNREACHED``, worse than any that did);
+  evaluation's mean return (``eval_return``, maximize), or the training seconds until the run reached its
+  target (``time_to_target``, minimize): ``stop.mean_return`` (a confirmed greedy evaluation) or
+  ``stop.train_return`` (the mean of the last 100 training episodes, RLlib's criterion), whichever stopped it
+  first; a trial that never reached one scores ``UNREACHED``, worse than any that did;
 - **one Ray for all trials**: the first trial starts the embedded Ray (or joins the cluster) and the next
   ones run on it instead of each paying Ray's start-up (a trial that needs more CPUs than it has restarts it);
 - **a summary** (``SweepSummary``, a Hydra callback in conf/config.yaml): at the end, a table of every trial
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from raylab.driver.report import RunSummary
 
 UNREACHED = math.inf
-"""time_to_target of a trial that never reached stop.mean_return (minimized: the worst possible score)."""
+"""time_to_target of a trial that never reached its target (minimized: the worst possible score)."""
 DIRECTION = {"eval_return": "maximize", "time_to_target": "minimize"}
 OPTUNA = "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper"
 
@@ -51,8 +52,11 @@ def check(cfg: RunConfig, sweeper: dict[str, Any]) -> None:
     objective = cfg.sweep.objective
     if objective == "eval_return" and not cfg.eval.final_episodes:
         raise ConfigError("sweep.objective=eval_return needs a final evaluation: set eval.final_episodes=10 or more")
-    if objective == "time_to_target" and cfg.stop.mean_return is None:
-        raise ConfigError("sweep.objective=time_to_target needs a target: set stop.mean_return")
+    if objective == "time_to_target" and cfg.stop.mean_return is None and cfg.stop.train_return is None:
+        raise ConfigError(
+            "sweep.objective=time_to_target needs a target: set stop.mean_return (greedy evaluation) or "
+            "stop.train_return (training return)"
+        )
     if sweeper.get("_target_") == OPTUNA:
         direction = sweeper.get("direction")
         want = DIRECTION[objective]
@@ -68,7 +72,7 @@ def objective(cfg: RunConfig, summary: RunSummary) -> float:
     if cfg.sweep.objective == "eval_return":
         value = summary.benchmark["eval"]["return_mean"]
         return float(value) if value is not None else -math.inf
-    reached = summary.stop_reason.startswith("eval return")
+    reached = summary.stop_reason.startswith(("eval return", "training return"))
     return float(summary.train_seconds) if reached else UNREACHED
 
 

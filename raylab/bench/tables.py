@@ -218,18 +218,19 @@ def snake_loop(data: list[Json]) -> str:
 
 
 def ppo_vs_rllib(data: list[Json]) -> str:
-    """benchmarks/cartpole_ppo_vs_rllib.py: raylab PPO against RLlib PPO on CartPole, to a training return."""
+    """benchmarks/ppo_vs_rllib.py: raylab PPO against RLlib PPO (CartPole, Pendulum), to a training return."""
     (d,) = data
     s = d["summary"]
+    target = f"{d.get('target', 475):g}"  # files written before Pendulum was added are CartPole's
     header = [
-        "2 rollout workers × envs each",
-        "raylab: train time to 475 (median)",
+        "rollout workers × envs each",
+        f"raylab: train time to {target} (median)",
         "RLlib",
         "RLlib / raylab",
         "raylab env steps/s",
         "RLlib env steps/s",
         "raylab / RLlib",
-        "env steps to 475 (raylab / RLlib)",
+        f"env steps to {target} (raylab / RLlib)",
         "whole command (raylab / RLlib)",
     ]
     rows = []
@@ -649,6 +650,7 @@ TABLES: dict[str, Table] = {
     "learner_cuda_ppo": Table(("learner_cuda_ppo.json",), learner, "PPO learner updates/s on an H100"),
     "snake_dqn_loop": Table(("snake_dqn_loop.json",), snake_loop, "seed 004's Snake DQN loop"),
     "cartpole_ppo_vs_rllib": Table(("cartpole_ppo_vs_rllib.json",), ppo_vs_rllib, "PPO against RLlib"),
+    "pendulum_ppo_vs_rllib": Table(("pendulum_ppo_vs_rllib.json",), ppo_vs_rllib, "PPO against RLlib on Pendulum"),
     "a3c_scaling": Table(("a3c_scaling.json",), a3c_scaling, "A3C worker scaling"),
     "a3c_scaling_16core": Table(("a3c_scaling_16core.json",), a3c_scaling, "A3C worker scaling on 16 cores"),
     "e2e_cartpole": Table(("e2e_cartpole.json",), e2e_cartpole, "apex_dqn end to end against RLlib DQN"),

@@ -42,13 +42,19 @@ def test_objectives(tmp_path):
     by_time = make_config(tmp_path, "env=fake", "sweep.objective=time_to_target", "stop.mean_return=15")
     assert sweep.objective(by_time, summary("eval return 18.0 >= stop.mean_return=15", 18.0)) == 12.5
     assert sweep.objective(by_time, summary("10 s >= stop.seconds=10", 3.0)) == math.inf  # never reached
+    by_train = make_config(
+        tmp_path, "env=fake", "sweep.objective=time_to_target", "stop.mean_return=null", "stop.train_return=15"
+    )
+    sweep.check(by_train, {})  # RLlib's criterion is a target too
+    assert sweep.objective(by_train, summary("training return 15.2 >= stop.train_return=15", 9.0)) == 12.5
 
 
 @pytest.mark.parametrize(
     ("overrides", "sweeper", "expected"),
     [
         (["eval.final_episodes=0"], {}, "needs a final evaluation: set eval.final_episodes"),
-        (["sweep.objective=time_to_target", "stop.mean_return=null", "stop.seconds=5"], {}, "set stop.mean_return"),
+        (["sweep.objective=time_to_target", "stop.mean_return=null", "stop.seconds=5"], {},
+         "set stop.mean_return .* or stop.train_return"),
         ([], {"_target_": sweep.OPTUNA, "direction": "minimize"}, "set hydra.sweeper.direction=maximize"),
         (["sweep.objective=time_to_target", "stop.mean_return=15"], {"_target_": sweep.OPTUNA, "direction": "maximize"},
          "set hydra.sweeper.direction=minimize"),
