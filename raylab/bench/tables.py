@@ -650,7 +650,6 @@ TABLES: dict[str, Table] = {
     "learner_cuda_ppo": Table(("learner_cuda_ppo.json",), learner, "PPO learner updates/s on an H100"),
     "snake_dqn_loop": Table(("snake_dqn_loop.json",), snake_loop, "seed 004's Snake DQN loop"),
     "cartpole_ppo_vs_rllib": Table(("cartpole_ppo_vs_rllib.json",), ppo_vs_rllib, "PPO against RLlib"),
-    "pendulum_ppo_vs_rllib": Table(("pendulum_ppo_vs_rllib.json",), ppo_vs_rllib, "PPO against RLlib on Pendulum"),
     "a3c_scaling": Table(("a3c_scaling.json",), a3c_scaling, "A3C worker scaling"),
     "a3c_scaling_16core": Table(("a3c_scaling_16core.json",), a3c_scaling, "A3C worker scaling on 16 cores"),
     "e2e_cartpole": Table(("e2e_cartpole.json",), e2e_cartpole, "apex_dqn end to end against RLlib DQN"),

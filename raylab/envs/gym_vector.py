@@ -8,6 +8,12 @@ episode's first observation back in the same step instead: envs that ended are r
 their pending autoreset. ``SAME_STEP`` envs already return the new observation, with the last one in
 ``info["final_obs"]``; ``DISABLED`` envs are reset the same way as ``NEXT_STEP`` ones.
 
+Only gymnasium's ``SyncVectorEnv`` and ``AsyncVectorEnv`` are trusted with a masked reset: other vector envs
+(``gymnasium.make_vec("CartPole-v1", n)`` gives CartPole's own ``CartPoleVectorEnv``) may reset every env and
+silently corrupt the others' episodes, and an ``AsyncVectorEnv(shared_memory=False)`` in ``NEXT_STEP`` mode
+keeps its pending autoreset (gymnasium 1.4 clears it only with shared memory). Such an env is refused in one
+line unless it needs no masked reset: a ``SAME_STEP`` env with no ``env.max_episode_steps`` on top.
+
 Of the shared preprocessing (raylab/envs/wrappers.py) the adapter applies what applies to a batch: the float32
 cast, ``env.max_episode_steps`` (truncation, in agent steps), episode statistics of the raw rewards,
 ``env.reward_clip`` / ``env.reward_scale``, and clipping Box actions to their bounds. Frame preprocessing
@@ -27,6 +33,7 @@ import numpy as np
 
 from raylab.envs.vector import MAX_CONSECUTIVE_FAILURES, MAX_CRASHING_STEPS, RESTART_SEED_STRIDE, VectorStep
 from raylab.envs.wrappers import float32_box, transform_reward
+from raylab.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +60,7 @@ class GymVectorEnv:
         self.single_observation_space: gym.Space = float32_box(space) or space
         self.single_action_space: gym.Space = self.env.single_action_space
         self._same_step = self._mode() == gym.vector.AutoresetMode.SAME_STEP
+        self._check_masked_reset()
         box = self.single_action_space
         self._bounds = (box.low, box.high) if isinstance(box, gym.spaces.Box) else None
         shape, dtype = self.single_observation_space.shape, self.single_observation_space.dtype
@@ -65,6 +73,31 @@ class GymVectorEnv:
     def _mode(self) -> gym.vector.AutoresetMode:
         mode = self.env.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
         return mode if isinstance(mode, gym.vector.AutoresetMode) else gym.vector.AutoresetMode(mode)
+
+    def _check_masked_reset(self) -> None:
+        if self._same_step and self.limit is None:
+            return  # every episode ends inside the env, which starts the next one itself
+        inner = self.env.unwrapped
+        mode = self._mode()
+        if isinstance(inner, gym.vector.SyncVectorEnv):
+            return
+        if isinstance(inner, gym.vector.AsyncVectorEnv) and (
+            inner.shared_memory or mode != gym.vector.AutoresetMode.NEXT_STEP
+        ):
+            return
+        kind = type(inner).__name__
+        fix = (
+            "use AsyncVectorEnv(..., shared_memory=True) or autoreset_mode=SAME_STEP"
+            if isinstance(inner, gym.vector.AsyncVectorEnv)
+            else "build a SyncVectorEnv or AsyncVectorEnv of your envs, e.g. gymnasium.make_vec(id, num_envs, "
+            "vectorization_mode='sync'), or give a SAME_STEP vector env and its own time limit "
+            "(env.max_episode_steps=null)"
+        )
+        self.env.close()
+        raise ConfigError(
+            f"{self.name}: raylab resets the envs whose episodes ended through reset(options={{'reset_mask': ...}}), "
+            f"which this {kind} ({mode.value} autoreset) may apply to every env: {fix}"
+        )
 
     def reset(self) -> np.ndarray:
         """Reset every env (seeded on the first call only, so later resets continue each env's stream)."""
@@ -101,9 +134,13 @@ class GymVectorEnv:
                 final_obs.append((int(i), np.array(last[i], dtype=self._obs.dtype)))
             episodes.append((int(i), {"return": float(self._return[i]), "length": float(self._length[i])}))
         self._obs[:] = obs
-        if done.any():
-            self._start_episodes(done, ended_by_env)
         rewards = transform_reward(reward.astype(np.float32), self.clip, self.scale)
+        if done.any() and self._start_episodes(done, ended_by_env):
+            # this step's outcomes stand (its episodes ended before the reset failed); the unfinished episodes
+            # of the other envs are dropped, as after a crash in step
+            restarted = ~done
+            rewards[restarted] = 0.0
+            return VectorStep(self._obs, rewards, term, trunc | restarted, final_obs, episodes, restarted)
         return VectorStep(self._obs, rewards, term, trunc, final_obs, episodes, None)
 
     def _last_observations(self, obs: Any, info: dict[str, Any], ended_by_env: np.ndarray) -> Any:
@@ -116,15 +153,21 @@ class GymVectorEnv:
             last[i] = info["final_obs"][i]
         return last
 
-    def _start_episodes(self, done: np.ndarray, ended_by_env: np.ndarray) -> None:
+    def _start_episodes(self, done: np.ndarray, ended_by_env: np.ndarray) -> bool:
         """New episodes for the envs that ended: a SAME_STEP env that ended by itself already returned its new
-        first observation; every other env that ended (NEXT_STEP, DISABLED, or raylab's time limit) is reset."""
+        first observation; every other env that ended (NEXT_STEP, DISABLED, or raylab's time limit) is reset.
+        True when that reset failed and the whole vector env was rebuilt."""
         fresh = done & ~ended_by_env if self._same_step else done
-        if fresh.any():
-            obs, _ = self.env.reset(options={"reset_mask": fresh})
-            self._obs[fresh] = np.asarray(obs)[fresh]
         self._return[done] = 0.0
         self._length[done] = 0
+        if fresh.any():
+            try:
+                obs, _ = self.env.reset(options={"reset_mask": fresh})
+            except Exception as err:  # as a crash in step: rebuild, every env starts a new episode
+                self._restart(err)
+                return True
+            self._obs[fresh] = np.asarray(obs)[fresh]
+        return False
 
     def _restart(self, err: Exception) -> None:
         self._crash_streak += 1

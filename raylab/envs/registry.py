@@ -57,10 +57,10 @@ class EnvFamily:
     """The raw env applies env.max_episode_steps itself (no TimeLimit wrapper)."""
     options: ClassVar[tuple[str, ...]] = ()
     multi_agent: ClassVar[bool] = False
-    batched: ClassVar[bool] = False
-    """Its envs only come as a native batch (make_vector), which the single-env wrapper stack does not wrap."""
     """Its envs hold several agents: ``make_vector`` gives agent slots (raylab/envs/multiagent.py), and there is
     no single-agent ``make_raw``."""
+    batched: ClassVar[bool] = False
+    """Its envs only come as a native batch (make_vector), which the single-env wrapper stack does not wrap."""
 
     def check(self, cfg: EnvConfig) -> None:
         """Raise ConfigError (naming the fix) if ``cfg`` cannot make an env of this family."""

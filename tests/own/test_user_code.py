@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import textwrap
 
@@ -101,17 +102,31 @@ def test_factory_that_returns_no_env_or_rejects_options(user_module):
             env_spaces(EnvConfig(family="custom", factory=f"{name}:{fn}", options=options))
 
 
-def test_a_vector_factory_is_called_once_per_worker_with_num_envs():
-    cfg = EnvConfig(family="custom", factory="raylab_corridor.envs:make_corridors", options={"length": 3})
+def test_a_vector_factory_is_called_once_per_worker_with_num_envs(user_module):
+    name = user_module(
+        "counted_corridors",
+        """
+        from raylab_corridor.envs import make_corridors
+        CALLS = []
+        def make(num_envs, **options):
+            CALLS.append((num_envs, options))
+            return make_corridors(num_envs, **options)
+        """,
+    )
+    cfg = EnvConfig(family="custom", factory=f"{name}:make", options={"length": 3})
     check_env_config(cfg)
     spaces = env_spaces(cfg)
     assert spaces.obs_shape == (4,) and spaces.num_actions == 2 and spaces.agents == 1 and spaces.agent_ids == ()
+    calls = sys.modules[name].CALLS
+    assert calls == [(1, {"length": 3})]
     with make_vector_env(cfg, num_envs=3, seed=0) as envs:
-        assert envs.num_envs == 3 and envs.reset().shape == (3, 4)
-        envs.step(np.ones(3, np.int64))
-        step = envs.step(np.ones(3, np.int64))  # length 3: two steps right reach the exit, and a new episode starts
-        assert step.terminated.all() and step.obs[:, 0].tolist() == [0.0, 0.0, 0.0]
-        assert step.episodes[0][1]["return"] == pytest.approx(-0.01 + 1.0)
+        assert calls[1:] == [(3, {"length": 3})] and envs.num_envs == 3 and envs.reset().shape == (3, 4)
+        envs.step(np.array([1, 1, 0]))
+        step = envs.step(np.array([1, 1, 0]))  # length 3: two steps right reach the exit; env 2 walked into the wall
+        assert step.terminated.tolist() == [True, True, False]
+        assert step.obs[:, 3].tolist() == pytest.approx([1.0, 1.0, 0.98])  # only the two that ended start again
+        assert [i for i, _ in step.episodes] == [0, 1] and step.episodes[0][1]["return"] == pytest.approx(0.99)
+    assert len(calls) == 2
 
 
 def test_vector_factory_mistakes_are_one_line(user_module):
@@ -136,6 +151,8 @@ def test_vector_factory_mistakes_are_one_line(user_module):
     corridors = EnvConfig(family="custom", factory="raylab_corridor.envs:make_corridors", frame_stack=4)
     with pytest.raises(ConfigError, match=r"do it inside your vector env, and set env\.frame_skip=1"):
         check_env_config(corridors)
+    with pytest.raises(ConfigError, match=r"env=custom steps its envs as one batch: set env\.normalize_reward"):
+        check_env_config(dataclasses.replace(corridors, frame_stack=1, normalize_reward=True))
     with pytest.raises(ConfigError, match="a video needs one env: leave out video=true"):
         make_render_env(EnvConfig(family="custom", factory="raylab_corridor.envs:make_corridors"), seed=0)
 

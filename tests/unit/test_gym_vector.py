@@ -112,3 +112,87 @@ def test_a_crash_rebuilds_the_vector_env_and_drops_the_partial_episodes():
     assert step.obs.tolist() == [[0, 0], [0, 0]]
     step = venv.step(np.zeros(2, np.int64))
     assert step.obs.tolist() == [[1, 0], [1, 0]] and step.restarted is None
+
+
+def test_an_env_truncating_itself_in_same_step_mode_hands_back_its_last_observation():
+    def build() -> gym.vector.VectorEnv:
+        fns = [lambda: gym.wrappers.TimeLimit(Ladder(10), 2), lambda: Ladder(10)]
+        return gym.vector.SyncVectorEnv(fns, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+
+    venv = GymVectorEnv(build, seed=0)
+    venv.reset()
+    venv.step(np.zeros(2, np.int64))
+    step = venv.step(np.zeros(2, np.int64))
+    assert step.truncated.tolist() == [True, False] and not step.terminated.any()
+    assert [(i, o.tolist(), o.dtype) for i, o in step.final_obs] == [(0, [2.0, 0.0], np.float32)]
+    assert step.obs.tolist() == [[0, 1], [2, 0]]
+
+
+def test_async_vector_envs_with_shared_memory_take_the_masked_reset():
+    def build() -> gym.vector.VectorEnv:
+        return gym.vector.AsyncVectorEnv([lambda n=n: Ladder(n) for n in (2, 5)], shared_memory=True)
+
+    venv = GymVectorEnv(build, seed=0)
+    try:
+        venv.reset()
+        venv.step(np.zeros(2, np.int64))
+        step = venv.step(np.zeros(2, np.int64))
+        assert step.terminated.tolist() == [True, False] and step.obs.tolist() == [[0, 1], [2, 0]]
+        step = venv.step(np.ones(2, np.int64))  # env 0's first step of episode 1 is a real step
+        assert step.obs.tolist() == [[1, 1], [3, 0]] and step.rewards.tolist() == [2.0, 2.0]
+    finally:
+        venv.close()
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"),
+    [
+        (lambda: gym.make_vec("CartPole-v1", num_envs=2), "this CartPoleVectorEnv .* vectorization_mode='sync'"),
+        (
+            lambda: gym.vector.AsyncVectorEnv([lambda: Ladder(3)] * 2, shared_memory=False),
+            "this AsyncVectorEnv \\(NextStep autoreset\\) .* shared_memory=True",
+        ),
+    ],
+    ids=["cartpole_vector_env", "async_without_shared_memory"],
+)
+def test_vector_envs_that_may_reset_every_env_are_refused_in_one_line(build, expected):
+    from raylab.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=expected) as info:
+        GymVectorEnv(build, seed=0)
+    assert "\n" not in str(info.value)
+
+
+def test_gymnasiums_own_cartpole_in_sync_mode_is_taken():
+    venv = GymVectorEnv(lambda: gym.make_vec("CartPole-v1", num_envs=3, vectorization_mode="sync"), seed=0)
+    assert venv.reset().shape == (3, 4)
+    lengths = []
+    for _ in range(200):
+        lengths += [stats["length"] for _, stats in venv.step(np.zeros(3, np.int64)).episodes]
+    assert lengths and max(lengths) < 20  # always pushing left ends every episode within a few steps
+
+
+def test_a_crash_in_the_masked_reset_rebuilds_the_vector_env():
+    built: list[gym.vector.VectorEnv] = []
+
+    def build() -> gym.vector.VectorEnv:
+        built.append(vector(MODES[0]))
+        return built[-1]
+
+    venv = GymVectorEnv(build, seed=0)
+    venv.reset()
+    real_reset = built[-1].reset
+
+    def reset(*, seed: Any = None, options: Any = None) -> Any:
+        if options:
+            raise RuntimeError("reset died")
+        return real_reset(seed=seed, options=options)
+
+    built[-1].reset = reset  # type: ignore[method-assign]
+    for _ in range(2):
+        venv.step(np.zeros(2, np.int64))
+    step = venv.step(np.zeros(2, np.int64))  # env 0 ends, and resetting it fails
+    assert len(built) == 2 and step.episodes == [(0, {"return": 3.0, "length": 3.0})]
+    assert step.restarted is not None and step.restarted.tolist() == [False, True]
+    assert step.truncated.tolist() == [False, True] and step.rewards.tolist() == [1.0, 0.0]
+    assert step.obs.tolist() == [[0, 0], [0, 0]]

@@ -197,3 +197,7 @@ def test_normalize_reward_takes_algo_gamma_and_is_refused_for_batched_families(t
     assert cfg.env.normalize_reward_gamma == cfg.algo.gamma == 0.9
     with pytest.raises(ConfigError, match=r"env=snake_arena steps its envs as one batch: set env\.normalize_reward"):
         make_config(tmp_path, "+experiment=snake_arena_ppo", "env.normalize_reward=true")
+    from raylab.envs.registry import check_env_config
+
+    with pytest.raises(ConfigError, match=r"env=procgen steps its envs as one batch"):
+        check_env_config(EnvConfig(family="procgen", id="coinrun", normalize_reward=True))
