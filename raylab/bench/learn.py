@@ -58,6 +58,13 @@ def add_parser(commands: Any) -> None:
         help="runs of several policies: after each run, score each policy against opponents that act uniformly at "
         "random (raylab.evaluate against_random=<the others>), the fair test of learning in a competitive game",
     )
+    p.add_argument(
+        "--reuse",
+        action="store_true",
+        help="read a run whose directory already holds a finished benchmark_metrics.json instead of running it "
+        "again (e.g. after the baseline measurement of an earlier invocation failed); such runs have no "
+        "process_seconds",
+    )
     p.set_defaults(func=run)
 
 
@@ -77,7 +84,10 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     for k, seed in enumerate(args.seeds):
         for name, extra in variants if k % 2 == 0 else variants[::-1]:  # who goes first alternates too
             run_dir = runs_dir / f"{name}_seed{seed}"
-            result = run_one(name, [*overrides, *extra], seed, run_dir, sources.get(name))
+            if args.reuse and (run_dir / "benchmark_metrics.json").exists():
+                result = read_run(name, seed, run_dir, None)
+            else:
+                result = run_one(name, [*overrides, *extra], seed, run_dir, sources.get(name))
             if args.against_random and result["ok"] and result.get("policies"):
                 result["against_random"] = against_random(
                     run_dir, list(result["policies"]), result["final_eval_episodes"]
@@ -128,7 +138,7 @@ def random_policy_return(env_cfg: Any, episodes: int, seed: int = 123) -> dict[s
 
     venv = make_vector_env(env_cfg, 4, seed=seed)
     venv.reset()
-    space = venv.single_action_space
+    space = sampling_space(venv)
     rng = np.random.default_rng(seed)
     agents = list(getattr(venv, "agents", []))
     returns: list[float] = []
@@ -154,6 +164,22 @@ def random_policy_return(env_cfg: Any, episodes: int, seed: int = 123) -> dict[s
     if agents:  # a multi-agent env: each agent's mean (a policy's random baseline is its agents')
         out["by_agent"] = {a: round(float(np.mean(r)), 3) for a, r in by_agent.items() if r}
     return out
+
+
+def sampling_space(venv: Any) -> Any:
+    """The action space to draw uniformly random actions from: the env's own bounds for a Box, which the shared
+    stack's ClipAction (last wrapper, there for the Gaussian policy's unbounded samples) advertises as
+    (-inf, inf)."""
+    import gymnasium as gym
+    import numpy as np
+
+    space = venv.single_action_space
+    if isinstance(space, gym.spaces.Box) and not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
+        first = (getattr(venv, "envs", None) or [None])[0]
+        if isinstance(first, gym.wrappers.ClipAction):
+            return first.env.action_space
+        raise ValueError(f"no bounds to draw uniformly random actions from in {space}")
+    return space
 
 
 def against_random(run_dir: Path, policies: list[str], episodes: int) -> dict[str, float | None]:
@@ -194,13 +220,20 @@ def run_one(variant: str, overrides: list[str], seed: int, run_dir: Path, source
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=source)
     process_seconds = time.perf_counter() - start
+    if proc.returncode != 0 or not (run_dir / "benchmark_metrics.json").exists():
+        error = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+        return {"variant": variant, "seed": seed, "run_dir": str(run_dir), "ok": False, "error": error}
+    return read_run(variant, seed, run_dir, round(process_seconds, 2))
+
+
+def read_run(variant: str, seed: int, run_dir: Path, process_seconds: float | None) -> dict[str, Any]:
+    """One finished run's figures, from its benchmark_metrics.json (``process_seconds``: None for a run read
+    back with --reuse, whose command was not timed by this invocation)."""
     result: dict[str, Any] = {"variant": variant, "seed": seed, "run_dir": str(run_dir)}
-    result["process_seconds"] = round(process_seconds, 2)
-    metrics_file = run_dir / "benchmark_metrics.json"
-    if proc.returncode != 0 or not metrics_file.exists():
-        result.update(ok=False, error=(proc.stderr or proc.stdout).strip().splitlines()[-5:])
-        return result
-    bm = json.loads(metrics_file.read_text())
+    result["process_seconds"] = process_seconds
+    if process_seconds is None:
+        result["reused"] = True
+    bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
     target = bm["config"]["stop"]["mean_return"]
     hit = next((e for e in bm["evals"] if target is not None and e["return_mean"] >= target), None)
     train_seconds = bm["duration_hours"] * 3600
@@ -253,7 +286,7 @@ def _line(r: dict[str, Any]) -> str:
     outcome = f"{'reached' if r['reached'] else 'MISSED'} target {r['target']}" if r["target"] is not None else "ran"
     return (
         f"{r['variant']} seed {r['seed']}: {outcome} "
-        f"in {r['train_seconds']:.1f} s train / {r['process_seconds']:.1f} s process, {r['env_steps']:,} env steps "
+        f"in {r['train_seconds']:.1f} s train / {_seconds(r['process_seconds'])} process, {r['env_steps']:,} env steps "
         f"({r['env_steps_per_s']:,.0f}/s, {r['updates_per_s']:,.0f} updates/s); final eval "
         f"{r['final_eval_return']:.1f} ± {r['final_eval_std']:.1f}"
         + "".join(
@@ -265,6 +298,10 @@ def _line(r: dict[str, Any]) -> str:
             f"; {name} against random {v:.1f}" for name, v in (r.get("against_random") or {}).items() if v is not None
         )
     )
+
+
+def _seconds(value: float | None) -> str:
+    return "(not timed)" if value is None else f"{value:.1f} s"
 
 
 def plot(results: list[dict[str, Any]], path: Path) -> None:

@@ -638,6 +638,9 @@ TABLES: dict[str, Table] = {
         ("simple_adversary_learning.json",), policies_learning, "mpe2 simple_adversary: two teams, two policies"
     ),
     "spread_learning": Table(("spread_learning.json",), fixed_budget_learning, "mpe2 simple_spread, shared policy"),
+    "halfcheetah_learning": Table(
+        ("halfcheetah_learning.json",), fixed_budget_learning, "HalfCheetah-v5, 20 minutes, PPO and APPO"
+    ),
     "snake_arena_throughput": Table(("snake_arena_throughput.json",), arena, "the multi-snake arena's agent steps/s"),
     "core_before_after": Table(
         tuple(f"core_before_after_{algo}.json" for algo in ("dqn", "ppo", "appo", "a3c")),
@@ -650,6 +653,7 @@ TABLES: dict[str, Table] = {
     "learner_cuda_ppo": Table(("learner_cuda_ppo.json",), learner, "PPO learner updates/s on an H100"),
     "snake_dqn_loop": Table(("snake_dqn_loop.json",), snake_loop, "seed 004's Snake DQN loop"),
     "cartpole_ppo_vs_rllib": Table(("cartpole_ppo_vs_rllib.json",), ppo_vs_rllib, "PPO against RLlib"),
+    "pendulum_ppo_vs_rllib": Table(("pendulum_ppo_vs_rllib.json",), ppo_vs_rllib, "PPO against RLlib on Pendulum"),
     "a3c_scaling": Table(("a3c_scaling.json",), a3c_scaling, "A3C worker scaling"),
     "a3c_scaling_16core": Table(("a3c_scaling_16core.json",), a3c_scaling, "A3C worker scaling on 16 cores"),
     "e2e_cartpole": Table(("e2e_cartpole.json",), e2e_cartpole, "apex_dqn end to end against RLlib DQN"),
