@@ -178,7 +178,10 @@ def sampling_space(venv: Any) -> Any:
         first = (getattr(venv, "envs", None) or [None])[0]
         if isinstance(first, gym.wrappers.ClipAction):
             return first.env.action_space
-        raise ValueError(f"no bounds to draw uniformly random actions from in {space}")
+        raise ValueError(
+            f"--random-episodes draws uniformly random actions, and {space} has no finite bounds to draw them from: "
+            f"give the env's Box action space finite low/high, or leave out --random-episodes"
+        )
     return space
 
 

@@ -24,18 +24,15 @@ vector env, as ``EnvPoolVectorEnv`` does: each env's partial episode is dropped 
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from raylab.envs.vector import MAX_CONSECUTIVE_FAILURES, MAX_CRASHING_STEPS, RESTART_SEED_STRIDE, VectorStep
+from raylab.envs.vector import MAX_CRASHING_STEPS, VectorStep, rebuild_batch
 from raylab.envs.wrappers import float32_box, transform_reward
 from raylab.errors import ConfigError
-
-log = logging.getLogger(__name__)
 
 
 class GymVectorEnv:
@@ -176,22 +173,15 @@ class GymVectorEnv:
                 f"{self.name} crashed in {MAX_CRASHING_STEPS} steps in a row, each time after a successful rebuild: "
                 f"{type(err).__name__}: {err}"
             ) from err
-        for attempt in range(1, MAX_CONSECUTIVE_FAILURES + 1):
-            self.restarts += self.num_envs
-            log.warning("%s crashed (%s: %s); rebuilding it", self.name, type(err).__name__, err)
-            with contextlib.suppress(Exception):
-                self.env.close()
-            try:
-                self.env = self.build()
-                obs, _ = self.env.reset(seed=self.seed + RESTART_SEED_STRIDE * self.restarts)
-                self._obs[:] = obs
-                self._return[:] = 0.0
-                self._length[:] = 0
-                return
-            except Exception as again:
-                if attempt == MAX_CONSECUTIVE_FAILURES:
-                    raise RuntimeError(f"{self.name} failed {attempt} times in a row: {again}") from again
-                err = again
+
+        def start(seed: int) -> None:
+            self.env = self.build()
+            obs, _ = self.env.reset(seed=seed)
+            self._obs[:] = obs
+            self._return[:] = 0.0
+            self._length[:] = 0
+
+        rebuild_batch(self, err, lambda: self.env.close(), start)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -14,7 +14,6 @@ immediately stepping just the finished envs once more. ``ProcgenEnv`` is the sin
 from __future__ import annotations
 
 import contextlib
-import logging
 from functools import cache
 from typing import Any
 
@@ -22,11 +21,9 @@ import gymnasium as gym
 import numpy as np
 
 from raylab.envs.config import EnvConfig
-from raylab.envs.vector import VectorStep
+from raylab.envs.vector import VectorStep, rebuild_batch
 from raylab.envs.wrappers import transform_reward
 from raylab.errors import ConfigError
-
-log = logging.getLogger(__name__)
 
 MODES_BY_GAME: dict[str, tuple[str, ...]] = {
     "bigfish": ("easy", "hard"), "bossfight": ("easy", "hard"),
@@ -207,19 +204,11 @@ class EnvPoolVectorEnv:
             self._length[ids] = 0
 
     def _restart(self, err: Exception) -> None:
-        for attempt in range(1, 4):
-            self.restarts += self.num_envs
-            log.warning("%s pool crashed (%s: %s); rebuilding it", self.name, type(err).__name__, err)
-            with contextlib.suppress(Exception):
-                self.pool.close()
-            try:
-                self.pool = make_pool(self.cfg, self.num_envs, self.seed + 1_000_003 * self.restarts)
-                self.reset()
-                return
-            except Exception as again:
-                if attempt == 3:
-                    raise RuntimeError(f"{self.name} pool failed {attempt} times in a row: {again}") from again
-                err = again
+        def start(seed: int) -> None:
+            self.pool = make_pool(self.cfg, self.num_envs, seed)
+            self.reset()
+
+        rebuild_batch(self, err, lambda: self.pool.close(), start)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

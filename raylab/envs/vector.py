@@ -182,3 +182,21 @@ def rebuild_env(owner: Any, i: int, where: str, err: Exception, start: Callable[
             if attempt == MAX_CONSECUTIVE_FAILURES:
                 raise RuntimeError(f"{owner.name} {i} failed {attempt} times in a row: {again}") from again
     raise AssertionError("unreachable")
+
+
+def rebuild_batch(owner: Any, err: Exception, close: Callable[[], None], start: Callable[[int], None]) -> None:
+    """Rebuild a vector env that can only fail as a whole (EnvPoolVectorEnv, GymVectorEnv): ``close()`` the old
+    one, ``start(seed)`` a new one with a fresh seed; every env of ``owner`` (its ``name``, ``num_envs``,
+    ``seed`` and ``restarts`` count) counts as restarted. Up to MAX_CONSECUTIVE_FAILURES tries in a row."""
+    for attempt in range(1, MAX_CONSECUTIVE_FAILURES + 1):
+        owner.restarts += owner.num_envs
+        log.warning("%s crashed (%s: %s); rebuilding it", owner.name, type(err).__name__, err)
+        with contextlib.suppress(Exception):
+            close()
+        try:
+            start(owner.seed + RESTART_SEED_STRIDE * owner.restarts)
+            return
+        except Exception as again:
+            if attempt == MAX_CONSECUTIVE_FAILURES:
+                raise RuntimeError(f"{owner.name} failed {attempt} times in a row: {again}") from again
+            err = again

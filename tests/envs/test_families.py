@@ -154,3 +154,21 @@ def test_bad_names_and_options_list_the_valid_ones(cfg, message):
     with pytest.raises(ConfigError, match=re.escape(message)) as info:
         check_env_config(cfg)
     assert "\n" not in str(info.value)
+
+
+def test_a_crashed_procgen_pool_is_rebuilt_whole_with_a_fresh_seed():
+    venv = make_vector_env(EnvConfig(family="procgen", id="coinrun"), num_envs=2, seed=7)
+    venv.reset()
+    venv.step(np.zeros(2, np.int64))
+    old = venv.pool
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("pool died")
+
+    old.step = boom
+    step = venv.step(np.zeros(2, np.int64))
+    assert venv.pool is not old and venv.restarts == 2
+    assert step.restarted is not None and step.restarted.all() and step.truncated.all() and step.episodes == []
+    step = venv.step(np.zeros(2, np.int64))
+    assert step.restarted is None and step.obs.shape == (2, 3, 64, 64)
+    venv.close()

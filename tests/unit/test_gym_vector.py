@@ -40,6 +40,16 @@ def vector(mode: gym.vector.AutoresetMode, lengths=(3, 5), **kwargs: Any) -> gym
     return gym.vector.SyncVectorEnv([lambda n=n: Ladder(n, **kwargs) for n in lengths], autoreset_mode=mode)
 
 
+def recording(built: list[gym.vector.VectorEnv]) -> Any:
+    """A build function that keeps every vector env it makes in ``built`` (the last is the live one)."""
+
+    def build() -> gym.vector.VectorEnv:
+        built.append(vector(MODES[0]))
+        return built[-1]
+
+    return build
+
+
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
 def test_the_next_episode_starts_in_the_step_that_ended_the_last(mode):
     venv = GymVectorEnv(lambda: vector(mode), seed=0)
@@ -93,12 +103,7 @@ def test_box_actions_are_clipped_to_their_bounds():
 
 def test_a_crash_rebuilds_the_vector_env_and_drops_the_partial_episodes():
     built: list[gym.vector.VectorEnv] = []
-
-    def build() -> gym.vector.VectorEnv:
-        built.append(vector(MODES[0]))
-        return built[-1]
-
-    venv = GymVectorEnv(build, seed=0)
+    venv = GymVectorEnv(recording(built), seed=0)
     venv.reset()
     venv.step(np.zeros(2, np.int64))
 
@@ -174,12 +179,7 @@ def test_gymnasiums_own_cartpole_in_sync_mode_is_taken():
 
 def test_a_crash_in_the_masked_reset_rebuilds_the_vector_env():
     built: list[gym.vector.VectorEnv] = []
-
-    def build() -> gym.vector.VectorEnv:
-        built.append(vector(MODES[0]))
-        return built[-1]
-
-    venv = GymVectorEnv(build, seed=0)
+    venv = GymVectorEnv(recording(built), seed=0)
     venv.reset()
     real_reset = built[-1].reset
 
