@@ -1,7 +1,12 @@
 """Actors killed by PID mid-run (as a crash or an OOM kill would): the run goes on. Rollout actors come back
 through Ray's max_restarts and rejoin, losing at most their chunk in flight; the learner comes back from the
 latest periodic checkpoint, a replay shard from its newest snapshot (checkpoint.replay); every restart is
-counted in the metrics. (A3C's parameter-server shards: tests/distributed/test_a3c.py.)"""
+counted in the metrics. (A3C's parameter-server shards: tests/distributed/test_a3c.py.)
+
+Every step waits for the event it needs, never for a fixed time: a kill is made once the previous one has been
+counted in metrics.jsonl (reported every second), and a run that must outlive its kills has no stop target and
+is ended by SIGTERM once it has shown what the test checks. (A run that stops at its target can reach it
+before a kill lands, or during its final evaluation, when no actor is called and a death goes unseen.)"""
 
 from __future__ import annotations
 
@@ -11,6 +16,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -19,6 +26,8 @@ import pytest
 pytestmark = pytest.mark.distributed
 
 ENV = {**os.environ, "WANDB_MODE": "disabled"}
+KIND = {"RolloutHost": "rollout", "ReplayHost": "replay", "LearnerHost": "learner", "PPOLearnerHost": "learner"}
+"""The restarts/<kind> counter each actor class's death adds to."""
 
 
 def actor_pids(root: int, name: str) -> list[int]:
@@ -34,54 +43,100 @@ def actor_pids(root: int, name: str) -> list[int]:
     return sorted(out)
 
 
-def run_with_kills(cmd: list[str], run_dir: Path, plan: list[str], every_s: float = 3.0) -> tuple[int, str, list[str]]:
-    """Start ``cmd``; once it has written a periodic checkpoint, SIGKILL one actor of each class in ``plan``,
-    ``every_s`` apart; wait for the run to end. Returns (exit status, output, the kills made)."""
-    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    kills: list[str] = []
+def rows(run_dir: Path) -> list[dict]:
+    """metrics.jsonl's complete rows so far."""
+    path = run_dir / "metrics.jsonl"
+    if not path.exists():
+        return []
+    text = path.read_text()
+    return [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines()]
+
+
+def wait_for_row(proc: subprocess.Popen, run_dir: Path, what: str, pred: Callable[[dict], bool],
+                 after: int = 0, timeout: float = 180) -> tuple[int, dict]:  # fmt: skip
+    """Wait for the first metrics row (from index ``after`` on) that satisfies ``pred``; fails if the run
+    ends first or ``timeout`` passes (a generous bound for a busy machine, not the expected time)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for i, row in enumerate(rows(run_dir)[after:], start=after):
+            if pred(row):
+                return i, row
+        assert proc.poll() is None, f"the run ended before {what}"
+        assert time.monotonic() < deadline, f"no {what} within {timeout:.0f} s"
+        time.sleep(0.2)
+
+
+def run_with_kills(cmd: list[str], run_dir: Path, plan: list[str],
+                   then: Callable[[subprocess.Popen, int], None] | None = None) -> tuple[int, str]:  # fmt: skip
+    """Start ``cmd``; once it has written a periodic checkpoint, SIGKILL one actor of each class in ``plan`` in
+    turn, each once the previous death has been counted in the metrics. Then ``then(proc, row)`` (``row``: the
+    index of the metrics row that counted the last death) runs and the run is ended by SIGTERM, or, with no
+    ``then``, the run ends by itself. Returns (exit status, output)."""
+    log_path = run_dir.parent / f"{run_dir.name}.out"
+    with open(log_path, "wb") as log:  # a file, not a pipe nobody reads while the run goes on
+        proc = subprocess.Popen(cmd, env=ENV, stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 180
         while not list((run_dir / "checkpoints").glob("step_*.pt")):
-            assert proc.poll() is None and time.monotonic() < deadline, "the run did not start"
+            assert proc.poll() is None, "the run ended before its first periodic checkpoint"
+            assert time.monotonic() < deadline, "no periodic checkpoint within 180 s"
             time.sleep(0.2)
+        killed: Counter[str] = Counter()
+        row = 0
         for name in plan:
-            time.sleep(every_s)
             pids = actor_pids(proc.pid, name)
-            if proc.poll() is not None or not pids:
-                break
+            assert pids, f"no ray::{name} process to kill"
             os.kill(pids[0], signal.SIGKILL)
-            kills.append(name)
-        out, _ = proc.communicate(timeout=300)
+            kind = KIND[name]
+            killed[kind] += 1
+            want = killed[kind]
+            row, _ = wait_for_row(proc, run_dir, f"the kill of {name} #{want} was counted",
+                                  lambda r, key=f"restarts/{kind}", n=want: r[key] >= n, after=row)  # fmt: skip
+        if then is not None:
+            then(proc, row)
+            proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=300)
     finally:
         if proc.poll() is None:
             proc.kill()
-    return proc.returncode, out.decode(), kills
+            proc.wait()
+    return proc.returncode, log_path.read_text(errors="replace")
 
 
-def test_killed_rollout_actors_replay_and_learner_come_back_and_the_run_reaches_its_target(tmp_path):
+def test_killed_rollout_actors_replay_and_learner_come_back_and_the_run_learns_on_to_its_target(tmp_path):
+    """cartpole_dqn (Ape-X topology) with two rollout actors killed, then the replay shard, a rollout actor
+    again, the learner and a rollout actor: each death is counted exactly once, and after the last one the
+    run's greedy evaluations still reach CartPole's target."""
     run_dir = tmp_path / "run"
     cmd = [
-        sys.executable, "-m", "raylab.train", "+experiment=cartpole_dqn", "stop.seconds=240",
-        "checkpoint.every_seconds=2", "checkpoint.replay=true", "logger.report_every_seconds=1",
-        "logger.console=false", f"hydra.run.dir={run_dir}",
+        sys.executable, "-m", "raylab.train", "+experiment=cartpole_dqn", "stop.seconds=400", "stop.env_steps=null",
+        "stop.mean_return=null", "checkpoint.every_seconds=2", "checkpoint.replay=true",
+        "logger.report_every_seconds=1", "logger.console=false", f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
     plan = ["RolloutHost", "ReplayHost", "RolloutHost", "LearnerHost", "RolloutHost"]
-    returncode, out, kills = run_with_kills(cmd, run_dir, plan)
+    target = 475 * 0.9
+
+    def learns_on(proc: subprocess.Popen, row: int) -> None:  # an evaluation of weights trained after the last death
+        seen = rows(run_dir)[row].get("eval/version", -1)
+
+        def reached(r: dict) -> bool:
+            return r.get("eval/version", -1) != seen and r.get("eval/return_mean", -1.0) >= target
+
+        wait_for_row(proc, run_dir, f"an evaluation >= {target} after the last kill", reached, after=row)
+
+    returncode, out = run_with_kills(cmd, run_dir, plan, then=learns_on)
     assert returncode == 0, out[-3000:]
-    assert kills.count("LearnerHost") == 1 and kills.count("ReplayHost") == 1 and kills.count("RolloutHost") >= 2
     bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
-    assert bm["stop_reason"].startswith("eval return"), bm["stop_reason"]  # the target, not the time limit
+    assert bm["stop_reason"] == "terminated", bm["stop_reason"]
     restarts = bm["restarts"]
-    assert restarts["restarts/rollout"] == kills.count("RolloutHost"), (restarts, kills)
-    assert restarts["restarts/learner"] == 1
+    assert restarts["restarts/rollout"] == 3 and restarts["restarts/learner"] == 1, restarts  # none counted twice
     # the replay shard came back with the transitions of its newest snapshot, not empty
-    assert restarts["restarts/replay"] == 1 and restarts["restarts/replay_restored"] > 0
+    assert restarts["restarts/replay"] == 1 and restarts["restarts/replay_restored"] > 0, restarts
     assert "replay shard 0 restarted with" in out
     # at most one chunk in flight per death (none when it died between calls)
     assert restarts["restarts/lost_chunks"] <= restarts["restarts/rollout"]
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert rows[-1]["restarts/rollout"] == restarts["restarts/rollout"]
-    assert bm["eval"]["return_mean"] >= 475 * 0.9, (bm["eval"], bm["evals"][-3:])
+    assert rows(run_dir)[-1]["restarts/rollout"] == restarts["restarts/rollout"]
+    assert max(e["return_mean"] for e in bm["evals"]) >= target, bm["evals"][-3:]
     # the workers' steps all arrived, minus the chunks lost in flight
     assert sum(w["env_steps"] for w in bm["workers"].values()) == bm["total_timesteps"]
 
@@ -91,19 +146,28 @@ def test_killed_rollout_actors_replay_and_learner_come_back_and_the_run_reaches_
 def test_ppo_and_appo_actors_come_back(experiment, tmp_path):
     """A killed rollout actor is waited for and rejoins: PPO resamples its chunk with the same weights (the
     round stays whole and on-policy), APPO resubmits it. The killed learner comes back from its latest
-    periodic checkpoint. The run finishes and counts each restart."""
+    periodic checkpoint and trains on. Each restart is counted once."""
     run_dir = tmp_path / "run"
     cmd = [
-        sys.executable, "-m", "raylab.train", f"+experiment={experiment}", "stop.seconds=20", "stop.mean_return=null",
-        "stop.train_return=null", "eval.every_seconds=null", "eval.final_episodes=2", "logger.report_every_seconds=1",
+        sys.executable, "-m", "raylab.train", f"+experiment={experiment}", "stop.seconds=400", "stop.env_steps=null",
+        "stop.mean_return=null", "stop.train_return=null", "eval.every_seconds=null", "logger.report_every_seconds=1",
         "checkpoint.every_seconds=2", "logger.console=false", f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
-    returncode, out, kills = run_with_kills(cmd, run_dir, ["RolloutHost", "PPOLearnerHost", "RolloutHost"])
+
+    def trains_on(proc: subprocess.Popen, row: int) -> None:
+        last = rows(run_dir)[row]
+
+        def trained(r: dict) -> bool:
+            return r["updates"] > last["updates"] and r["env_steps"] > last["env_steps"]
+
+        wait_for_row(proc, run_dir, "an update after the last kill", trained, after=row)
+
+    returncode, out = run_with_kills(cmd, run_dir, ["RolloutHost", "PPOLearnerHost", "RolloutHost"], then=trains_on)
     assert returncode == 0, out[-3000:]
-    assert kills == ["RolloutHost", "PPOLearnerHost", "RolloutHost"]
     bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
-    assert bm["restarts"]["restarts/rollout"] == 2 and bm["restarts"]["restarts/learner"] == 1
-    assert bm["total_timesteps"] > 0 and bm["eval"]["episodes"] == 2
+    assert bm["stop_reason"] == "terminated", bm["stop_reason"]
+    assert bm["restarts"]["restarts/rollout"] == 2 and bm["restarts"]["restarts/learner"] == 1, bm["restarts"]
+    assert sum(w["env_steps"] for w in bm["workers"].values()) == bm["total_timesteps"] > 0
 
 
 def test_two_rival_policies_learn_on_ray_and_one_killed_learner_comes_back(tmp_path):
@@ -121,9 +185,8 @@ def test_two_rival_policies_learn_on_ray_and_one_killed_learner_comes_back(tmp_p
         "eval.final_episodes=64", "checkpoint.every_seconds=2", "logger.report_every_seconds=1",
         "logger.console=false", "ray.num_cpus=4", f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
-    returncode, out, kills = run_with_kills(cmd, run_dir, ["PPOLearnerHost"], every_s=1.0)
+    returncode, out = run_with_kills(cmd, run_dir, ["PPOLearnerHost"])
     assert returncode == 0, out[-3000:]
-    assert kills == ["PPOLearnerHost"]
     bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
     assert bm["stop_reason"].startswith("eval return"), bm["stop_reason"]
     assert bm["restarts"]["restarts/learner"] == 1
