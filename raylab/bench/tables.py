@@ -646,6 +646,12 @@ TABLES: dict[str, Table] = {
     "cartpole_ppo_tuning": Table(
         ("cartpole_ppo_tuning.json",), learn, "cartpole_ppo's sweep winner over 3 seeds, to a training return of 475"
     ),
+    "cartpole_appo_envs": Table(
+        ("cartpole_appo_envs.json",), learn, "cartpole_appo at 32 envs x 32 steps against 8 x 64, 5 seeds"
+    ),
+    "cartpole_appo_envs_scan": Table(
+        ("cartpole_appo_envs_scan.json",), learn, "cartpole_appo's envs per worker scanned, 3 seeds, 2M env-step cap"
+    ),
     "halfcheetah_learning": Table(
         ("halfcheetah_learning.json",), fixed_budget_learning, "HalfCheetah-v5, 20 minutes, PPO and APPO"
     ),
