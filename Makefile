@@ -13,7 +13,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-snapshot clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-snapshot clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -107,6 +107,14 @@ $(RLLIB_VENV)/bin/python:
 TASK ?= cartpole
 bench-rllib: install $(RLLIB_VENV)/bin/python ## raylab PPO vs RLlib PPO side by side, TASK=cartpole|pendulum -> benchmarks/$(TASK)_ppo_vs_rllib.json
 	$(PY) benchmarks/ppo_vs_rllib.py --task $(TASK) --rllib-python $(RLLIB_VENV)/bin/python $(ARGS)
+
+SF_VENV ?= .venv-sf
+$(SF_VENV)/bin/python:
+	$(PYTHON) -m venv $(SF_VENV)
+	$(SF_VENV)/bin/pip install --quiet $(TORCH_SPEC) "sample-factory==2.1.1" "numpy<2" "gymnasium==0.29.1"
+
+bench-peers: install $(RLLIB_VENV)/bin/python $(SF_VENV)/bin/python ## raylab APPO vs Sample Factory APPO vs RLlib PPO on CartPole, side by side (~15 min) -> benchmarks/cartpole_appo_vs_peers.json
+	$(PY) benchmarks/appo_vs_peers.py --sf-python $(SF_VENV)/bin/python --rllib-python $(RLLIB_VENV)/bin/python $(ARGS)
 
 bench-learner: install ## learner updates/s on the CPU: eager fp32, AMP, compile, AMP+compile; DQN batch 32/512, PPO (IMPALA CNN) 32/64 -> benchmarks/learner_{,ppo_}cpu.json
 	$(PY) -m raylab.bench learner --device cpu --output benchmarks/learner_cpu.json $(ARGS)
