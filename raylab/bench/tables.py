@@ -257,6 +257,31 @@ def ppo_vs_rllib(data: list[Json]) -> str:
     return _rows(header, rows) + f"\nCriterion: {d['criterion']} (RLlib {d['rllib']}).\n"
 
 
+def appo_vs_peers(data: list[Json]) -> str:
+    """benchmarks/appo_vs_peers.py: raylab APPO against Sample Factory APPO and RLlib PPO, to a training return."""
+    (d,) = data
+    s = d["summary"]
+    target = f"{d['target']:g}"
+    header = ["framework and algorithm", "rollout workers × envs each", f"train time to {target} (median)",
+              "reached", f"env steps to {target} (median)", "env steps/s (median)", "raylab's env steps/s ×",
+              "raylab's time to target ×", "whole command (median)"]  # fmt: skip
+    names = {"raylab_appo": "raylab APPO", "sf_appo": "Sample Factory APPO", "rllib_ppo": "RLlib PPO"}
+    rows = []
+    for key, r in s.items():
+        if "_vs_" in key:
+            continue
+        framework, shape = key.rsplit("_", 1)
+        ratio = s.get(f"raylab_appo_{shape}_vs_{key}")
+        rows.append([
+            names[framework], shape.replace("x", " × "), _s(r["median_train_s"]), f"{r['reached']} / {r['runs']}",
+            f"{r['median_env_steps'] / 1000:.0f}k", _int(r["median_env_steps_per_s"]),
+            _ratio(ratio["env_steps_per_s_ratio"]) if ratio else "—",
+            _ratio(ratio["time_to_target_ratio"]) if ratio else "—", _s(r["median_process_s"]),
+        ])  # fmt: skip
+    versions = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in d["versions"].items())
+    return _rows(header, rows) + f"\nCriterion: {d['criterion']}; the ratios at the same shape ({versions}).\n"
+
+
 def a3c_scaling(data: list[Json]) -> str:
     """``raylab.bench scaling``: seed 000's A3C worker-scaling protocol, beside seed 000's own figures."""
     (d,) = data
@@ -667,6 +692,9 @@ TABLES: dict[str, Table] = {
     "learner_cuda_ppo": Table(("learner_cuda_ppo.json",), learner, "PPO learner updates/s on an H100"),
     "snake_dqn_loop": Table(("snake_dqn_loop.json",), snake_loop, "seed 004's Snake DQN loop"),
     "cartpole_ppo_vs_rllib": Table(("cartpole_ppo_vs_rllib.json",), ppo_vs_rllib, "PPO against RLlib"),
+    "cartpole_appo_vs_peers": Table(
+        ("cartpole_appo_vs_peers.json",), appo_vs_peers, "APPO against Sample Factory and RLlib"
+    ),
     "pendulum_ppo_vs_rllib": Table(("pendulum_ppo_vs_rllib.json",), ppo_vs_rllib, "PPO against RLlib on Pendulum"),
     "a3c_scaling": Table(("a3c_scaling.json",), a3c_scaling, "A3C worker scaling"),
     "a3c_scaling_16core": Table(("a3c_scaling_16core.json",), a3c_scaling, "A3C worker scaling on 16 cores"),
