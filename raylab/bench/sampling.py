@@ -5,7 +5,8 @@
 Two measurements, alternating over --rounds rounds (medians):
     env only   the experiment's vector env (same implementation, wrappers and envs per worker) stepped with
                uniformly random actions in this process: one core's limit
-    sampling   W rollout actors on Ray, each always with one chunk in flight (as APPO keeps them); the driver
+    sampling   W rollout actors on Ray, each always with --calls chunk calls in flight (as APPO keeps them,
+               topology.chunks_in_flight; several values alternate within each round); the driver
                is a sink that takes each chunk's stats, drops the chunk, and publishes a new weights version
                once per W chunks (a round), which the workers load before their next chunk
 ``efficiency = sampled agent steps/s / (W x env-only steps/s)``. The workers' own stage timers split their
@@ -35,6 +36,7 @@ from raylab.bench.machine import machine_info
 def add_parser(commands: Any) -> None:
     p = commands.add_parser("sampling", help="rollout actors alone (a sink for a learner) vs the env-only rate")
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--calls", type=int, nargs="+", default=[1], help="sample calls each actor has in flight")
     p.add_argument("--seconds", type=float, default=8.0, help="measuring time per measurement per round")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--output", required=True, help="JSON to write; the PNG goes next to it")
@@ -83,13 +85,13 @@ def _env_only(cfg: Any, seconds: float) -> float:
         venv.close()
 
 
-def _sampling(cfg: Any, spaces: Any, workers: int, seconds: float) -> dict[str, float]:
+def _sampling(cfg: Any, spaces: Any, workers: int, seconds: float, calls: int = 1) -> dict[str, float]:
     from raylab.builders import build_learner
     from raylab.remote.sampling import sample_with_sink
 
     cfg = dataclasses.replace(cfg, topology=dataclasses.replace(cfg.topology, num_workers=workers))
     weights = build_learner(cfg, spaces).get_weights()
-    steps, timings, wall = sample_with_sink(cfg, spaces, workers, seconds, weights)
+    steps, timings, wall = sample_with_sink(cfg, spaces, workers, seconds, weights, calls)
     return {"agent_steps_per_s": steps / wall, **shares(timings, workers, wall)}
 
 
@@ -106,27 +108,29 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     spaces = env_spaces(cfg.env)
     start_ray(math.ceil(max(args.workers) * cfg.topology.worker_cpus) + 1)
     env_rates: list[float] = []
-    sampled: dict[int, list[dict[str, float]]] = {w: [] for w in args.workers}
+    shapes = [(w, c) for w in args.workers for c in args.calls]
+    sampled: dict[tuple[int, int], list[dict[str, float]]] = {shape: [] for shape in shapes}
     try:
         for round_ in range(args.rounds):
             env_rates.append(_env_only(cfg, args.seconds))
-            for w in args.workers:
-                sampled[w].append(_sampling(cfg, spaces, w, args.seconds))
+            for w, c in shapes if round_ % 2 == 0 else reversed(shapes):
+                sampled[w, c].append(_sampling(cfg, spaces, w, args.seconds, c))
             print(f"round {round_ + 1}/{args.rounds} done", flush=True)
     finally:
         stop_ray()
     env_only = statistics.median(env_rates)
     results: dict[str, Any] = {}
-    for w, rows in sampled.items():
+    for (w, c), rows in sampled.items():
         med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
-        results[str(w)] = {
+        key = str(w) if args.calls == [1] else f"{w}, {c} in flight"
+        results[key] = {
             **{k: round(v, 4 if k.endswith("share") else 1) for k, v in med.items()},
             "efficiency": round(efficiency(med["agent_steps_per_s"], w, env_only), 4),
             "rounds": [{k: round(v, 4) for k, v in r.items()} for r in rows],
         }
-        r = results[str(w)]
+        r = results[key]
         print(
-            f"{w} workers: {r['agent_steps_per_s']:,.0f} agent steps/s, efficiency {r['efficiency']:.1%} of "
+            f"{key} workers: {r['agent_steps_per_s']:,.0f} agent steps/s, efficiency {r['efficiency']:.1%} of "
             f"{w} x {env_only:,.0f} env-only; env {r['env_share']:.0%}, inference {r['inference_share']:.0%}, "
             f"sync {r['sync_share']:.0%}, transport {r['transport_share']:.0%}",
             flush=True,
@@ -136,6 +140,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         "overrides": overrides,
         "envs_per_worker": cfg.topology.envs_per_worker,
         "rollout_length": cfg.topology.rollout_length,
+        "calls": args.calls,
         "seconds": args.seconds,
         "rounds": args.rounds,
         "env_only_agent_steps_per_s": round(env_only, 1),
@@ -153,12 +158,12 @@ def plot(report: dict[str, Any], path: Path) -> None:
     names = list(results)
     fig, ax = plots.figure(7, 4)
     x = np.arange(len(names))
-    limit = [int(n) * report["env_only_agent_steps_per_s"] for n in names]
+    limit = [int(n.split(",")[0]) * report["env_only_agent_steps_per_s"] for n in names]
     sampled = [results[n]["agent_steps_per_s"] for n in names]
     ax.bar(x - 0.2, limit, 0.4, label="W x env only (the limit)", color="0.7")
     bars = ax.bar(x + 0.2, sampled, 0.4, label="sampled (rollout actors, a sink for the learner)")
     ax.bar_label(bars, labels=[f"{results[n]['efficiency']:.0%}" for n in names], fontsize=8, padding=2)
-    ax.set_xticks(x, [f"{n} worker{'s' if n != '1' else ''}" for n in names])
+    ax.set_xticks(x, [f"{n} worker{'s' if n.split(',')[0] != '1' else ''}" for n in names], fontsize=8)
     ax.set_ylabel("agent steps / s")
     ax.set_title(f"sampling efficiency: {' '.join(report['overrides'])}")
     ax.legend(fontsize=8)

@@ -70,6 +70,11 @@ class TopologyConfig:
     rollout_length: int = 32
     """Steps per env in one chunk; a chunk moves rollout_length x envs_per_worker steps at once (A3C: the
     longest segment)."""
+    chunks_in_flight: int = 1
+    """Sample calls each rollout actor has queued at once (topology=appo). 2 double-buffers at the level of
+    calls: an actor starts its next chunk the moment it finishes one instead of idling while the driver
+    takes the chunk and sends the next call; each call beyond the first adds up to a chunk of policy lag,
+    which V-trace corrects. Other topologies sample one call at a time (ppo's rounds are synchronous)."""
     worker_cpus: float = 1.0
     """Logical Ray CPUs reserved per rollout actor (A3C: per worker)."""
     max_actor_restarts: int = -1
@@ -94,6 +99,12 @@ class TopologyConfig:
             f"topology.envs_per_worker must be >= 1 (got {self.envs_per_worker})",
         )
         check(self.rollout_length >= 1, f"topology.rollout_length must be >= 1 (got {self.rollout_length})")
+        check(self.chunks_in_flight >= 1, f"topology.chunks_in_flight must be >= 1 (got {self.chunks_in_flight})")
+        check(
+            self.chunks_in_flight == 1 or self.name == "appo",
+            f"topology.chunks_in_flight={self.chunks_in_flight} needs topology=appo (topology={self.name} samples "
+            "one call at a time): set topology.chunks_in_flight=1",
+        )
         check(self.worker_cpus >= 0, "topology.worker_cpus must be >= 0")
 
 

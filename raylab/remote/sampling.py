@@ -25,11 +25,12 @@ def stop_ray() -> None:
 
 
 def sample_with_sink(
-    cfg: Any, spaces: Any, workers: int, seconds: float, weights: Weights
+    cfg: Any, spaces: Any, workers: int, seconds: float, weights: Weights, calls: int = 1
 ) -> tuple[int, dict[str, float], float]:
-    """``workers`` rollout actors, each always with one chunk in flight, for ``seconds`` after WARMUP_S; the
-    driver drops every chunk and publishes a new version of ``weights`` once per ``workers`` chunks, which each
-    worker loads before its next chunk. Returns (agent steps, the workers' summed stage seconds, wall seconds)."""
+    """``workers`` rollout actors, each always with ``calls`` chunk calls in flight, for ``seconds`` after
+    WARMUP_S; the driver drops every chunk and publishes a new version of ``weights`` once per ``workers``
+    chunks, which each worker loads before its next chunk. Returns (agent steps, the workers' summed stage
+    seconds, wall seconds)."""
     clients = [RolloutClient.create(cfg, spaces, i) for i in range(workers)]
     ray.get([c.ready() for c in clients])
     current = ray.put(weights)
@@ -42,8 +43,9 @@ def sample_with_sink(
         chunk, stats = clients[i].sample(current if newer else None)
         in_flight[stats] = (i, chunk)
 
-    for i in range(workers):
-        submit(i)
+    for _ in range(calls):
+        for i in range(workers):
+            submit(i)
     start, t0 = time.perf_counter(), 0.0
     measuring, steps, chunks = False, 0, 0
     timings = {"env": 0.0, "inference": 0.0, "weight_sync": 0.0}

@@ -1,7 +1,7 @@
 """Asynchronous PPO on Ray: the learner trains on whatever chunks have arrived, never on a round.
 
     RolloutActor x N --chunk ref--> driver queue --(1..chunks_per_update refs)--> PPOLearnerActor (APPO)
-          ^   (each worker always has one chunk in flight,                            |
+          ^   (each worker always has topology.chunks_in_flight chunks in flight,     |
           |    acting with the newest weights it was handed)                           |
           +-------------------- newest weights ref, on the worker's next chunk <------+
     EvalActor <- weights ref every eval interval (the driver's, raylab.driver.loop)
@@ -40,8 +40,9 @@ class APPOTopology(RolloutFlow):
         """Each lane's arrived chunks (refs), oldest first."""
         self.parked: list[int] = []
         self.queue_limit = 2 * self.algo.chunks_per_update
-        for i in range(len(self.workers)):
-            self.sample(driver, i)
+        for _ in range(self.cfg.topology.chunks_in_flight):  # >1: each actor's next call already queued
+            for i in range(len(self.workers)):
+                self.sample(driver, i)
 
     def sample(self, driver: Driver, worker: int) -> None:
         self.rollout(driver, worker, [lane.weights for lane in self.lanes])
