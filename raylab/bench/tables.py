@@ -706,6 +706,12 @@ TABLES: dict[str, Table] = {
         sampling,
         "the rollout path alone against the env-only limit",
     ),
+    "sampling_cartpole_after": Table(
+        ("sampling_cartpole_after.json",), sampling, "CartPole's rollout path at 32 envs, 1 and 2 calls in flight"
+    ),
+    "cartpole_appo_chunks_in_flight": Table(
+        ("cartpole_appo_chunks_in_flight.json",), learn, "cartpole_appo with 1 and 2 chunks in flight, 5 seeds"
+    ),
     "timer_overhead": Table(("timer_overhead.json",), timer_overhead, "the cost of per-stage timing"),
     "replay_snapshot": Table(("replay_snapshot.json",), replay_snapshot, "replay snapshots: size and seconds"),
     "fault_run": Table(("fault_run.json",), fault_run, "a run with actors killed, beside a clean one"),

@@ -41,12 +41,13 @@ class _Actor:
 
 @dataclass
 class Restarts:
-    """Crashed actors Ray restarted, as the driver saw them. A rollout actor's death loses the one chunk it
-    had in flight; a replay shard's, the transitions it held (it comes back empty, or as of its newest
-    snapshot with checkpoint.replay); the learner's, the updates since the latest periodic checkpoint,
-    which it resumes from. An A3C parameter-server shard's death (``server``) rolls the whole server back to
-    the latest periodic checkpoint; the workers' windows cut short count as lost chunks. The evaluation
-    actor's (``eval``) loses the evaluation it was running; the next one is due an eval interval later."""
+    """Crashed actors Ray restarted, as the driver saw them. A rollout actor's death loses the chunk it had
+    in flight (with topology.chunks_in_flight=2, up to two); a replay shard's, the transitions it held (it
+    comes back empty, or as of its newest snapshot with checkpoint.replay); the learner's, the updates since
+    the latest periodic checkpoint, which it resumes from. An A3C parameter-server shard's death (``server``)
+    rolls the whole server back to the latest periodic checkpoint; the workers' windows cut short count as
+    lost chunks. The evaluation actor's (``eval``) loses the evaluation it was running; the next one is due an
+    eval interval later."""
 
     lost_chunks: int = 0
     replay_restored: int = 0

@@ -70,6 +70,9 @@ class APPOTopology(RolloutFlow):
         else:
             self.parked.append(job.worker)
 
+    def gauges(self, driver: Driver) -> dict[str, float]:
+        return {"queue/rollouts_in_flight": len(driver.in_flight(Rollout)), "queue/parked_workers": len(self.parked)}
+
     def trained(self, driver: Driver, job: Update, stats: LearnerStats) -> None:
         driver.monitor.on_learner(stats, job.lane.policy if self.several else None)
         if stats.published:
