@@ -23,7 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from raylab import user_code
-from raylab.envs import mario, multiagent, procgen
+from raylab.envs import classic_pool, mario, multiagent, procgen
 from raylab.envs.config import EnvConfig
 from raylab.envs.fake import FakeEnv
 from raylab.envs.gym_vector import GymVectorEnv
@@ -124,6 +124,11 @@ class GymnasiumFamily(EnvFamily):
 
     def make_render(self, cfg: EnvConfig) -> gym.Env:
         return self.make_raw(dataclasses.replace(cfg, options={**cfg.options, "render_mode": "rgb_array"}))
+
+    def make_vector(self, cfg: EnvConfig, num_envs: int, seed: int, name: str) -> VectorEnv | None:
+        if cfg.backend == "envpool":  # the rollout workers' batch; single envs stay gymnasium's
+            return classic_pool.ClassicPoolVectorEnv(cfg, num_envs, seed, name=name)
+        return None
 
     def max_return(self, cfg: EnvConfig) -> float | None:
         spec = gym.spec(registered_id(cfg.id))
@@ -417,6 +422,8 @@ def check_env_config(cfg: EnvConfig) -> None:
             f"to pad: set env.pad_observations=false"
         )
     fam.check(cfg)
+    if cfg.backend == "envpool":
+        classic_pool.check(cfg)
     if cfg.normalize_reward and (fam.multi_agent or fam.batched or fam.vector_only(cfg)):
         raise ConfigError(
             f"env.normalize_reward wraps single envs, and env={cfg.family} steps its envs as one batch: set "
