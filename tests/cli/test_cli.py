@@ -40,6 +40,8 @@ def test_smoke_run_in_serial_mode(tmp_path):
         (["env.id=CartPol-v1"], "did you mean CartPole-v1"),
         (["topology.num_workers=0"], "set topology.num_workers=1 or more"),
         (["topology.num_workers=-3"], "set topology.num_workers=1 or more"),
+        (["env.backend=envpool", "env.id=Pendulum-v1", "algo=ppo", "topology=ppo"], "moves differently from gymnasium"),
+        (["env.backend=envpool", "env.id=LunarLander-v3"], "has no port of LunarLander-v3: use one of CartPole-v0"),
         (["topology.chunks_in_flight=2"], "needs topology=appo (topology=apex_dqn samples one call at a time)"),
         (["+experiment=cartpole_appo", "topology.chunks_in_flight=0"], "topology.chunks_in_flight must be >= 1"),
         (["+experiment=cartpole_dqn", "stop.mean_return=1000"], "can never trigger"),
