@@ -5,8 +5,11 @@
 Issue 20 asks whether EnvPool should be a backend for the classic-control envs it carries. Before building it,
 this measures what it could win where raylab's rollout workers step their envs: E envs of one worker as one
 batch, random actions, one thread. ``envpool`` is EnvPool's synchronous pool (num_threads=1, batch = all
-envs); ``serial`` is ``make_vector_env(env.id=CartPole-v1)``: gymnasium's CartPole behind raylab's wrapper stack
-and same-step autoreset. Variants alternate round by round; medians.
+envs; its next-step autoreset, so not raylab's contract); ``backend`` is ``env.backend=envpool``, the same pool
+behind raylab's same-step contract (raylab/envs/classic_pool.py: a finished env's reset step is taken at once,
+a second pool call on most steps of random play); ``serial`` is ``make_vector_env(env.id=CartPole-v1)``:
+gymnasium's CartPole behind raylab's wrapper stack and same-step autoreset. Variants alternate round by round;
+medians.
 """
 
 from __future__ import annotations
@@ -47,16 +50,19 @@ def main() -> int:
         pool.reset()
         venv = make_vector_env(EnvConfig(id="CartPole-v1"), n, seed=0)
         venv.reset()
+        backend = make_vector_env(EnvConfig(id="CartPole-v1", backend="envpool"), n, seed=0)
+        backend.reset()
         actions = np.random.default_rng(0).integers(0, 2, (args.steps, n))
-        runs: dict[str, list[float]] = {"envpool": [], "serial": []}
+        steps = {"envpool": pool.step, "backend": backend.step, "serial": venv.step}
+        runs: dict[str, list[float]] = {name: [] for name in steps}
         for round_ in range(args.rounds):
-            order = ["envpool", "serial"] if round_ % 2 == 0 else ["serial", "envpool"]
-            for name in order:
-                runs[name].append(rate(pool.step if name == "envpool" else venv.step, actions))
+            for name in list(steps) if round_ % 2 == 0 else reversed(list(steps)):
+                runs[name].append(rate(steps[name], actions))
         results[str(n)] = runs
         med = {k: statistics.median(v) for k, v in runs.items()}
-        print(f"{n} envs: envpool {med['envpool']:,.0f}  serial {med['serial']:,.0f} env steps/s  "
-              f"ratio {med['envpool'] / med['serial']:.2f}", flush=True)  # fmt: skip
+        print(f"{n} envs: envpool {med['envpool']:,.0f}  backend {med['backend']:,.0f}  serial {med['serial']:,.0f} "
+              f"env steps/s  ratios {med['envpool'] / med['serial']:.2f} / {med['backend'] / med['serial']:.2f}",
+              flush=True)  # fmt: skip
     report = {
         "benchmark": "envpool_classic",
         "protocol": f"CartPole-v1, random actions, {args.steps} batched steps per measurement, {args.rounds} "
@@ -67,6 +73,9 @@ def main() -> int:
         },
         "envpool_over_serial": {
             n: statistics.median(runs["envpool"]) / statistics.median(runs["serial"]) for n, runs in results.items()
+        },
+        "backend_over_serial": {
+            n: statistics.median(runs["backend"]) / statistics.median(runs["serial"]) for n, runs in results.items()
         },
         "runs": results,
     }
