@@ -712,6 +712,15 @@ TABLES: dict[str, Table] = {
     "cartpole_appo_chunks_in_flight": Table(
         ("cartpole_appo_chunks_in_flight.json",), learn, "cartpole_appo with 1 and 2 chunks in flight, 5 seeds"
     ),
+    "sampling_cartpole_envpool": Table(
+        ("sampling_cartpole_envpool.json",), sampling, "CartPole's rollout path with env.backend=envpool"
+    ),
+    "cartpole_appo_envpool": Table(
+        ("cartpole_appo_envpool.json",), learn, "cartpole_appo on gymnasium's and on EnvPool's CartPole, 5 seeds"
+    ),
+    "cartpole_appo_envpool_threads": Table(
+        ("cartpole_appo_envpool_threads.json",), learn, "the same with EnvPool's default threads (the first version)"
+    ),
     "timer_overhead": Table(("timer_overhead.json",), timer_overhead, "the cost of per-stage timing"),
     "replay_snapshot": Table(("replay_snapshot.json",), replay_snapshot, "replay snapshots: size and seconds"),
     "fault_run": Table(("fault_run.json",), fault_run, "a run with actors killed, beside a clean one"),
