@@ -1,6 +1,6 @@
-"""Real learning on CartPole-v1. The default tier runs DQN (serial topology) and PPO (Ray) to a confirmed 475 on
-one seed each; apex_dqn reaches 475 there too, with its actors killed (tests/distributed/test_faults.py). The
-slow tier runs the full matrix."""
+"""Real learning on CartPole-v1. The default tier runs DQN (serial topology), PPO (Ray) and APPO on EnvPool's
+CartPole (Ray) to a confirmed 475 on one seed each; apex_dqn reaches 475 there too, with its actors killed
+(tests/distributed/test_faults.py). The slow tier runs the full matrix."""
 
 import pytest
 
@@ -96,6 +96,18 @@ def test_appo_solves_cartpole(tmp_path):
     assert summary.stop_reason.startswith("eval return")
     assert summary.benchmark["evals"][-1]["return_mean"] >= 475
     assert summary.eval_return_mean is not None and summary.eval_return_mean >= 450
+
+
+@pytest.mark.distributed
+def test_appo_solves_cartpole_on_envpools_cartpole(tmp_path):
+    """env.backend=envpool: the rollout actors step EnvPool's CartPole (tests/envs/test_classic_pool.py shows it
+    is gymnasium's, transition by transition); the greedy evaluations, on gymnasium's CartPole, reach 475."""
+    cfg = make_config(tmp_path, "+experiment=cartpole_appo", "env.backend=envpool", "logger.console=false", "seed=0")
+    summary = run(cfg)
+    assert summary.stop_reason.startswith("eval return"), summary.stop_reason
+    assert summary.benchmark["evals"][-1]["return_mean"] >= 475
+    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 450
+    assert summary.benchmark["config"]["env"]["backend"] == "envpool"
 
 
 @pytest.mark.slow
