@@ -10,7 +10,9 @@ import torch
 
 from raylab.config import RunConfig
 from raylab.envs.registry import EnvSpaces
+from raylab.models import numpy_policy
 from raylab.models.factory import ActorCritic, build_actor_critic
+from raylab.models.numpy_policy import NumpyActor
 from raylab.params.flat import load_params
 from raylab.types import Weights
 
@@ -29,7 +31,13 @@ class ActorCriticPolicy:
     """
 
     def __init__(
-        self, model: ActorCritic, seed: int, greedy: bool = False, frozen: bool = True, keep_log_probs: bool = True
+        self,
+        model: ActorCritic,
+        seed: int,
+        greedy: bool = False,
+        frozen: bool = True,
+        keep_log_probs: bool = True,
+        numpy_inference: bool = False,
     ):
         self.model = model.eval().requires_grad_(False) if frozen else model
         self.greedy = greedy
@@ -37,8 +45,20 @@ class ActorCriticPolicy:
         self.generator = torch.Generator().manual_seed(int(seed))
         self.version = -1
         self.last_log_probs: np.ndarray | None = None
+        self.numpy: NumpyActor | None = None
+        """A NumPy copy of a plain MLP model (model.numpy_inference); only of a frozen model, whose
+        parameters change only through ``set_weights``, which reloads the copy."""
+        if numpy_inference and frozen and numpy_policy.supports(self.model):
+            self.numpy = NumpyActor(self.model, seed=int(seed))
 
     def act(self, obs: np.ndarray) -> np.ndarray:
+        if self.numpy is not None:
+            if self.greedy:
+                return self.numpy.mode(obs)
+            sampled, sampled_log_probs = self.numpy.sample(obs)
+            if self.keep_log_probs:
+                self.last_log_probs = sampled_log_probs
+            return sampled
         with torch.inference_mode():
             params, _ = self.model(torch.from_numpy(obs))
             dist = self.model.dist
@@ -55,6 +75,8 @@ class ActorCriticPolicy:
         if weights.version <= self.version:
             return False
         load_params(self.model, weights.params)
+        if self.numpy is not None:
+            self.numpy.load(self.model)
         self.version = weights.version
         return True
 
@@ -64,7 +86,13 @@ def rollout_policy(
 ) -> ActorCriticPolicy:
     """Worker ``worker_id``'s sampling policy, its generator seeded apart from the other workers'."""
     model = build_actor_critic(cfg.model, spaces)
-    return ActorCriticPolicy(model, seed=cfg.seed * 7919 + worker_id, frozen=frozen, keep_log_probs=keep_log_probs)
+    return ActorCriticPolicy(
+        model,
+        seed=cfg.seed * 7919 + worker_id,
+        frozen=frozen,
+        keep_log_probs=keep_log_probs,
+        numpy_inference=cfg.model.numpy_inference,
+    )
 
 
 def eval_policy(cfg: RunConfig, spaces: EnvSpaces, num_envs: int) -> ActorCriticPolicy:

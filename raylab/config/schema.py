@@ -41,6 +41,10 @@ class ModelConfig:
     normalize_obs: bool = False
     """Standardize observations with running mean and variance that the learner updates and ships inside the
     weights (PPO, APPO; raylab/models/normalize.py). Not with A3C (its parameter servers move parameters only)."""
+    numpy_inference: bool = True
+    """PPO and APPO rollout actors act through a NumPy copy of a plain MLP actor-critic (raylab/models/
+    numpy_policy.py: the same distribution, ~2.7x faster for small batches than torch's per-operation overhead);
+    false keeps torch. Other models (CNNs, custom) always act in torch."""
     factory: str | None = None
     """model=custom: ``pkg.module:make_model``, called as ``make_model(spaces, head, **model.options)`` in every
     process that builds the network (learner, rollout actors, evaluator); the contract is in

@@ -1,0 +1,99 @@
+"""model.numpy_inference: a NumPy copy of a plain MLP actor-critic acts with the distribution torch's model
+defines (the same parameters within float32 rounding, samples with those frequencies, log-probabilities as
+torch computes them) and follows every new weights version; other models stay in torch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from raylab.algos.actor_critic import ActorCriticPolicy
+from raylab.config.schema import ModelConfig
+from raylab.models import numpy_policy
+from raylab.models.factory import build_actor_critic
+from raylab.types import EnvSpaces, Weights
+
+DISCRETE = EnvSpaces((4,), np.dtype(np.float32), 3, "Discrete(3)")
+BOX = EnvSpaces((3,), np.dtype(np.float32), None, "Box(-2.0, 2.0, (2,), float32)", action_dim=2)
+
+
+def model(spaces: EnvSpaces, normalize: bool = False, seed: int = 0) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    net = build_actor_critic(ModelConfig(hidden_sizes=(16, 16), normalize_obs=normalize), spaces)
+    with torch.no_grad():  # a policy head away from its near-uniform start, so the test has something to match
+        net.policy.weight.normal_(0.0, 1.0)
+        if net.obs_norm is not None:
+            net.obs_norm.update(torch.randn(64, *spaces.obs_shape, dtype=torch.float64) * 3 + 1)
+    return net
+
+
+def weights_of(net: torch.nn.Module, version: int) -> Weights:
+    return Weights(version, {k: v.detach().numpy().copy() for k, v in net.state_dict().items()})
+
+
+@pytest.mark.parametrize("spaces", [DISCRETE, BOX], ids=["categorical", "gaussian"])
+@pytest.mark.parametrize("normalize", [False, True], ids=["raw", "normalized"])
+def test_the_copy_computes_torchs_distribution_parameters(spaces, normalize):
+    net = model(spaces, normalize)
+    assert numpy_policy.supports(net)
+    copy = numpy_policy.NumpyActor(net, seed=0)
+    obs = np.random.default_rng(1).normal(0, 2, (32, *spaces.obs_shape)).astype(np.float32)
+    with torch.no_grad():
+        want, _ = net(torch.from_numpy(obs))
+    got = copy.params(obs)
+    np.testing.assert_allclose(got, want[:, : got.shape[1]].numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_categorical_samples_follow_the_softmax_and_their_log_probs_are_torchs():
+    net = model(DISCRETE)
+    copy = numpy_policy.NumpyActor(net, seed=0)
+    obs = np.tile(np.array([[0.3, -1.0, 2.0, 0.5]], np.float32), (20_000, 1))
+    actions, log_probs = copy.sample(obs)
+    with torch.no_grad():
+        logits, _ = net(torch.from_numpy(obs[:1]))
+        probs = torch.softmax(logits, 1)[0].numpy()
+        want = net.dist.log_prob(torch.cat([logits] * len(obs)), torch.from_numpy(actions)).numpy()
+    assert actions.dtype == np.int64 and set(np.unique(actions)) <= {0, 1, 2}
+    np.testing.assert_allclose(np.bincount(actions, minlength=3) / len(obs), probs, atol=0.012)  # ~3.5 sigma
+    np.testing.assert_allclose(log_probs, want, atol=1e-5)
+
+
+def test_gaussian_samples_have_the_policys_mean_and_std_and_torchs_log_probs():
+    net = model(BOX)
+    with torch.no_grad():
+        net.log_std.copy_(torch.tensor([-0.5, 0.3]))
+    copy = numpy_policy.NumpyActor(net, seed=0)
+    obs = np.tile(np.array([[0.3, -1.0, 2.0]], np.float32), (20_000, 1))
+    actions, log_probs = copy.sample(obs)
+    with torch.no_grad():
+        params, _ = net(torch.from_numpy(obs))
+        want = net.dist.log_prob(params, torch.from_numpy(actions)).numpy()
+    mean = params[0, :2].numpy()
+    np.testing.assert_allclose(actions.mean(0), mean, atol=0.03)
+    np.testing.assert_allclose(actions.std(0), np.exp([-0.5, 0.3]), rtol=0.03)
+    np.testing.assert_allclose(log_probs, want, atol=1e-4)
+
+
+def test_the_policy_reloads_the_copy_with_each_new_weights_version():
+    net = model(DISCRETE, normalize=True)
+    policy = ActorCriticPolicy(net, seed=0, greedy=True, numpy_inference=True)
+    torch_policy = ActorCriticPolicy(model(DISCRETE, normalize=True), seed=0, greedy=True)
+    assert policy.numpy is not None and torch_policy.numpy is None
+    obs = np.random.default_rng(2).normal(0, 2, (256, 4)).astype(np.float32)
+    newer = weights_of(model(DISCRETE, normalize=True, seed=7), version=3)
+    assert policy.set_weights(newer) and torch_policy.set_weights(newer)
+    np.testing.assert_array_equal(policy.act(obs), torch_policy.act(obs))  # greedy: the same argmax
+    stochastic = ActorCriticPolicy(model(DISCRETE), seed=0, numpy_inference=True)
+    actions = stochastic.act(obs)
+    assert actions.shape == (256,) and stochastic.last_log_probs is not None
+    assert stochastic.last_log_probs.shape == (256,) and np.all(stochastic.last_log_probs <= 0)
+
+
+def test_models_that_are_not_plain_mlps_and_trained_in_place_ones_stay_in_torch():
+    cnn = build_actor_critic(ModelConfig(encoder="nature_cnn", hidden_sizes=(32,)),
+                             EnvSpaces((4, 84, 84), np.dtype(np.uint8), 3, "Discrete(3)"))  # fmt: skip
+    assert not numpy_policy.supports(cnn)
+    assert ActorCriticPolicy(cnn, seed=0, numpy_inference=True).numpy is None
+    a3c = ActorCriticPolicy(model(DISCRETE), seed=0, frozen=False, numpy_inference=True)  # A3C trains it in place
+    assert a3c.numpy is None
