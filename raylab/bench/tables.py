@@ -282,6 +282,18 @@ def appo_vs_peers(data: list[Json]) -> str:
     return _rows(header, rows) + f"\nCriterion: {d['criterion']}; the ratios at the same shape ({versions}).\n"
 
 
+def policy_inference(data: list[Json]) -> str:
+    """benchmarks/policy_inference.py: a rollout actor's act() in torch and through its NumPy copy."""
+    (d,) = data
+    header = ["experiment's model", "batch", "torch (µs per act)", "NumPy copy (µs per act)", "torch / NumPy"]
+    rows = []
+    for experiment, batches in d["median_us"].items():
+        for batch, med in batches.items():
+            rows.append([f"`{experiment}`", batch, f"{med['torch']:.1f}", f"{med['numpy']:.1f}",
+                         _ratio(d["torch_over_numpy"][experiment][batch])])  # fmt: skip
+    return _rows(header, rows) + f"\n{d['protocol']}.\n"
+
+
 def a3c_scaling(data: list[Json]) -> str:
     """``raylab.bench scaling``: seed 000's A3C worker-scaling protocol, beside seed 000's own figures."""
     (d,) = data
@@ -720,6 +732,13 @@ TABLES: dict[str, Table] = {
     ),
     "cartpole_appo_envpool_threads": Table(
         ("cartpole_appo_envpool_threads.json",), learn, "the same with EnvPool's default threads (the first version)"
+    ),
+    "policy_inference": Table(("policy_inference.json",), policy_inference, "act() in torch and in NumPy"),
+    "cartpole_appo_numpy_inference": Table(
+        ("cartpole_appo_numpy_inference.json",), learn, "cartpole_appo acting in torch and in NumPy, 5 seeds"
+    ),
+    "cartpole_ppo_numpy_inference": Table(
+        ("cartpole_ppo_numpy_inference.json",), learn, "cartpole_ppo acting in torch and in NumPy, 5 seeds"
     ),
     "timer_overhead": Table(("timer_overhead.json",), timer_overhead, "the cost of per-stage timing"),
     "replay_snapshot": Table(("replay_snapshot.json",), replay_snapshot, "replay snapshots: size and seconds"),
