@@ -724,6 +724,9 @@ TABLES: dict[str, Table] = {
     "cartpole_appo_chunks_in_flight": Table(
         ("cartpole_appo_chunks_in_flight.json",), learn, "cartpole_appo with 1 and 2 chunks in flight, 5 seeds"
     ),
+    "sampling_cartpole_numpy": Table(
+        ("sampling_cartpole_numpy.json",), sampling, "CartPole's rollout path acting in NumPy, 1 and 2 calls in flight"
+    ),
     "sampling_cartpole_envpool": Table(
         ("sampling_cartpole_envpool.json",), sampling, "CartPole's rollout path with env.backend=envpool"
     ),
