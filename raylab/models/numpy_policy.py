@@ -73,7 +73,9 @@ class NumpyActor:
     def params(self, obs: np.ndarray) -> np.ndarray:
         """Logits [B, A] (discrete) or means [B, D] (Box) for a batch of observations."""
         h = obs.reshape(len(obs), -1)
-        if h.dtype != np.float32:
+        if h.dtype == np.uint8:  # frames, scaled as ActorCritic.forward scales them
+            h = h.astype(np.float32) / np.float32(255.0)
+        elif h.dtype != np.float32:
             h = h.astype(np.float32)
         if self.norm is not None:
             mean, std = self.norm

@@ -45,6 +45,15 @@ def test_the_copy_computes_torchs_distribution_parameters(spaces, normalize):
     np.testing.assert_allclose(got, want[:, : got.shape[1]].numpy(), rtol=1e-5, atol=1e-5)
 
 
+def test_uint8_observations_are_scaled_as_torch_scales_them():
+    grid = EnvSpaces((3, 5, 5), np.dtype(np.uint8), 4, "Discrete(4)")  # env=snake observation=grid, model=mlp
+    net = model(grid)
+    obs = np.random.default_rng(3).integers(0, 256, (16, 3, 5, 5), dtype=np.uint8)
+    with torch.no_grad():
+        want, _ = net(torch.from_numpy(obs))
+    np.testing.assert_allclose(numpy_policy.NumpyActor(net, seed=0).params(obs), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
 def test_categorical_samples_follow_the_softmax_and_their_log_probs_are_torchs():
     net = model(DISCRETE)
     copy = numpy_policy.NumpyActor(net, seed=0)
