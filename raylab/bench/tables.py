@@ -707,6 +707,9 @@ TABLES: dict[str, Table] = {
     "cartpole_appo_vs_peers": Table(
         ("cartpole_appo_vs_peers.json",), appo_vs_peers, "APPO against Sample Factory and RLlib"
     ),
+    "cartpole_appo_vs_peers_torch": Table(
+        ("cartpole_appo_vs_peers_torch.json",), appo_vs_peers, "the same, the first run (acting in torch)"
+    ),
     "pendulum_ppo_vs_rllib": Table(("pendulum_ppo_vs_rllib.json",), ppo_vs_rllib, "PPO against RLlib on Pendulum"),
     "a3c_scaling": Table(("a3c_scaling.json",), a3c_scaling, "A3C worker scaling"),
     "a3c_scaling_16core": Table(("a3c_scaling_16core.json",), a3c_scaling, "A3C worker scaling on 16 cores"),
