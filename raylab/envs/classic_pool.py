@@ -18,15 +18,14 @@ at once, as raylab/envs/procgen.py does for Procgen.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from raylab.envs.config import EnvConfig
-from raylab.envs.procgen import INSTALL_HINT, _envpool, _in_env_order
-from raylab.envs.vector import VectorStep, rebuild_batch
+from raylab.envs.procgen import INSTALL_HINT, PoolAdapter, envpool_module, in_env_order
+from raylab.envs.vector import VectorStep
 from raylab.envs.wrappers import transform_reward
 from raylab.errors import ConfigError
 
@@ -78,10 +77,10 @@ def make_pool(cfg: EnvConfig, num_envs: int, seed: int) -> Any:
     kwargs: dict[str, Any] = {"num_threads": 1}
     if cfg.max_episode_steps is not None:
         kwargs["max_episode_steps"] = int(cfg.max_episode_steps)
-    return _envpool().make(cfg.id, env_type="gymnasium", num_envs=num_envs, seed=int(seed) % 2**31, **kwargs)
+    return envpool_module().make(cfg.id, env_type="gymnasium", num_envs=num_envs, seed=int(seed) % 2**31, **kwargs)
 
 
-class ClassicPoolVectorEnv:
+class ClassicPoolVectorEnv(PoolAdapter):
     """EnvPool's batch of one classic-control env behind raylab's VectorEnv contract: same-step autoreset,
     final observations of truncated episodes, raw episode returns, reward clip/scale, Box actions clipped to
     their bounds (as the single-env stack's ClipAction does)."""
@@ -117,7 +116,7 @@ class ClassicPoolVectorEnv:
             assert isinstance(space, gym.spaces.Box)
             actions = np.clip(actions, space.low, space.high).astype(space.dtype, copy=False)
         try:
-            obs, rew, term, trunc, _ = _in_env_order(self.pool.step(actions))
+            obs, rew, term, trunc, _ = in_env_order(self.pool.step(actions))
         except Exception as err:  # the pool as a whole failed: rebuild it, every partial episode is dropped
             self._restart(err)
             everyone = np.ones(self.num_envs, bool)
@@ -141,13 +140,5 @@ class ClassicPoolVectorEnv:
         rewards = transform_reward(rew.astype(np.float32, copy=False), self.cfg.reward_clip, self.cfg.reward_scale)
         return VectorStep(self._obs, rewards, term, trunc, final_obs, episodes, None)
 
-    def _restart(self, err: Exception) -> None:
-        def start(seed: int) -> None:
-            self.pool = make_pool(self.cfg, self.num_envs, seed)
-            self.reset()
-
-        rebuild_batch(self, err, lambda: self.pool.close(), start)
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.pool.close()
+    def _new_pool(self, seed: int) -> Any:
+        return make_pool(self.cfg, self.num_envs, seed)

@@ -86,7 +86,7 @@ def check(cfg: EnvConfig) -> None:
 
 
 @cache
-def _envpool() -> Any:
+def envpool_module() -> Any:
     try:
         import envpool
     except ImportError as err:
@@ -102,7 +102,7 @@ def make_pool(cfg: EnvConfig, num_envs: int, seed: int) -> Any:
         "start_level": int(cfg.options.get("start_level", 0)),
         "num_threads": int(cfg.options.get("num_threads", 1)),
     }  # EnvPool 1.2.5 ignores max_episode_steps for Procgen: raylab applies env.max_episode_steps itself
-    envpool = _envpool()
+    envpool = envpool_module()
     try:
         return envpool.make(task, env_type="gymnasium", num_envs=num_envs, seed=int(seed) % 2**31, **kwargs)
     except ImportError as err:
@@ -113,7 +113,7 @@ def make_pool(cfg: EnvConfig, num_envs: int, seed: int) -> Any:
         raise ConfigError(f"EnvPool rejected {task}: {' '.join(str(err).split())[:160]}") from err
 
 
-def _in_env_order(out: tuple) -> tuple:
+def in_env_order(out: tuple) -> tuple:
     """EnvPool returns results tagged with info['env_id']; put the arrays in env order."""
     order = np.argsort(out[-1]["env_id"])
     if np.array_equal(order, np.arange(len(order))):
@@ -123,7 +123,31 @@ def _in_env_order(out: tuple) -> tuple:
     return obs[order], rew[order], term[order], trunc[order], info
 
 
-class EnvPoolVectorEnv:
+class PoolAdapter:
+    """What an adapter of one EnvPool batch (``self.pool``) does the same whatever the game: when the pool fails
+    as a whole, close it and build a new one (``_new_pool``) with a fresh seed, then reset; close it at the end."""
+
+    pool: Any
+
+    def _new_pool(self, seed: int) -> Any:
+        raise NotImplementedError
+
+    def reset(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def _restart(self, err: Exception) -> None:
+        def start(seed: int) -> None:
+            self.pool = self._new_pool(seed)
+            self.reset()
+
+        rebuild_batch(self, err, lambda: self.pool.close(), start)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.pool.close()
+
+
+class EnvPoolVectorEnv(PoolAdapter):
     """EnvPool's batch behind raylab's VectorEnv contract, with frame stacking and reward transform built in."""
 
     def __init__(self, cfg: EnvConfig, num_envs: int, seed: int, name: str = "procgen"):
@@ -169,7 +193,7 @@ class EnvPoolVectorEnv:
             self._restart(err)
             everyone = np.ones(self.num_envs, bool)
             return VectorStep(self._obs, np.zeros(self.num_envs, np.float32), ~everyone, everyone, [], [], everyone)
-        obs, rew, term, trunc, _ = _in_env_order(raw)
+        obs, rew, term, trunc, _ = in_env_order(raw)
         self._push(slice(None), obs)
         self._return += rew
         self._length += 1
@@ -203,16 +227,8 @@ class EnvPoolVectorEnv:
             self._return[ids] = 0.0
             self._length[ids] = 0
 
-    def _restart(self, err: Exception) -> None:
-        def start(seed: int) -> None:
-            self.pool = make_pool(self.cfg, self.num_envs, seed)
-            self.reset()
-
-        rebuild_batch(self, err, lambda: self.pool.close(), start)
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.pool.close()
+    def _new_pool(self, seed: int) -> Any:
+        return make_pool(self.cfg, self.num_envs, seed)
 
 
 class ProcgenEnv(gym.Env[np.ndarray, np.int64]):

@@ -133,3 +133,21 @@ def test_what_envpool_cannot_do_is_one_line(overrides, message):
 def test_an_unknown_backend_names_the_choices():
     with pytest.raises(ConfigError, match=r"unknown env\.backend 'pool': choose gymnasium or envpool"):
         EnvConfig(backend="pool")
+
+
+def test_a_crashed_pool_is_rebuilt_whole_and_steps_on():
+    venv = make_vector_env(EnvConfig(id="CartPole-v1", backend="envpool"), 3, seed=7)
+    venv.reset()
+    old = venv.pool
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("pool died")
+
+    old.step = boom
+    step = venv.step(np.zeros(3, np.int64))
+    assert venv.pool is not old and venv.restarts == 3
+    assert step.restarted is not None and step.restarted.all() and step.truncated.all() and step.episodes == []
+    assert all(start_ok("CartPole-v1", o) for o in step.obs)  # the new pool's first observations
+    step = venv.step(np.zeros(3, np.int64))
+    assert step.restarted is None and step.obs.shape == (3, 4)
+    venv.close()
