@@ -32,6 +32,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from ppo_vs_rllib import raylab_train  # benchmarks/ is this script's directory
+
 CAP_S = 300.0
 TARGET = 475.0
 WINDOW = 100
@@ -152,24 +154,9 @@ def sf_measure(sf_python: str, workers: int, envs: int, seed: int, run_dir: Path
 
 # -- raylab and RLlib ------------------------------------------------------------------------------------------
 def raylab_measure(workers: int, envs: int, seed: int, run_dir: Path) -> dict[str, Any]:
-    cmd = [
-        sys.executable, "-m", "raylab.train", "+experiment=cartpole_appo", f"topology.num_workers={workers}",
-        f"topology.envs_per_worker={envs}", f"topology.rollout_length={64 if envs <= 8 else 32}",
-        "stop.mean_return=null", f"stop.train_return={TARGET}", f"stop.seconds={CAP_S}", "stop.env_steps=null",
-        "eval.every_seconds=null", "logger.console=false", f"seed={seed}", f"hydra.run.dir={run_dir}",
-    ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "WANDB_MODE": "disabled"})
-    if proc.returncode != 0:
-        raise RuntimeError(f"raylab run failed: {proc.stderr[-2000:]}")
-    bench = json.loads((run_dir / "benchmark_metrics.json").read_text())
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    return {
-        "reached": bench["stop_reason"].startswith("training return"),
-        "train_s": bench["duration_hours"] * 3600,
-        "env_steps": bench["total_timesteps"],
-        "train_return": rows[-1].get("episode/return_mean"),
-        "final_greedy_eval": bench["eval"]["return_mean"],
-    }
+    shape = [f"topology.num_workers={workers}", f"topology.envs_per_worker={envs}",
+             f"topology.rollout_length={64 if envs <= 8 else 32}"]  # fmt: skip
+    return raylab_train("cartpole_appo", shape, TARGET, seed, run_dir)
 
 
 def rllib_measure(rllib_python: str, workers: int, envs: int, seed: int) -> dict[str, Any]:

@@ -109,14 +109,12 @@ def rllib_run(task: str, runners: int, envs: int, seed: int) -> dict[str, Any]:
     return {"reached": reached, "train_s": seconds, "env_steps": steps, "train_return": ret}
 
 
-def raylab_run(task: str, runners: int, envs: int, seed: int, run_dir: Path) -> dict[str, Any]:
-    spec = TASKS[task]
-    shape = [f"topology.num_workers={runners}", f"topology.envs_per_worker={envs}"]
-    if task == "cartpole":
-        shape.append(f"topology.rollout_length={512 if envs == 1 else 64}")  # 1,024 steps per round either way
+def raylab_train(experiment: str, overrides: list[str], target: float, seed: int, run_dir: Path) -> dict[str, Any]:
+    """One raylab run of ``+experiment=<experiment>`` to a training return of ``target`` (RLlib's criterion),
+    greedy evaluations off; its result as the comparison scripts record it (appo_vs_peers.py uses it too)."""
     cmd = [
-        sys.executable, "-m", "raylab.train", f"+experiment={spec.experiment}", *shape, "stop.mean_return=null",
-        f"stop.train_return={spec.target}", f"stop.seconds={CAP_S}", "stop.env_steps=null", "eval.every_seconds=null",
+        sys.executable, "-m", "raylab.train", f"+experiment={experiment}", *overrides, "stop.mean_return=null",
+        f"stop.train_return={target}", f"stop.seconds={CAP_S}", "stop.env_steps=null", "eval.every_seconds=null",
         "logger.console=false", f"seed={seed}", f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "WANDB_MODE": "disabled"})
@@ -131,6 +129,14 @@ def raylab_run(task: str, runners: int, envs: int, seed: int, run_dir: Path) -> 
         "train_return": rows[-1].get("episode/return_mean"),
         "final_greedy_eval": bench["eval"]["return_mean"],
     }
+
+
+def raylab_run(task: str, runners: int, envs: int, seed: int, run_dir: Path) -> dict[str, Any]:
+    spec = TASKS[task]
+    shape = [f"topology.num_workers={runners}", f"topology.envs_per_worker={envs}"]
+    if task == "cartpole":
+        shape.append(f"topology.rollout_length={512 if envs == 1 else 64}")  # 1,024 steps per round either way
+    return raylab_train(spec.experiment, shape, spec.target, seed, run_dir)
 
 
 def main() -> int:
