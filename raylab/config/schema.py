@@ -43,7 +43,8 @@ class ModelConfig:
     weights (PPO, APPO; raylab/models/normalize.py). Not with A3C (its parameter servers move parameters only)."""
     numpy_inference: bool = True
     """PPO and APPO rollout actors act through a NumPy copy of a plain MLP actor-critic (raylab/models/
-    numpy_policy.py: the same distribution, ~2.7x faster for small batches than torch's per-operation overhead);
+    numpy_policy.py: the same distribution; 2.2x faster than torch at 32 envs of CartPole, where torch's
+    per-operation overhead dominates: benchmarks/policy_inference.json);
     false keeps torch. Other models (CNNs, custom) always act in torch."""
     factory: str | None = None
     """model=custom: ``pkg.module:make_model``, called as ``make_model(spaces, head, **model.options)`` in every

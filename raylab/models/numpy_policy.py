@@ -2,10 +2,10 @@
 
 A rollout actor acts on a batch of a few dozen vectors through a network of a few Linear layers. In torch
 every one of the ~15 operations of that pass (from_numpy, each Linear and ReLU, the head, the log-softmax, the
-sample, the gather, .numpy()) pays a dispatch overhead of microseconds that dwarfs its arithmetic: at 32
-envs of CartPole the pass takes ~55 µs in torch and ~20 µs as NumPy matrix products. PufferLib and Sample
-Factory keep torch for inference; raylab keeps it for every model that is not this plain shape (CNNs,
-custom models, A3C's policy, which trains its module in place) and for the learner.
+sample, the gather, .numpy()) pays a dispatch overhead of microseconds that dwarfs its arithmetic: at 32 envs
+of CartPole an act takes 49 µs in torch and 23 µs as NumPy matrix products (benchmarks/policy_inference.json).
+PufferLib and Sample Factory keep torch for inference; raylab keeps it for every model that is not this plain
+shape (CNNs, custom models, A3C's policy, which trains its module in place) and for the learner.
 
 ``supports(model)`` says whether a model is the plain shape: ``MLPEncoder`` (Flatten, Linear, ReLU) under
 raylab's ``ActorCritic`` with an optional ``RunningNorm`` and a Categorical or diagonal-Gaussian head.
@@ -20,12 +20,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from raylab.models.distributions import Categorical, DiagGaussian
+from raylab.models.distributions import LOG_2PI, Categorical, DiagGaussian
 from raylab.models.encoders import MLPEncoder
 from raylab.models.factory import ActorCritic
 from raylab.models.normalize import CLIP, RunningNorm
-
-LOG_2PI = float(np.log(2 * np.pi))
 
 
 def supports(model: nn.Module) -> bool:
