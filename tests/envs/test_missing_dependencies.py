@@ -30,7 +30,7 @@ def test_missing_qt5_runtime(monkeypatch):
         def make(*args, **kwargs):
             raise ImportError("EnvPool Procgen requires the system Qt 5 runtime on Linux.")
 
-    monkeypatch.setattr(procgen, "_envpool", lambda: NoQt)
+    monkeypatch.setattr(procgen, "envpool_module", lambda: NoQt)
     with pytest.raises(ConfigError, match="sudo apt-get install -y libqt5gui5") as info:
         procgen.make_pool(EnvConfig(family="procgen", id="coinrun"), 1, 0)
     assert "\n" not in str(info.value)
