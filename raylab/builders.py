@@ -202,6 +202,7 @@ def build_learner(cfg: RunConfig, spaces: EnvSpaces) -> Learner:
         grad_accumulation=opt.grad_accumulation,
         prefetch=opt.prefetch,
         tf32=opt.tf32,
+        fused=opt.fused,
     )
 
 

@@ -81,11 +81,10 @@ class RaylabLoop:
         self.replay = build_replay(cfg, spaces)
         self.learner = build_learner(cfg, spaces)
         self.worker.set_weights(self.learner.get_weights())
-        self.publish_every = cfg.learner.publish_every
 
     def run(self) -> tuple[int, float, float]:
         """(env steps, seconds, mean return) for EPISODES episodes."""
-        steps = episodes = updates = 0
+        steps = episodes = 0
         owed = 0.0
         returns: list[float] = []
         start = time.perf_counter()
@@ -96,11 +95,11 @@ class RaylabLoop:
             episodes += len(stats.episodes)
             returns.extend(stats.episodes.returns.tolist())
             owed += stats.num_steps / TRAIN_EVERY
-            while owed >= 1 and len(self.replay) >= BATCH:
-                self.learner.update(self.replay.sample(BATCH))
-                owed -= 1
-                updates += 1
-                if updates % self.publish_every == 0:
+            due = int(owed) if len(self.replay) >= BATCH else 0
+            if due:  # one learner call for the chunk's updates, its batches drawn as it takes them (apex_dqn's)
+                learned = self.learner.update_many(self.replay.sample(BATCH) for _ in range(due))
+                owed -= due
+                if learned.published:
                     self.worker.set_weights(self.learner.get_weights())
         return steps, time.perf_counter() - start, float(np.mean(returns[:EPISODES]))
 

@@ -42,10 +42,11 @@ class ModelConfig:
     """Standardize observations with running mean and variance that the learner updates and ships inside the
     weights (PPO, APPO; raylab/models/normalize.py). Not with A3C (its parameter servers move parameters only)."""
     numpy_inference: bool = True
-    """PPO and APPO rollout actors act through a NumPy copy of a plain MLP actor-critic (raylab/models/
-    numpy_policy.py: the same distribution; 2.2x faster than torch at 32 envs of CartPole, where torch's
-    per-operation overhead dominates: benchmarks/policy_inference.json);
-    false keeps torch. Other models (CNNs, custom) always act in torch."""
+    """PPO and APPO rollout actors act through a NumPy copy of a plain MLP actor-critic, DQN's through one of a
+    plain MLP Q network (raylab/models/numpy_policy.py: the same distribution, the same greedy actions; 2.2x
+    faster than torch at 32 envs of CartPole, where torch's per-operation overhead dominates:
+    benchmarks/policy_inference.json); false keeps torch. Other models (CNNs, dueling or quantile heads,
+    custom) always act in torch."""
     factory: str | None = None
     """model=custom: ``pkg.module:make_model``, called as ``make_model(spaces, head, **model.options)`` in every
     process that builds the network (learner, rollout actors, evaluator); the contract is in
@@ -174,9 +175,15 @@ class LearnerConfig:
     prefetch: bool = True
     """A thread readies the next batch (gather, pin, copy to the device) while the current one trains: on
     CUDA for every algorithm; on the CPU where pulling a batch waits (DQN's replay draws), not for PPO's and
-    APPO's minibatches, gathered from memory faster than the threads hand them over."""
+    APPO's minibatches, gathered from memory faster than the threads hand them over, nor for DQN's fused
+    update (learner.fused), whose steps are shorter than the hand-offs."""
     tf32: bool = True
     """On CUDA: TF32 matmuls/convolutions and cudnn.benchmark (no effect on CPU)."""
+    fused: Literal["auto", True, False] = "auto"
+    """DQN on a plain MLP Q network, fp32 on the CPU: each update (forward, Huber loss, backward, clipping, Adam)
+    written out in NumPy instead of run through autograd (raylab/algos/dqn/fused.py; 3.2x faster on Snake's
+    128x128 MLP at batch 32: benchmarks/dqn_fused_update.json), the same math on the same tensors. auto: where it
+    applies; true: refuse a run where it does not; false: torch's autograd path always."""
 
     def __post_init__(self) -> None:
         check(self.batch_size >= 1, f"learner.batch_size must be >= 1 (got {self.batch_size})")

@@ -18,6 +18,9 @@ drop over-lagged chunks -> V-trace -> epochs x minibatches). Every step runs thr
   minibatch gathers); on CUDA the same thread issues it on a side stream, host to device copies going
   through reused pinned buffers (raylab.learner.prefetch).
 - On CUDA, TF32 and cudnn.benchmark (``tf32``).
+- ``fused``: an objective may write a whole optimizer step out itself (``FusedStep``: DQN on a plain MLP, in
+  NumPy, on the same tensors); the Learner then runs it instead of autograd, with the same metrics, versions,
+  priorities, weights and checkpoints.
 
 Versions count updates (policy lag is measured in them everywhere): an optimizer step for DQN, a call (one
 policy iteration) for PPO/APPO. Weights are published as CPU numpy arrays; ``state_dict()`` holds CPU
@@ -34,8 +37,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from raylab.errors import ConfigError
 from raylab.learner.device import Placement, check_precision, enable_fast_cuda_math, resolve_device
-from raylab.learner.objective import LossOutput, Objective, Plan, StepInput
+from raylab.learner.objective import FusedStep, LossOutput, Objective, Plan, StepInput
 from raylab.learner.prefetch import PREFETCH_DEPTH, Prefetcher, make_prefetcher
 from raylab.metrics.timing import GapTimer
 from raylab.types import LearnerStats, Priorities, Weights
@@ -64,6 +68,7 @@ class Learner:
         grad_accumulation: int = 1,
         prefetch: bool = True,
         tf32: bool = True,
+        fused: str | bool = "auto",
     ):
         self.device = resolve_device(device)
         self.amp_dtype = check_precision(precision, self.device)
@@ -96,6 +101,28 @@ class Learner:
             self._loss = torch.compile(objective.loss, mode=compile_mode, dynamic=False)
             if precision != "fp16":  # GradScaler's step has data-dependent control flow: keep it eager
                 self._apply = torch.compile(self._clip_and_step, mode=compile_mode, dynamic=False)
+        self._fused: FusedStep | None = None
+        self.fused_reason = "learner.fused=false"
+        """Why the update is not fused ('' when it is)."""
+        if fused is not False:
+            self._fused, self.fused_reason = self._fused_step(compile, grad_accumulation)
+            if fused is True and self._fused is None:
+                raise ConfigError(f"learner.fused=true, but {self.fused_reason}: set learner.fused=auto or false")
+
+    def _fused_step(self, compile: bool, grad_accumulation: int) -> tuple[FusedStep | None, str]:
+        """The objective's fused step when this learner's options allow one, else (None, why not)."""
+        if self.device.type != "cpu" or self.precision != "fp32" or compile or grad_accumulation != 1:
+            return None, "the fused update runs on the CPU in fp32, without learner.compile or grad_accumulation"
+        make = getattr(self.objective, "fused_step", None)
+        if make is None:
+            return None, "only DQN's update is fused"
+        made = make(self.optimizer, self.max_grad_norm)
+        return (None, made) if isinstance(made, str) else (made, "")
+
+    @property
+    def fused(self) -> bool:
+        """Whether optimizer steps run through the objective's fused step (learner.fused)."""
+        return self._fused is not None
 
     # -- calls ---------------------------------------------------------------------------------------------
     def update_many(self, data: Any) -> LearnerStats:
@@ -115,6 +142,8 @@ class Learner:
         return self._call([item], prefetch=False).metrics
 
     def _call(self, data: Any, prefetch: bool) -> LearnerStats:
+        if self._fused is not None:
+            return self._fused_call(data, self._fused)
         start = time.perf_counter()
         before = self.version
         plan: Plan = self.objective.plan(data, self.version, self.io)
@@ -166,6 +195,41 @@ class Learner:
             published=published,
             priorities=priorities,
             timings=timings,
+        )
+
+    def _fused_call(self, data: Iterable[Any], fused: FusedStep) -> LearnerStats:
+        """``_call`` through the objective's fused step: each item of ``data`` (a DQN replay batch) is one
+        optimizer step and one version, with the same metrics and priorities as the torch path. Items are
+        pulled inline, never by a prefetch thread: against steps of ~150 µs, the thread's start and hand-offs
+        cost more than a draw (seed 004's Snake loop ran at 0.39x with one: benchmarks/dqn_fused_update.json)."""
+        start = time.perf_counter()
+        before = self.version
+        sums = dict.fromkeys(("loss", "td_error", "q", "grad_norm"), 0.0)
+        keys: list[np.ndarray] = []
+        tds: list[np.ndarray] = []
+        count = samples = 0
+        for batch in data:
+            out = fused.step(batch)
+            sums["loss"] += out.loss
+            sums["td_error"] += out.td_error
+            sums["q"] += out.q
+            sums["grad_norm"] += out.grad_norm
+            if batch.weights is not None and batch.indices is not None:
+                keys.append(batch.indices)
+                tds.append(out.abs_td)
+            count += 1
+            samples += len(batch)
+            self._new_version()
+        metrics = {k: v / count for k, v in sums.items()} if count else {}
+        priorities = Priorities(np.concatenate(keys), np.concatenate(tds).astype(np.float32)) if keys else None
+        return LearnerStats(
+            updates=count,
+            samples=samples,
+            version=self.version,
+            metrics=metrics,
+            seconds=time.perf_counter() - start,
+            published=self.version // self.publish_every > before // self.publish_every,
+            priorities=priorities,
         )
 
     def _new_version(self) -> None:
@@ -249,6 +313,8 @@ class Learner:
         for name, module in self.objective.modules().items():
             module.load_state_dict(state["modules"][name])
         self.optimizer.load_state_dict(state["optimizer"])
+        if self._fused is not None:  # load_state_dict replaced Adam's state tensors: back into the flat buffers
+            self._fused.bind_optimizer_state()
         if "grad_scaler" in state and self.scaler.is_enabled():
             self.scaler.load_state_dict(state["grad_scaler"])
         self.objective.load_state_dict(state)

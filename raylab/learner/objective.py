@@ -115,3 +115,28 @@ class Objective(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore from a learner state (the keys ``state_dict`` wrote, possibly missing in old ones)."""
         ...
+
+
+class FusedResult(Protocol):
+    """One fused optimizer step's metrics (the torch path's names) and per-sample |TD errors|."""
+
+    loss: float
+    td_error: float
+    q: float
+    grad_norm: float
+    abs_td: np.ndarray
+
+
+class FusedStep(Protocol):
+    """A whole optimizer step written out by the objective (loss, gradients, clipping, the optimizer's own
+    update), for shapes where that beats autograd (DQN on a small MLP: raylab/algos/dqn/fused.py). An
+    objective offers one through an optional ``fused_step(optimizer, max_grad_norm)`` that returns it, or a
+    string saying why this network or loss cannot be fused; the Learner uses it under learner.fused."""
+
+    def step(self, batch: Any) -> FusedResult:
+        """One optimizer step on one item of the plan's input (DQN: a replay Batch), in place."""
+        ...
+
+    def bind_optimizer_state(self) -> None:
+        """Re-attach to the optimizer's state after ``optimizer.load_state_dict`` replaced it."""
+        ...

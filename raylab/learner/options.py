@@ -12,7 +12,7 @@ from typing import Any
 from raylab.algos.names import ALGORITHMS
 from raylab.errors import ConfigError
 
-SPEED_OPTIONS = ("precision", "compile", "compile_mode", "grad_accumulation", "prefetch", "tf32")
+SPEED_OPTIONS = ("precision", "compile", "compile_mode", "grad_accumulation", "prefetch", "tf32", "fused")
 """What the Learner does with each optimizer step; meaningless where no Learner steps an optimizer."""
 
 NO_LEARNER = {name: info.no_learner for name, info in ALGORITHMS.items() if info.no_learner is not None}
@@ -30,6 +30,10 @@ def check_learner_options(algo_name: str, learner: Any) -> None:
         raise ConfigError(
             f"{settings} {'does' if len(changed) == 1 else 'do'} not apply to algo={algo_name} "
             f"({NO_LEARNER[algo_name]}, not by a learner): remove {'it' if len(changed) == 1 else 'them'}"
+        )
+    if learner.fused is True and algo_name != "dqn":
+        raise ConfigError(
+            f"learner.fused=true fuses DQN's update only, not algo={algo_name}'s: remove it or set learner.fused=auto"
         )
     if not learner.compile and learner.compile_mode != defaults["compile_mode"]:
         raise ConfigError(

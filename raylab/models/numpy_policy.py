@@ -11,7 +11,9 @@ shape (CNNs, custom models, A3C's policy, which trains its module in place) and 
 raylab's ``ActorCritic`` with an optional ``RunningNorm`` and a Categorical or diagonal-Gaussian head.
 ``NumpyActor`` mirrors such a model's parameters (reloaded with each new weights version) and computes the
 same distribution parameters (tests/unit/test_numpy_policy.py: equal to torch's within float32 rounding), then
-samples from them with its own seeded NumPy generator.
+samples from them with its own seeded NumPy generator. ``q_linears(model)`` and ``NumpyQ`` do the same for a
+plain MLP ``QNetwork`` (one atom, no dueling head): DQN's epsilon-greedy actors, and the fused DQN update
+(raylab/algos/dqn/fused.py), which trains such a network in NumPy.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from torch import nn
 
 from raylab.models.distributions import LOG_2PI, Categorical, DiagGaussian
 from raylab.models.encoders import MLPEncoder
-from raylab.models.factory import ActorCritic
+from raylab.models.factory import ActorCritic, QNetwork
+from raylab.models.heads import QHead
 from raylab.models.normalize import CLIP, RunningNorm
 
 
@@ -37,6 +40,61 @@ def supports(model: nn.Module) -> bool:
     layers = model.encoder.net
     assert isinstance(layers, nn.Sequential)
     return all(type(layer) in (nn.Flatten, nn.Linear, nn.ReLU) for layer in layers)
+
+
+def q_linears(model: nn.Module) -> list[nn.Linear] | None:
+    """The Linear layers of a plain MLP Q network in order, the head's last (every other one followed by a
+    ReLU), or None for any other shape (CNNs, dueling or quantile heads, custom models)."""
+    if type(model) is not QNetwork or type(model.encoder) is not MLPEncoder or type(model.head) is not QHead:
+        return None
+    if model.head.atoms != 1:
+        return None
+    layers = [layer for layer in model.encoder.net if not isinstance(layer, nn.Flatten)]
+    found = [layer for layer in layers if isinstance(layer, nn.Linear)]
+    if [type(layer) for layer in layers] != [nn.Linear, nn.ReLU] * len(found):
+        return None
+    return [*found, model.head.q]
+
+
+def features(obs: np.ndarray) -> np.ndarray:
+    """A batch of observations as flat float32 rows, uint8 frames scaled by 1/255 as the torch models scale
+    them."""
+    h = obs.reshape(len(obs), -1)
+    if h.dtype == np.uint8:
+        return h.astype(np.float32) / np.float32(255.0)
+    return h.astype(np.float32, copy=False)
+
+
+def mlp(layers: list[tuple[np.ndarray, np.ndarray]], h: np.ndarray, relu_last: bool) -> np.ndarray:
+    """``h`` through Linear layers given as (W^T [in, out], bias), a ReLU after each (after the last too when
+    ``relu_last``)."""
+    for i, (w, b) in enumerate(layers):
+        h = h @ w
+        h += b
+        if relu_last or i < len(layers) - 1:
+            np.maximum(h, 0.0, out=h)
+    return h
+
+
+class NumpyQ:
+    """Q values of a plain MLP QNetwork (``q_linears``) in NumPy float32."""
+
+    def __init__(self, model: QNetwork):
+        assert q_linears(model) is not None, "NumpyQ mirrors plain MLP Q networks only (numpy_policy.q_linears)"
+        self.load(model)
+
+    @torch.no_grad()
+    def load(self, model: QNetwork) -> None:
+        """Copy the parameters (after the model loaded new weights)."""
+        self.layers = [(_numpy(m.weight).T.copy(), _numpy(m.bias)) for m in q_linears(model) or []]
+
+    def values(self, obs: np.ndarray) -> np.ndarray:
+        """Q values [B, A]."""
+        return mlp(self.layers, features(obs), relu_last=False)
+
+
+def _numpy(tensor: torch.Tensor) -> np.ndarray:
+    return tensor.detach().to(torch.float32).numpy().copy()
 
 
 class NumpyActor:
@@ -54,34 +112,23 @@ class NumpyActor:
         encoder = model.encoder.net
         assert isinstance(encoder, nn.Sequential)
         linears = [layer for layer in encoder if isinstance(layer, nn.Linear)]
-        self.layers = [(self._t(m.weight).T.copy(), self._t(m.bias)) for m in linears]
-        self.head = (self._t(model.policy.weight).T.copy(), self._t(model.policy.bias))
+        self.layers = [(_numpy(m.weight).T.copy(), _numpy(m.bias)) for m in linears]
+        self.head = (_numpy(model.policy.weight).T.copy(), _numpy(model.policy.bias))
         norm = model.obs_norm
         self.norm: tuple[np.ndarray, np.ndarray] | None = None
         if norm is not None:
             mean = norm.mean.to(torch.float32).numpy().reshape(-1).copy()
             std = torch.sqrt(norm.var + norm.eps).to(torch.float32).numpy().reshape(-1).copy()
             self.norm = (mean, std)
-        self.log_std = None if self.discrete else self._t(model.log_std)
-
-    @staticmethod
-    def _t(tensor: torch.Tensor) -> np.ndarray:
-        return tensor.detach().to(torch.float32).numpy().copy()
+        self.log_std = None if self.discrete else _numpy(model.log_std)
 
     def params(self, obs: np.ndarray) -> np.ndarray:
         """Logits [B, A] (discrete) or means [B, D] (Box) for a batch of observations."""
-        h = obs.reshape(len(obs), -1)
-        if h.dtype == np.uint8:  # frames, scaled as ActorCritic.forward scales them
-            h = h.astype(np.float32) / np.float32(255.0)
-        elif h.dtype != np.float32:
-            h = h.astype(np.float32)
+        h = features(obs)
         if self.norm is not None:
             mean, std = self.norm
             h = np.clip((h - mean) / std, -CLIP, CLIP)
-        for w, b in self.layers:
-            h = h @ w
-            h += b
-            np.maximum(h, 0.0, out=h)
+        h = mlp(self.layers, h, relu_last=True)
         w, b = self.head
         out = h @ w
         out += b

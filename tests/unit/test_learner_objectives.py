@@ -209,10 +209,14 @@ def test_ppo_and_appo_report_their_metrics_and_versions():
 def test_prefetch_path_follows_the_device():
     assert prefetcher_class(torch.device("cpu")) is Prefetcher
     assert prefetcher_class(torch.device("cuda")) is StreamPrefetcher  # side stream + pinned buffers
-    learner = make("dqn", prefetch=True)
+    learner = make("dqn", prefetch=True, fused=False)
     assert learner.io.tensors({"a": np.ones(3, np.float32)})["a"].device.type == "cpu"
     stats = learner.update_many(iter([batch(0), batch(1)]))
     assert stats.timings is not None and "batch_wait_s" in stats.timings
+    fused = make("dqn", prefetch=True)  # DQN's fused update draws inline: its steps are shorter than hand-offs
+    assert fused.fused
+    stats = fused.update_many(iter([batch(0), batch(1)]))
+    assert stats.updates == 2 and "batch_wait_s" not in (stats.timings or {})
 
 
 # -- (b) learner state and published weights are CPU-only --------------------------------------------------

@@ -30,6 +30,7 @@ def make_learner(spaces=VECTOR, model=None, algo=None, **opts):
     algo = algo or DQNConfig()
     atoms = algo.num_quantiles if algo.loss == "quantile" else 1
     objective = DQN(build_q_network(model, spaces, atoms=atoms), algo)
+    opts.setdefault("fused", False)  # the autograd path these options apply to (the fused one: test_dqn_fused.py)
     return Learner(objective, lr=1e-3, device="cpu", **opts)
 
 
@@ -93,13 +94,16 @@ def test_compiled_update_matches_eager():
         torch.testing.assert_close(pc, pe, rtol=1e-4, atol=1e-6)
 
 
-def test_update_many_returns_priorities_by_key_only_for_prioritized_batches():
-    learner = make_learner(prefetch=True)
+@pytest.mark.parametrize("fused", [False, True], ids=["autograd", "fused"])
+def test_update_many_returns_priorities_by_key_only_for_prioritized_batches(fused):
+    learner = make_learner(prefetch=True, fused=fused)
+    assert learner.fused == fused
     stats = learner.update_many([make_batch(seed=s, weights=True) for s in range(3)])
     assert stats.updates == 3 and stats.samples == 192
     assert stats.priorities is not None and len(stats.priorities) == 192
     np.testing.assert_array_equal(stats.priorities.keys, np.tile(np.arange(64) + 100, 3))
-    assert (stats.priorities.td_errors >= 0).all() and stats.timings and "batch_wait_s" in stats.timings
+    assert (stats.priorities.td_errors >= 0).all() and stats.priorities.td_errors.dtype == np.float32
+    assert fused or (stats.timings and "batch_wait_s" in stats.timings)  # the fused update draws inline
     uniform = learner.update_many([make_batch(seed=4)])
     assert uniform.priorities is None
 

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from raylab.models.factory import QNetwork
+from raylab.models.numpy_policy import NumpyQ, q_linears
 from raylab.params.flat import load_params
 from raylab.types import Weights
 
@@ -39,10 +40,14 @@ class EpsilonSchedule:
 
 
 class EpsilonGreedyPolicy:
-    """Greedy in a local copy of the Q network, random with each slot's epsilon. CPU inference, no grad."""
+    """Greedy in a local copy of the Q network, random with each slot's epsilon. CPU inference, no grad;
+    ``numpy_inference``: through a NumPy copy of a plain MLP Q network (raylab/models/numpy_policy.py)."""
 
-    def __init__(self, q_net: QNetwork, epsilons: EpsilonSchedule, num_actions: int, seed: int):
+    def __init__(
+        self, q_net: QNetwork, epsilons: EpsilonSchedule, num_actions: int, seed: int, numpy_inference: bool = False
+    ):
         self.q_net = q_net.eval().requires_grad_(False)
+        self.numpy = NumpyQ(q_net) if numpy_inference and q_linears(q_net) is not None else None
         self.epsilons = epsilons
         self.num_actions = num_actions
         self.rng = np.random.default_rng(seed)
@@ -58,8 +63,11 @@ class EpsilonGreedyPolicy:
         self.steps += 1
         if explore.all():  # no slot needs the network (common early on, and with few envs)
             return np.asarray(self.rng.integers(self.num_actions, size=num))
-        with torch.inference_mode():
-            greedy = self.q_net(torch.from_numpy(obs)).argmax(dim=1).numpy()
+        if self.numpy is not None:
+            greedy = self.numpy.values(obs).argmax(1)
+        else:
+            with torch.inference_mode():
+                greedy = self.q_net(torch.from_numpy(obs)).argmax(dim=1).numpy()
         if explore.any():
             return np.where(explore, self.rng.integers(self.num_actions, size=num), greedy)
         return greedy
@@ -74,5 +82,7 @@ class EpsilonGreedyPolicy:
         if weights.version <= self.version:
             return False
         load_params(self.q_net, weights.params)
+        if self.numpy is not None:
+            self.numpy.load(self.q_net)
         self.version = weights.version
         return True

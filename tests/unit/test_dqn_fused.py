@@ -1,0 +1,241 @@
+"""learner.fused: DQN's update written out in NumPy trains exactly as torch's autograd path does.
+
+Two learners start from the same weights and take the same batches, one through autograd and torch's fused Adam,
+one through raylab/algos/dqn/fused.py; after every call their losses, metrics, priorities, parameters, target
+networks and Adam moments agree to float32 rounding (the two paths order some float sums differently). Their
+checkpoints are interchangeable both ways, and a network or option the fused step does not implement falls
+back to autograd under auto and is refused in one line under true.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from raylab.algos.dqn import DQN
+from raylab.algos.dqn.policy import EpsilonGreedyPolicy, EpsilonSchedule
+from raylab.config import DQNConfig, LearnerConfig, ModelConfig
+from raylab.envs.registry import EnvSpaces
+from raylab.errors import ConfigError
+from raylab.learner import Learner, check_learner_options
+from raylab.models import build_q_network, numpy_policy
+from raylab.types import Batch, Weights
+
+VECTOR = EnvSpaces((7,), np.dtype(np.float32), 4, "Discrete(4)")
+GRID = EnvSpaces((2, 4, 4), np.dtype(np.uint8), 3, "Discrete(3)")  # env=snake observation=grid, model=mlp
+TOL = {"rtol": 1e-4, "atol": 2e-6}
+
+
+def make(spaces=VECTOR, hidden=(32, 32), algo: DQNConfig | None = None, **opts) -> Learner:
+    torch.manual_seed(0)
+    algo = algo or DQNConfig()
+    atoms = algo.num_quantiles if algo.loss == "quantile" else 1
+    model = opts.pop("model", None) or ModelConfig(hidden_sizes=hidden)
+    objective = DQN(build_q_network(model, spaces, atoms=atoms), algo)
+    opts.setdefault("prefetch", False)
+    opts.setdefault("max_grad_norm", 10.0)
+    return Learner(objective, lr=3e-3, adam_eps=1e-5, device="cpu", **opts)
+
+
+def batch(spaces=VECTOR, seed=0, n=32, weights=False) -> Batch:
+    rng = np.random.default_rng(seed)
+    if spaces.obs_dtype == np.uint8:
+        obs, nxt = (rng.integers(0, 256, (n, *spaces.obs_shape), dtype=np.uint8) for _ in range(2))
+    else:
+        obs, nxt = (rng.normal(0, 2, (n, *spaces.obs_shape)).astype(np.float32) for _ in range(2))
+    discounts = np.where(rng.random(n) < 0.2, 0.0, 0.97).astype(np.float32)  # some terminals
+    return Batch(
+        obs=obs, actions=rng.integers(0, spaces.num_actions, n), rewards=rng.normal(0, 3, n).astype(np.float32),
+        discounts=discounts, next_obs=nxt, indices=np.arange(n) + 1000 * seed,
+        weights=rng.uniform(0.2, 1.0, n).astype(np.float32) if weights else None,
+    )  # fmt: skip
+
+
+def state(learner: Learner) -> dict[str, torch.Tensor]:
+    """Online and target parameters and Adam's moments and steps, flat by name."""
+    out = {}
+    for name, module in learner.objective.modules().items():
+        out.update({f"{name}.{k}": v.clone() for k, v in module.state_dict().items()})
+    for i, s in learner.optimizer.state_dict()["state"].items():
+        out.update({f"adam.{i}.{k}": torch.as_tensor(v).clone() for k, v in s.items()})
+    return out
+
+
+def assert_same(fused: Learner, ref: Learner, adam: bool = True) -> None:
+    got, want = state(fused), state(ref)
+    if not adam:  # before any step torch's Adam holds no state yet; the fused step's starts at zero moments
+        got, want = ({k: v for k, v in d.items() if not k.startswith("adam.")} for d in (got, want))
+    assert got.keys() == want.keys()
+    for name in want:
+        torch.testing.assert_close(got[name], want[name], **TOL, msg=name)
+
+
+def train_both(fused: Learner, ref: Learner, calls: list[list[Batch]]) -> None:
+    assert fused.fused and not ref.fused
+    for data in calls:
+        got, want = fused.update_many(data), ref.update_many(data)
+        assert (got.updates, got.samples, got.version, got.published) == (
+            want.updates, want.samples, want.version, want.published,
+        )  # fmt: skip
+        assert got.metrics.keys() == want.metrics.keys() == {"loss", "td_error", "q", "grad_norm"}
+        for name, value in want.metrics.items():
+            assert got.metrics[name] == pytest.approx(value, rel=1e-4, abs=1e-6), name
+        if want.priorities is None:
+            assert got.priorities is None
+        else:
+            assert got.priorities is not None
+            np.testing.assert_array_equal(got.priorities.keys, want.priorities.keys)
+            np.testing.assert_allclose(got.priorities.td_errors, want.priorities.td_errors, **TOL)
+        assert_same(fused, ref)
+
+
+CASES = {
+    "double_polyak_clip": ({}, {}),
+    "vanilla_hard_copy": ({"double": False, "target_update_every": 3, "target_tau": 1.0}, {}),
+    "clipping_active": ({}, {"max_grad_norm": 0.05}),
+    "no_clipping": ({}, {"max_grad_norm": None}),
+    "small_huber_delta": ({"huber_delta": 0.3}, {}),
+}
+
+
+@pytest.mark.parametrize("algo_opts, learner_opts", list(CASES.values()), ids=list(CASES))
+@pytest.mark.parametrize("weights", [False, True], ids=["uniform", "prioritized"])
+def test_the_fused_update_trains_like_autograd(algo_opts, learner_opts, weights):
+    algo = DQNConfig(**algo_opts)
+    fused, ref = make(algo=algo, fused=True, **learner_opts), make(algo=algo, fused=False, **learner_opts)
+    assert_same(fused, ref, adam=False)  # the same start
+    calls = [[batch(seed=3 * c + k, weights=weights) for k in range(3)] for c in range(5)]
+    train_both(fused, ref, calls)
+    moved = {k: v for k, v in state(fused).items() if k.startswith("q_net.")}
+    assert any(not torch.equal(v, state(make(algo=algo))[k]) for k, v in moved.items())  # it learned
+
+
+@pytest.mark.parametrize("hidden", [(), (16,), (8, 16, 8)], ids=["linear", "one_hidden", "three_hidden"])
+def test_any_depth_of_mlp(hidden):
+    fused, ref = make(hidden=hidden, fused=True), make(hidden=hidden, fused=False)
+    train_both(fused, ref, [[batch(seed=s)] for s in range(6)])
+
+
+def test_uint8_frames_are_scaled_as_torch_scales_them():
+    fused, ref = make(GRID, fused=True), make(GRID, fused=False)
+    train_both(fused, ref, [[batch(GRID, seed=s) for s in range(2 * c, 2 * c + 2)] for c in range(3)])
+
+
+def test_a_changed_learning_rate_is_followed():
+    fused, ref = make(fused=True), make(fused=False)
+    for learner in (fused, ref):
+        learner.optimizer.param_groups[0]["lr"] = 1e-4  # what an lr schedule does
+    train_both(fused, ref, [[batch(seed=s)] for s in range(4)])
+
+
+def test_published_weights_are_the_trained_parameters():
+    learner = make(fused=True)
+    before = learner.get_weights()
+    stats = learner.update_many([batch(seed=s) for s in range(3)])
+    after = learner.get_weights()
+    assert after.version == stats.version == 3
+    for name, tensor in learner.objective.policy_module().state_dict().items():
+        np.testing.assert_array_equal(after.params[name], tensor.numpy())
+        assert not np.array_equal(after.params[name], before.params[name]), name
+    after.params[name][...] = 0  # a published copy, not a view of the live parameters
+    assert not np.array_equal(learner.get_weights().params[name], after.params[name])
+
+
+@pytest.mark.parametrize("direction", ["fused_to_autograd", "autograd_to_fused"])
+def test_checkpoints_are_interchangeable(direction):
+    source = make(fused=direction == "fused_to_autograd")
+    source.update_many([batch(seed=s, weights=True) for s in range(4)])
+    saved = source.state_dict()
+    restored = make(fused=direction != "fused_to_autograd")
+    restored.load_state_dict(saved)
+    twin = make(fused=not restored.fused)  # the other path, from the same checkpoint
+    twin.load_state_dict(saved)
+    assert restored.version == twin.version == 4
+    fused, ref = (restored, twin) if restored.fused else (twin, restored)
+    assert_same(fused, ref)
+    train_both(fused, ref, [[batch(seed=10 + s, weights=True)] for s in range(3)])
+
+
+def test_the_checkpoint_is_a_snapshot_after_a_resume_and_more_steps():
+    """After load_state_dict the fused step writes Adam's state in place again: a checkpoint taken later holds
+    the later moments (not the loaded ones), and the state dict just loaded is not written through."""
+    source = make(fused=True)
+    source.update_many([batch(seed=s) for s in range(2)])
+    saved = source.state_dict()
+    loaded = {i: {k: torch.as_tensor(v).clone() for k, v in s.items()} for i, s in saved["optimizer"]["state"].items()}
+    learner = make(fused=True)
+    learner.load_state_dict(saved)
+    learner.update_many([batch(seed=5)])
+    for i, s in learner.state_dict()["optimizer"]["state"].items():
+        assert float(s["step"]) == 3.0
+        assert not torch.equal(s["exp_avg"], loaded[i]["exp_avg"])
+    for i, s in saved["optimizer"]["state"].items():
+        torch.testing.assert_close(torch.as_tensor(s["exp_avg"]), loaded[i]["exp_avg"], rtol=0, atol=0)
+
+
+UNFUSED = {
+    "dueling": ({"model": ModelConfig(hidden_sizes=(16,), dueling=True)}, "plain MLP"),
+    "quantile": ({"algo": DQNConfig(loss="quantile", num_quantiles=8)}, "quantile"),
+    "grad_accumulation": ({"grad_accumulation": 2}, "grad_accumulation"),
+    "compile": ({"compile": True}, "compile"),
+    "bf16": ({"precision": "bf16"}, "fp32"),
+}
+
+
+@pytest.mark.parametrize("opts, reason", list(UNFUSED.values()), ids=list(UNFUSED))
+def test_what_is_not_fused_falls_back_under_auto_and_is_refused_under_true(opts, reason):
+    learner = make(**dict(opts), fused="auto")
+    assert not learner.fused and reason in learner.fused_reason
+    assert learner.update_many([batch(seed=0)]).updates == 1  # autograd trains it
+    with pytest.raises(ConfigError, match=r"learner.fused=true, but .*: set learner.fused=auto or false"):
+        make(**dict(opts), fused=True)
+
+
+def test_fused_true_is_dqns_option_only():
+    check_learner_options("dqn", LearnerConfig(fused=True))
+    for algo in ("ppo", "appo"):
+        with pytest.raises(ConfigError, match=f"fuses DQN's update only, not algo={algo}'s"):
+            check_learner_options(algo, LearnerConfig(fused=True))
+    with pytest.raises(ConfigError, match="does not apply to algo=a3c"):
+        check_learner_options("a3c", LearnerConfig(fused=False))
+
+
+# -- acting: NumPy Q values for epsilon-greedy workers (model.numpy_inference) ----------------------------------
+@pytest.mark.parametrize("spaces", [VECTOR, GRID], ids=["vector", "uint8"])
+def test_numpy_q_values_are_torchs(spaces):
+    torch.manual_seed(1)
+    net = build_q_network(ModelConfig(hidden_sizes=(16, 16)), spaces)
+    assert numpy_policy.q_linears(net) is not None
+    obs = batch(spaces, seed=2, n=64).obs
+    with torch.no_grad():
+        want = net(torch.from_numpy(obs)).numpy()
+    np.testing.assert_allclose(numpy_policy.NumpyQ(net).values(obs), want, rtol=1e-5, atol=1e-6)
+
+
+def test_other_q_networks_act_in_torch():
+    for model, atoms in ((ModelConfig(hidden_sizes=(8,), dueling=True), 1), (ModelConfig(hidden_sizes=(8,)), 4)):
+        net = build_q_network(model, VECTOR, atoms=atoms)
+        assert numpy_policy.q_linears(net) is None
+        policy = EpsilonGreedyPolicy(net, EpsilonSchedule(np.zeros(4)), 4, seed=0, numpy_inference=True)
+        assert policy.numpy is None
+
+
+def test_epsilon_greedy_acts_alike_in_numpy_and_torch_and_follows_new_weights():
+    def policy(numpy_inference: bool) -> EpsilonGreedyPolicy:
+        torch.manual_seed(3)
+        net = build_q_network(ModelConfig(hidden_sizes=(16,)), VECTOR)
+        schedule = EpsilonSchedule(np.array([0.0, 0.0, 0.3, 1.0]))
+        return EpsilonGreedyPolicy(net, schedule, 4, seed=5, numpy_inference=numpy_inference)
+
+    fast, slow = policy(True), policy(False)
+    assert fast.numpy is not None and slow.numpy is None
+    obs = batch(seed=4, n=4).obs
+    for step in range(40):
+        if step == 20:  # a new version: the NumPy copy must follow it
+            torch.manual_seed(9)
+            new = build_q_network(ModelConfig(hidden_sizes=(16,)), VECTOR)
+            weights = Weights(1, {k: v.numpy().copy() for k, v in new.state_dict().items()})
+            assert fast.set_weights(weights) and slow.set_weights(weights)
+        np.testing.assert_array_equal(fast.act(obs), slow.act(obs))
+        obs = obs[::-1].copy() if step % 2 else obs + 0.5
