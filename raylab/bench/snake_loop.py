@@ -18,6 +18,11 @@ Variants, alternated round by round (medians over rounds):
 - ``raylab_8env_seedalgo``: ``raylab_8env`` doing seed 004's update (vanilla DQN target, hard target copy
   every 100 updates, no gradient clipping) instead of raylab's default (double DQN, Polyak target every
   update, clipping), so that the loop machinery is compared on equal work.
+- ``raylab_8env_autograd``: ``raylab_8env`` as it ran before ``learner.fused`` and DQN's NumPy acting
+  (``learner.fused=false model.numpy_inference=false``): the update through autograd, acting in torch.
+
+raylab's variants make one learner call per chunk for the updates it owes, its batches drawn from the replay as
+the learner takes them, as the apex_dqn flow does in ``topology=local``.
 
 Every variant uses the same network: raylab's ``snake_dqn`` model (MLP 128x128 on the 11 Snake features).
 """
@@ -42,9 +47,16 @@ from raylab.driver.outputs import atomic_write
 
 SEED_004_STEPS_PER_S = 2050
 EPISODES, MAX_STEPS, TRAIN_EVERY, BATCH = 100, 50, 4, 32
-VARIANTS = ("seed004", "raylab_1env", "raylab_8env", "raylab_8env_seedalgo")
+VARIANTS = (
+    "seed004", "raylab_1env", "raylab_8env", "raylab_8env_seedalgo", "raylab_8env_autograd",
+)  # fmt: skip
 SEED_ALGO = ("algo.double=false", "algo.target_update_every=100", "algo.target_tau=1.0", "learner.max_grad_norm=null")
 """Seed 004's update: vanilla DQN target, a hard target copy every 100 updates, no gradient clipping."""
+EXTRA = {
+    "raylab_8env_seedalgo": SEED_ALGO,
+    "raylab_8env_autograd": ("learner.fused=false", "model.numpy_inference=false"),
+}
+"""Overrides of each raylab variant beyond its number of envs."""
 
 
 def add_parser(commands: Any) -> None:
@@ -186,7 +198,7 @@ def _make(variant: str, seed: int) -> RaylabLoop | Seed004Loop:
     import torch
 
     torch.set_num_threads(1)  # raylab's learner default (learner.num_threads)
-    return RaylabLoop(1 if variant == "raylab_1env" else 8, seed, SEED_ALGO if variant.endswith("seedalgo") else ())
+    return RaylabLoop(1 if variant == "raylab_1env" else 8, seed, EXTRA.get(variant, ()))
 
 
 def run(args: argparse.Namespace, overrides: list[str]) -> int:

@@ -294,6 +294,23 @@ def policy_inference(data: list[Json]) -> str:
     return _rows(header, rows) + f"\n{d['protocol']}.\n"
 
 
+def dqn_fused_update(data: list[Json]) -> str:
+    """benchmarks/dqn_fused_update.py: a DQN update through autograd and through learner.fused's NumPy step."""
+    (d,) = data
+    header = ["network", "batch", "autograd (µs per update)", "fused (µs per update)", "autograd / fused"]
+    rows = [
+        [
+            f"`{name}`",
+            str(r["batch_size"]),
+            f"{r['us_per_update']['autograd']:.0f}",
+            f"{r['us_per_update']['fused']:.0f}",
+            _ratio(r["speedup"]),
+        ]
+        for name, r in d["results"].items()
+    ]
+    return _rows(header, rows) + f"\n{d['protocol']}.\n"
+
+
 def a3c_scaling(data: list[Json]) -> str:
     """``raylab.bench scaling``: seed 000's A3C worker-scaling protocol, beside seed 000's own figures."""
     (d,) = data
@@ -740,6 +757,7 @@ TABLES: dict[str, Table] = {
         ("cartpole_appo_envpool_threads.json",), learn, "the same with EnvPool's default threads (the first version)"
     ),
     "policy_inference": Table(("policy_inference.json",), policy_inference, "act() in torch and in NumPy"),
+    "dqn_fused_update": Table(("dqn_fused_update.json",), dqn_fused_update, "a DQN update: autograd and fused"),
     "cartpole_appo_numpy_inference": Table(
         ("cartpole_appo_numpy_inference.json",), learn, "cartpole_appo acting in torch and in NumPy, 5 seeds"
     ),

@@ -200,8 +200,8 @@ class Learner:
     def _fused_call(self, data: Iterable[Any], fused: FusedStep) -> LearnerStats:
         """``_call`` through the objective's fused step: each item of ``data`` (a DQN replay batch) is one
         optimizer step and one version, with the same metrics and priorities as the torch path. Items are
-        pulled inline, never by a prefetch thread: against steps of ~150 µs, the thread's start and hand-offs
-        cost more than a draw (seed 004's Snake loop ran at 0.39x with one: benchmarks/dqn_fused_update.json)."""
+        pulled inline, never by a prefetch thread: against steps of ~200 µs, the thread's start and its
+        hand-offs under the GIL cost more than the draws they would hide."""
         start = time.perf_counter()
         before = self.version
         sums = dict.fromkeys(("loss", "td_error", "q", "grad_norm"), 0.0)

@@ -2,14 +2,15 @@
 
 A DQN update on a small MLP (Snake's 11 features -> 128 -> 128 -> 3, batch 32) does little arithmetic and many
 operations: in torch each forward, backward, clipping, Adam and Polyak operation pays microseconds of dispatch
-and autograd bookkeeping, ~400 µs per update on this project's CPU, where the arithmetic needs a fraction of
-that. Here the step is written out by hand: the forward passes (the online net on s and, for double DQN, on s'
-in one matrix product; the target net on s'), the Huber loss's gradient, the backward pass through the Linear
-and ReLU layers, torch's global-norm clipping and torch's Adam, each a handful of NumPy operations on arrays
-that *are* the torch tensors: the parameters and Adam's moments are views of one flat buffer each, so Adam and
-clipping are a few vector operations, and checkpoints, published weights, the target update and everything else
-read the same memory as in the torch path. ``benchmarks/dqn_fused_update.json`` measures it against the torch
-step; tests/unit/test_dqn_fused.py holds it to torch's losses, gradients, Adam moments and parameters.
+and autograd bookkeeping (523 µs per update through autograd on this project's 2-core CPU, 185 µs fused:
+benchmarks/dqn_fused_update.json), where the arithmetic needs a fraction of that. Here the step is written out
+by hand: the forward passes (the online net on s and, for double DQN, on s' in one matrix product; the target
+net on s'), the Huber loss's gradient, the backward pass through the Linear and ReLU layers, torch's global-norm
+clipping and torch's Adam, each a handful of NumPy operations on arrays that *are* the torch tensors: the
+parameters and Adam's moments are views of one flat buffer each, so Adam and clipping are a few vector
+operations, and checkpoints, published weights, the target update and everything else read the same memory as
+in the torch path. tests/unit/test_dqn_fused.py holds it to torch's losses, metrics, priorities, parameters,
+target networks and Adam moments, and loads checkpoints both ways.
 
 Only the plain shape is fused (``FusedDQNStep.unsupported`` says why another is not): an ``MLPEncoder`` of
 Flatten/Linear/ReLU and a ``QHead`` with one atom (the Huber loss, not QR-DQN; no dueling head), fp32 on the
