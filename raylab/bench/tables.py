@@ -738,6 +738,11 @@ TABLES: dict[str, Table] = {
         sampling,
         "the rollout path alone against the env-only limit",
     ),
+    "sampling_after": Table(
+        tuple(f"sampling_{n}_after.json" for n in ("snake", "mario", "coinrun")),
+        sampling,
+        "Snake, Mario and CoinRun's rollout paths, re-measured at 2594d24",
+    ),
     "sampling_cartpole_after": Table(
         ("sampling_cartpole_after.json",), sampling, "CartPole's rollout path at 32 envs, 1 and 2 calls in flight"
     ),
@@ -758,6 +763,9 @@ TABLES: dict[str, Table] = {
     ),
     "policy_inference": Table(("policy_inference.json",), policy_inference, "act() in torch and in NumPy"),
     "dqn_fused_update": Table(("dqn_fused_update.json",), dqn_fused_update, "a DQN update: autograd and fused"),
+    "cartpole_dqn_fused": Table(
+        ("cartpole_dqn_fused.json",), learn, "cartpole_dqn through autograd and torch acting, and fused, 3 seeds"
+    ),
     "cartpole_appo_numpy_inference": Table(
         ("cartpole_appo_numpy_inference.json",), learn, "cartpole_appo acting in torch and in NumPy, 5 seeds"
     ),
