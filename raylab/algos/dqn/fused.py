@@ -148,6 +148,11 @@ class FusedDQNStep:
 
     # -- the step --------------------------------------------------------------------------------------------
     def step(self, batch: Batch) -> FusedResult:
+        # like torch, let a diverging run produce inf/NaN quietly: the driver stops it in one line naming the fix
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return self._step(batch)
+
+    def _step(self, batch: Batch) -> FusedResult:
         online, target = self.online, self.target
         obs, next_obs = features(batch.obs), features(batch.next_obs)
         n = len(obs)
