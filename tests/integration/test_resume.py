@@ -111,7 +111,8 @@ def test_replay_snapshots_resume_with_the_replay_and_learn_at_once(overrides, tm
     first = run(make_config(tmp_path, *SHORT, *overrides, "stop.env_steps=2000"))
     saved = load_checkpoint(newest_checkpoint(tmp_path))
     target = first.env_steps + 1000
-    second = run(make_config(tmp_path / "ignored", *SHORT, *overrides, f"stop.env_steps={target}", f"resume={tmp_path}"))
+    resumed = (*SHORT, *overrides, f"stop.env_steps={target}", f"resume={tmp_path}")
+    second = run(make_config(tmp_path / "ignored", *resumed))
     assert second.stop_reason.startswith("env steps") and second.env_steps >= target
     assert second.updates > first.updates  # learned within 1,000 new steps: the replay came back
     bm = json.loads((tmp_path / "benchmark_metrics.json").read_text())
