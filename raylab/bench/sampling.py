@@ -2,9 +2,12 @@
 
     python -m raylab.bench sampling +experiment=cartpole_appo --workers 1 2 --output benchmarks/sampling_cartpole.json
 
-Two measurements, alternating over --rounds rounds (medians):
+Three measurements, alternating over --rounds rounds (medians):
     env only   the experiment's vector env (same implementation, wrappers and envs per worker) stepped with
                uniformly random actions in this process: one core's limit
+    in process one rollout worker (the same class the actors run) sampling chunks in this process, no Ray, loading
+               a new weights version before each chunk as the sink's workers do: what the worker itself costs
+               beyond the env (acting, chunk assembly), apart from any call or transport
     sampling   W rollout actors on Ray, each always with --calls chunk calls in flight (as APPO keeps them,
                topology.chunks_in_flight; several values alternate within each round); the driver
                is a sink that takes each chunk's stats, drops the chunk, and publishes a new weights version
@@ -85,6 +88,23 @@ def _env_only(cfg: Any, seconds: float) -> float:
         venv.close()
 
 
+def _in_process(cfg: Any, spaces: Any, seconds: float) -> float:
+    """Agent steps/s of one rollout worker sampling in this process, a new weights version before each chunk."""
+    from raylab.builders import build_learner, build_rollout_worker
+
+    weights = build_learner(cfg, spaces).get_weights()
+    worker = build_rollout_worker(cfg, spaces, 0)
+    worker.set_weights(weights)
+    worker.sample()
+    steps, start = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds:
+        weights = dataclasses.replace(weights, version=weights.version + 1)
+        worker.set_weights(weights)
+        steps += worker.sample()[1].num_steps
+    worker.env.close()
+    return steps / elapsed
+
+
 def _sampling(cfg: Any, spaces: Any, workers: int, seconds: float, calls: int = 1) -> dict[str, float]:
     from raylab.builders import build_learner
     from raylab.remote.sampling import sample_with_sink
@@ -108,17 +128,21 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     spaces = env_spaces(cfg.env)
     start_ray(math.ceil(max(args.workers) * cfg.topology.worker_cpus) + 1)
     env_rates: list[float] = []
+    in_process: list[float] = []
     shapes = [(w, c) for w in args.workers for c in args.calls]
     sampled: dict[tuple[int, int], list[dict[str, float]]] = {shape: [] for shape in shapes}
     try:
         for round_ in range(args.rounds):
             env_rates.append(_env_only(cfg, args.seconds))
+            in_process.append(_in_process(cfg, spaces, args.seconds))
             for w, c in shapes if round_ % 2 == 0 else reversed(shapes):
                 sampled[w, c].append(_sampling(cfg, spaces, w, args.seconds, c))
             print(f"round {round_ + 1}/{args.rounds} done", flush=True)
     finally:
         stop_ray()
     env_only = statistics.median(env_rates)
+    worker_alone = statistics.median(in_process)
+    print(f"in process: {worker_alone:,.0f} agent steps/s, {worker_alone / env_only:.1%} of env-only", flush=True)
     results: dict[str, Any] = {}
     for (w, c), rows in sampled.items():
         med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
@@ -145,6 +169,9 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         "rounds": args.rounds,
         "env_only_agent_steps_per_s": round(env_only, 1),
         "env_only_rounds": [round(v, 1) for v in env_rates],
+        "in_process_agent_steps_per_s": round(worker_alone, 1),
+        "in_process_efficiency": round(worker_alone / env_only, 4),
+        "in_process_rounds": [round(v, 1) for v in in_process],
         "machine": machine_info(),
         "workers": results,
     }

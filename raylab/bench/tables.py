@@ -672,6 +672,14 @@ def sampling(data: list[Json]) -> str:
         f"\nMedians of {data[0]['rounds']} alternating rounds of {data[0]['seconds']:g} s. Efficiency: sampled ÷ "
         "(workers × env only). The shares split the workers' wall time by their own stage timers.\n"
     )
+    for d in data:
+        if "in_process_agent_steps_per_s" in d:  # measured since the in-process line was added
+            name = " ".join(o.removeprefix("+experiment=") for o in d["overrides"])
+            notes += (
+                f"\nIn process, without Ray, one rollout worker of `{name}` samples "
+                f"{_int(d['in_process_agent_steps_per_s'])} agent steps/s, {d['in_process_efficiency']:.0%} of env "
+                "only: the rest of the efficiency lost above is the calls' and the transport's.\n"
+            )
     return _rows(header, rows) + notes
 
 

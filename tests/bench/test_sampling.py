@@ -16,3 +16,24 @@ def test_shares_split_the_workers_wall_time_and_transport_is_the_rest():
     got = shares({"env": 6.0, "inference": 8.0, "weight_sync": 1.0, "wait": 3.0}, workers=2, wall_s=10.0)
     assert got == pytest.approx({"env_share": 0.3, "inference_share": 0.4, "sync_share": 0.05, "transport_share": 0.25})
     assert shares({"env": 30.0}, workers=1, wall_s=10.0)["transport_share"] == 0.0  # never negative
+
+
+def test_the_in_process_line_samples_the_rollout_worker_without_ray(tmp_path, monkeypatch):
+    """``_in_process`` runs the actors' RolloutWorker in this process on a new weights version per chunk."""
+    from raylab.bench import sampling
+    from raylab.envs.registry import env_spaces
+    from raylab.rollout.worker import RolloutWorker
+    from tests.conftest import FAKE, make_config
+
+    cfg = make_config(tmp_path, *FAKE, "algo=appo", "topology=appo", "model.hidden_sizes=[8]")
+    versions: list[int] = []
+    sample = RolloutWorker.sample
+
+    def recording(self):
+        versions.append(self.policy_version)
+        return sample(self)
+
+    monkeypatch.setattr(RolloutWorker, "sample", recording)
+    rate = sampling._in_process(cfg, env_spaces(cfg.env), seconds=0.2)
+    assert rate > 0 and len(versions) >= 3
+    assert versions[1:] == list(range(versions[1], versions[1] + len(versions) - 1))  # one new version per chunk
