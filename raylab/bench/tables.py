@@ -760,6 +760,9 @@ TABLES: dict[str, Table] = {
     "sampling_cartpole_numpy": Table(
         ("sampling_cartpole_numpy.json",), sampling, "CartPole's rollout path acting in NumPy, 1 and 2 calls in flight"
     ),
+    "sampling_cartpole_inprocess": Table(
+        ("sampling_cartpole_inprocess.json",), sampling, "CartPole's rollout path, with the worker alone in process"
+    ),
     "sampling_cartpole_envpool": Table(
         ("sampling_cartpole_envpool.json",), sampling, "CartPole's rollout path with env.backend=envpool"
     ),
