@@ -7,8 +7,9 @@ DQN experiments train.
 Each case builds both learners from the same initial weights (raylab's default DQN: double DQN, Polyak target
 update every update, gradient clipping at 10) and times ``Learner.update_many`` on calls of 16 replay batches,
 as the apex_dqn flow makes them (learner.updates_per_call). The variants alternate for 7 rounds of 1.5 s each;
-the figures are medians of microseconds per update (torch on 1 thread, learner.num_threads=1). Parity of the
-two paths is tests/unit/test_dqn_fused.py's job; this measures speed only.
+the figures are medians of microseconds per update, both on one thread (torch's, and NumPy's BLAS for the fused
+step), as learner.num_threads=1 runs them. Parity of the two paths is tests/unit/test_dqn_fused.py's job; this
+measures speed only.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch
 
 from raylab.algos.dqn import DQN
 from raylab.bench.machine import machine_info
+from raylab.builders import limit_blas_threads
 from raylab.config import DQNConfig, ModelConfig
 from raylab.envs.registry import EnvSpaces
 from raylab.learner import Learner
@@ -69,6 +71,7 @@ def per_update_us(learner: Learner, data: list[Batch]) -> float:
 
 def main(output: str) -> None:
     torch.set_num_threads(1)
+    limit_blas_threads(1)  # both paths on one thread: torch's, and NumPy's BLAS for the fused step
     results = {}
     for name, (obs_shape, actions, hidden, n) in CASES.items():
         spaces = EnvSpaces(obs_shape, np.dtype(np.float32), actions, f"Discrete({actions})")
@@ -90,8 +93,8 @@ def main(output: str) -> None:
         "machine": machine_info(),
         "protocol": (
             f"Learner.update_many on calls of {UPDATES_PER_CALL} batches; {ROUNDS} alternating rounds of {SECONDS} s "
-            "per variant; medians of microseconds per update; torch 1 thread; raylab's default DQN (double, Polyak, "
-            "clipping at 10)"
+            "per variant; medians of microseconds per update; one thread (torch's and NumPy's BLAS); raylab's "
+            "default DQN (double, Polyak, clipping at 10)"
         ),
         "command": "python benchmarks/dqn_fused_update.py benchmarks/dqn_fused_update.json",
         "results": results,

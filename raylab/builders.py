@@ -188,6 +188,7 @@ def build_learner(cfg: RunConfig, spaces: EnvSpaces) -> Learner:
     check_learner_options(cfg.algo.name, cfg.learner)
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.learner.num_threads)
+    limit_blas_threads(cfg.learner.num_threads)
     opt = cfg.learner
     return Learner(
         build_objective(cfg, spaces),
@@ -204,6 +205,15 @@ def build_learner(cfg: RunConfig, spaces: EnvSpaces) -> Learner:
         tf32=opt.tf32,
         fused=opt.fused,
     )
+
+
+def limit_blas_threads(threads: int) -> None:
+    """Cap NumPy's BLAS (OpenBLAS) at ``threads`` in this process, as torch.set_num_threads caps torch: the fused
+    DQN update and NumPy acting run small matrix products that OpenBLAS would otherwise spread over every core
+    (2x the CPU time for the same wall time on a 2-core machine), taking them from the envs and other actors."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=threads, user_api="blas")
 
 
 def build_rate_limiter(cfg: RunConfig, spaces: EnvSpaces) -> SamplesPerInsertLimiter:

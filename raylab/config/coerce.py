@@ -74,8 +74,9 @@ def coerce(tp: Any, value: Any, path: str) -> Any:
     if is_dataclass(tp):
         return build(tp, value, path)
     if origin is Literal:
-        if value not in args:
-            raise ConfigError(f"{path} must be one of {', '.join(map(str, args))} (got {value!r})")
+        # by type as well as value: 0 == False and 1 == True in Python, but learner.fused=0 is not false
+        if not any(type(value) is type(a) and value == a for a in args):
+            raise ConfigError(f"{path} must be one of {', '.join(map(_literal, args))} (got {value!r})")
         return value
     if origin is tuple:
         if not isinstance(value, list | tuple):
@@ -139,3 +140,8 @@ def plain(value: Any) -> Any:
 
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
+
+
+def _literal(value: Any) -> str:
+    """A Literal option as a user writes it on the command line (true, not True)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)

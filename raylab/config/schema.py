@@ -155,7 +155,7 @@ class LearnerConfig:
     publish_every: int = 32
     """DQN: publish new inference weights every N updates (PPO and APPO publish after every learner call)."""
     num_threads: int = 1
-    """torch intra-op threads in the learner."""
+    """torch intra-op threads in the learner, and NumPy's BLAS threads in its process (the fused DQN update)."""
     num_cpus: float = 1.0
     """Logical Ray CPUs for the learner actor."""
     num_gpus: float = 0.0

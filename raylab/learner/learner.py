@@ -370,9 +370,12 @@ def _slice(batch: Any, index: slice) -> Any:
 
 
 def to_cpu(value: Any) -> Any:
-    """``value`` with every tensor (in dicts, lists, tuples) detached and on the CPU."""
+    """``value`` with every tensor (in dicts, lists, tuples) detached and on the CPU. A view into a larger buffer
+    (the fused DQN step's flat parameters and Adam moments) is copied: pickled, or sent through Ray, each view
+    would carry the whole buffer (a checkpoint 4.6x its size, measured on a 128x128 MLP)."""
     if isinstance(value, torch.Tensor):
-        return value.detach().cpu()
+        tensor = value.detach().cpu()
+        return tensor.clone() if tensor.untyped_storage().nbytes() > tensor.numel() * tensor.element_size() else tensor
     if isinstance(value, dict):
         return {k: to_cpu(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -157,6 +157,29 @@ def test_checkpoints_are_interchangeable(direction):
     train_both(fused, ref, [[batch(seed=10 + s, weights=True)] for s in range(3)])
 
 
+def test_a_fused_learners_state_pickles_at_the_size_of_an_autograd_learners():
+    """Its tensors are views of flat buffers; pickled (as Ray sends a checkpoint) each would carry the whole
+    buffer unless the state dict copies them."""
+    import pickle
+
+    sizes = {}
+    for fused in (True, False):
+        learner = make(hidden=(128, 128), fused=fused)
+        learner.update_many([batch(seed=0)])
+        sizes[fused] = len(pickle.dumps(learner.state_dict()))
+    assert sizes[True] < 1.05 * sizes[False], sizes
+
+
+def test_a_checkpoint_holds_copies_not_the_live_tensors():
+    learner = make(fused=True)
+    learner.update_many([batch(seed=0)])
+    state = learner.state_dict()
+    before = {k: v.clone() for k, v in state["modules"]["q_net"].items()}
+    learner.update_many([batch(seed=1)])
+    for name, tensor in state["modules"]["q_net"].items():
+        torch.testing.assert_close(tensor, before[name], rtol=0, atol=0)
+
+
 def test_the_checkpoint_is_a_snapshot_after_a_resume_and_more_steps():
     """After load_state_dict the fused step writes Adam's state in place again: a checkpoint taken later holds
     the later moments (not the loaded ones), and the state dict just loaded is not written through."""
@@ -239,3 +262,13 @@ def test_epsilon_greedy_acts_alike_in_numpy_and_torch_and_follows_new_weights():
             assert fast.set_weights(weights) and slow.set_weights(weights)
         np.testing.assert_array_equal(fast.act(obs), slow.act(obs))
         obs = obs[::-1].copy() if step % 2 else obs + 0.5
+
+
+@pytest.mark.parametrize("value", [0, 1, 1.0, "yes"])
+def test_learner_fused_takes_auto_true_or_false_only(value):
+    """0 == False and 1 == True in Python: a Literal of booleans must still refuse them (0 would fuse)."""
+    from raylab.config.coerce import build
+
+    with pytest.raises(ConfigError, match=r"learner\.fused must be one of auto, true, false"):
+        build(LearnerConfig, {"fused": value}, "learner")
+    assert build(LearnerConfig, {"fused": False}, "learner").fused is False

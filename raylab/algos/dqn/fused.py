@@ -205,7 +205,7 @@ class FusedDQNStep:
         norm = float(np.sqrt(np.dot(self.grad, self.grad)))
         if self.max_grad_norm is not None:
             coef = self.max_grad_norm / (norm + 1e-6)
-            if coef < 1.0:
+            if not coef >= 1.0:  # below 1, or NaN (a NaN norm makes every gradient NaN, as in torch)
                 self.grad *= np.float32(coef)
         return norm
 
