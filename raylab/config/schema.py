@@ -181,9 +181,10 @@ class LearnerConfig:
     """On CUDA: TF32 matmuls/convolutions and cudnn.benchmark (no effect on CPU)."""
     fused: Literal["auto", True, False] = "auto"
     """DQN on a plain MLP Q network, fp32 on the CPU: each update (forward, Huber loss, backward, clipping, Adam)
-    written out in NumPy instead of run through autograd (raylab/algos/dqn/fused.py; 2.8x faster on Snake's
-    128x128 MLP at batch 32, 1.5x at 256x256: benchmarks/dqn_fused_update.json), the same math on the same
-    tensors. auto: where it applies; true: refuse a run where it does not; false: torch's autograd path always."""
+    written out in NumPy instead of run through autograd (raylab/algos/dqn/fused.py; 3.5x faster on Snake's
+    128x128 MLP at batch 32, 2.1x at batch 128, 1.4x at 256x256: benchmarks/dqn_fused_update.json), the same math
+    on the same tensors. auto: where it applies; true: refuse a run where it does not; false: torch's autograd path
+    always."""
 
     def __post_init__(self) -> None:
         check(self.batch_size >= 1, f"learner.batch_size must be >= 1 (got {self.batch_size})")

@@ -2,7 +2,7 @@
 
 A DQN update on a small MLP (Snake's 11 features -> 128 -> 128 -> 3, batch 32) does little arithmetic and many
 operations: in torch each forward, backward, clipping, Adam and Polyak operation pays microseconds of dispatch
-and autograd bookkeeping (523 µs per update through autograd on this project's 2-core CPU, 185 µs fused:
+and autograd bookkeeping (561 µs per update through autograd on this project's 2-core CPU, 162 µs fused:
 benchmarks/dqn_fused_update.json), where the arithmetic needs a fraction of that. Here the step is written out
 by hand: the forward passes (the online net on s and, for double DQN, on s' in one matrix product; the target
 net on s'), the Huber loss's gradient, the backward pass through the Linear and ReLU layers, torch's global-norm
