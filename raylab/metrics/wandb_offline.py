@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,22 @@ def config(path: str | Path) -> dict[str, Any]:
         for item in updates:
             out[item.key or "/".join(item.nested_key)] = json.loads(item.value_json)
     return out
+
+
+def wait_for_exit(path: str | Path, timeout_s: float = 120.0) -> None:
+    """Block until the run file holds its exit record. ``run.finish()`` can return before W&B's service process
+    has written the run's last records (seen on a loaded machine), so a reader that wants the whole run waits for
+    the event that ends it; a partly written tail is read again until then."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if any(r.WhichOneof("record_type") == "exit" for r in records(path)):
+                return
+        except Exception:  # a record still being written: read the file again
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} has no exit record after {timeout_s:g} s: the W&B run did not finish")
+        time.sleep(0.1)
 
 
 def find_run_file(run_dir: str | Path) -> Path:

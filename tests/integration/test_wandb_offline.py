@@ -37,6 +37,8 @@ def wandb_run(tmp_path_factory, ray_session):
             "eval.episodes=2", "eval.final_episodes=2", "logger.wandb.tags=[ci,offline]",
         )  # fmt: skip
         summary = run(cfg)
+    # W&B's service may still be writing the run's last records when finish() returns: wait for its exit record
+    wandb_offline.wait_for_exit(wandb_offline.find_run_file(run_dir))
     return run_dir, summary
 
 
