@@ -33,7 +33,16 @@ def test_the_in_process_line_samples_the_rollout_worker_without_ray(tmp_path, mo
         versions.append(self.policy_version)
         return sample(self)
 
+    class Clock:  # the measurement's clock advances 0.1 s per reading: 4 chunks after the warm-up, on any machine
+        now = 0.0
+
+        @classmethod
+        def perf_counter(cls) -> float:
+            cls.now += 0.1
+            return cls.now
+
     monkeypatch.setattr(RolloutWorker, "sample", recording)
-    rate = sampling._in_process(cfg, env_spaces(cfg.env), seconds=0.2)
-    assert rate > 0 and len(versions) >= 3
-    assert versions[1:] == list(range(versions[1], versions[1] + len(versions) - 1))  # one new version per chunk
+    monkeypatch.setattr(sampling, "time", Clock)
+    rate = sampling._in_process(cfg, env_spaces(cfg.env), seconds=0.45)
+    assert rate > 0 and len(versions) == 5  # the warm-up chunk, then one per clock reading below 0.45 s
+    assert versions[1:] == list(range(versions[1], versions[1] + 4))  # one new weights version per chunk

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from raylab.errors import ConfigError
 from raylab.models.factory import QNetwork
 from raylab.models.numpy_policy import features, q_linears
 from raylab.types import Batch
@@ -130,7 +131,10 @@ class FusedDQNStep:
         steps = torch.zeros(len(self.params))
         states = [self.optimizer.state[p] for p in self.params]
         if any(states) and not all("exp_avg" in s for s in states):
-            raise ValueError("the optimizer holds state for some parameters only: cannot fuse its update")
+            raise ConfigError(
+                "the checkpoint holds Adam state for some parameters only, which the fused update cannot take: "
+                "resume with learner.fused=false"
+            )
         offset = 0
         for i, p in enumerate(self.params):
             n = p.numel()
