@@ -14,7 +14,6 @@ measures speed only.
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import time
@@ -23,7 +22,7 @@ import numpy as np
 import torch
 
 from raylab.algos.dqn import DQN
-from raylab.bench.machine import machine_info
+from raylab.bench.machine import save_report
 from raylab.builders import limit_blas_threads
 from raylab.config import DQNConfig, ModelConfig
 from raylab.envs.registry import EnvSpaces
@@ -88,20 +87,17 @@ def main(output: str) -> None:
         }  # fmt: skip
         print(f"{name}: autograd {medians['autograd']:.0f} us, fused {medians['fused']:.0f} us, "
               f"{medians['autograd'] / medians['fused']:.2f}x", flush=True)  # fmt: skip
-    report = {
-        "benchmark": "dqn_fused_update",
-        "machine": machine_info(),
-        "protocol": (
+    save_report(
+        output,
+        "dqn_fused_update",
+        (
             f"Learner.update_many on calls of {UPDATES_PER_CALL} batches; {ROUNDS} alternating rounds of {SECONDS} s "
             "per variant; medians of microseconds per update; one thread (torch's and NumPy's BLAS); raylab's "
             "default DQN (double, Polyak, clipping at 10)"
         ),
-        "command": "python benchmarks/dqn_fused_update.py benchmarks/dqn_fused_update.json",
-        "results": results,
-    }
-    with open(output, "w") as f:
-        f.write(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {output}")
+        "python benchmarks/dqn_fused_update.py benchmarks/dqn_fused_update.json",
+        results,
+    )
 
 
 if __name__ == "__main__":

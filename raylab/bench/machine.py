@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import platform
 import subprocess
@@ -31,6 +32,19 @@ def machine_info() -> dict[str, Any]:
     except metadata.PackageNotFoundError:
         info["ray"] = None
     return info
+
+
+def save_report(output: str | Path, benchmark: str, protocol: str, command: str, results: dict[str, Any]) -> None:
+    """Write a benchmark's JSON (its name, this machine, the protocol, the command that made it, the results)."""
+    report = {
+        "benchmark": benchmark,
+        "machine": machine_info(),
+        "protocol": protocol,
+        "command": command,
+        "results": results,
+    }
+    Path(output).write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {output}")
 
 
 def _cpu_model() -> str:

@@ -155,7 +155,7 @@ class LearnerConfig:
     publish_every: int = 32
     """DQN: publish new inference weights every N updates (PPO and APPO publish after every learner call)."""
     num_threads: int = 1
-    """torch intra-op threads in the learner, and NumPy's BLAS threads in its process (the fused DQN update)."""
+    """torch intra-op threads in the learner, and NumPy's BLAS threads in its process (the fused update)."""
     num_cpus: float = 1.0
     """Logical Ray CPUs for the learner actor."""
     num_gpus: float = 0.0
@@ -176,15 +176,16 @@ class LearnerConfig:
     """A thread readies the next batch (gather, pin, copy to the device) while the current one trains: on
     CUDA for every algorithm; on the CPU where pulling a batch waits (DQN's replay draws), not for PPO's and
     APPO's minibatches, gathered from memory faster than the threads hand them over, nor for DQN's fused
-    update (learner.fused), whose steps are shorter than the hand-offs."""
+    update (learner.fused), which pulls its steps inline."""
     tf32: bool = True
     """On CUDA: TF32 matmuls/convolutions and cudnn.benchmark (no effect on CPU)."""
     fused: Literal["auto", True, False] = "auto"
-    """DQN on a plain MLP Q network, fp32 on the CPU: each update (forward, Huber loss, backward, clipping, Adam)
-    written out in NumPy instead of run through autograd (raylab/algos/dqn/fused.py; 3.5x faster on Snake's
-    128x128 MLP at batch 32, 2.1x at batch 128, 1.4x at 256x256: benchmarks/dqn_fused_update.json), the same math
-    on the same tensors. auto: where it applies; true: refuse a run where it does not; false: torch's autograd path
-    always."""
+    """A plain MLP trained fp32 on the CPU: each optimizer step (forward, loss, backward, clipping, Adam) written
+    out in NumPy instead of run through autograd, the same math on the same tensors. DQN's
+    (raylab/algos/dqn/fused.py; 3.5x faster on Snake's 128x128 MLP at batch 32, 1.4x at 256x256:
+    benchmarks/dqn_fused_update.json) and PPO's/APPO's clipped objective (raylab/algos/ppo/fused.py:
+    benchmarks/ppo_fused_update.json). auto: where it applies; true: refuse a run where it does not; false:
+    torch's autograd path always."""
 
     def __post_init__(self) -> None:
         check(self.batch_size >= 1, f"learner.batch_size must be >= 1 (got {self.batch_size})")

@@ -115,7 +115,7 @@ class Learner:
             return None, "the fused update runs on the CPU in fp32, without learner.compile or grad_accumulation"
         make = getattr(self.objective, "fused_step", None)
         if make is None:
-            return None, "only DQN's update is fused"
+            return None, "this algorithm's update is not fused (DQN's, PPO's and APPO's are)"
         made = make(self.optimizer, self.max_grad_norm)
         return (None, made) if isinstance(made, str) else (made, "")
 
@@ -197,38 +197,47 @@ class Learner:
             timings=timings,
         )
 
-    def _fused_call(self, data: Iterable[Any], fused: FusedStep) -> LearnerStats:
-        """``_call`` through the objective's fused step: each item of ``data`` (a DQN replay batch) is one
-        optimizer step and one version, with the same metrics and priorities as the torch path. Items are
-        pulled inline, never by a prefetch thread: against steps of ~200 µs, the thread's start and its
+    def _fused_call(self, data: Any, fused: FusedStep) -> LearnerStats:
+        """``_call`` through the objective's fused step: the objective's plan, each step's ``fused_input``
+        through ``fused.step``, with the versions, metrics and priorities of the torch path. Steps are pulled
+        inline, never by a prefetch thread: against steps of a few hundred µs, the thread's start and its
         hand-offs under the GIL cost more than the draws they would hide."""
         start = time.perf_counter()
         before = self.version
-        sums = dict.fromkeys(("loss", "td_error", "q", "grad_norm"), 0.0)
+        plan: Plan = self.objective.plan(data, self.version, self.io)
+        take = plan.fused_input
+        sums: dict[str, float] = {}
         keys: list[np.ndarray] = []
         tds: list[np.ndarray] = []
         count = samples = 0
-        for batch in data:
+        for item in plan.steps:
+            batch = item if take is None else take(item)
             out = fused.step(batch)
-            sums["loss"] += out.loss
-            sums["td_error"] += out.td_error
-            sums["q"] += out.q
-            sums["grad_norm"] += out.grad_norm
-            if batch.weights is not None and batch.indices is not None:
-                keys.append(batch.indices)
+            for name, value in out.metrics.items():
+                sums[name] = sums.get(name, 0.0) + value
+            if out.keys is not None and out.abs_td is not None:
+                keys.append(out.keys)
                 tds.append(out.abs_td)
             count += 1
-            samples += len(batch)
+            samples += batch_size(batch)
+            if not plan.version_per_call:
+                self._new_version()
+        if plan.version_per_call and count:
             self._new_version()
-        metrics = {k: v / count for k, v in sums.items()} if count else {}
+        metrics = dict(plan.metrics)
+        metrics.update({k: v / count for k, v in sums.items()} if count else {})
         priorities = Priorities(np.concatenate(keys), np.concatenate(tds).astype(np.float32)) if keys else None
+        if plan.version_per_call:
+            published = self.version > before
+        else:
+            published = self.version // self.publish_every > before // self.publish_every
         return LearnerStats(
             updates=count,
             samples=samples,
             version=self.version,
             metrics=metrics,
             seconds=time.perf_counter() - start,
-            published=self.version // self.publish_every > before // self.publish_every,
+            published=published,
             priorities=priorities,
         )
 
@@ -334,9 +343,9 @@ def trainable_parameters(objective: Objective) -> list[torch.nn.Parameter]:
 
 
 def batch_size(batch: Any) -> int:
-    """Samples in a step's batch: the length of its first tensor."""
+    """Samples in a step's batch: the length of its first tensor (or NumPy array, a fused step's input)."""
     for value in _values(batch):
-        if isinstance(value, torch.Tensor):
+        if isinstance(value, torch.Tensor | np.ndarray):
             return int(value.shape[0])
     raise ValueError("a step's batch holds no tensor")
 

@@ -57,6 +57,9 @@ class Plan:
     version_per_call: bool = False
     """False: every optimizer step is one version (DQN; weights published every learner.publish_every).
     True: the call is one version, published whenever it made a step (a PPO/APPO policy iteration)."""
+    fused_input: Callable[[Any], Any] | None = None
+    """What a fused step (learner.fused) takes for each item of ``steps`` in place of ``prepare``'s StepInput
+    (PPO/APPO: the minibatch gathered as NumPy arrays); None: the item itself (DQN: the replay batch)."""
     prefetch_on_cpu: bool = True
     """Whether learner.prefetch prepares these steps ahead in a thread on a CPU learner: worth it where
     pulling an item waits on something (DQN's draws from the replay), not for minibatches gathered from
@@ -118,13 +121,12 @@ class Objective(Protocol):
 
 
 class FusedResult(Protocol):
-    """One fused optimizer step's metrics (the torch path's names) and per-sample |TD errors|."""
+    """One fused optimizer step's metrics (the torch path's names) and, for a prioritized batch, its replay keys
+    and per-sample |TD errors|."""
 
-    loss: float
-    td_error: float
-    q: float
-    grad_norm: float
-    abs_td: np.ndarray
+    metrics: dict[str, float]
+    keys: np.ndarray | None
+    abs_td: np.ndarray | None
 
 
 class FusedStep(Protocol):

@@ -31,10 +31,6 @@ def check_learner_options(algo_name: str, learner: Any) -> None:
             f"{settings} {'does' if len(changed) == 1 else 'do'} not apply to algo={algo_name} "
             f"({NO_LEARNER[algo_name]}, not by a learner): remove {'it' if len(changed) == 1 else 'them'}"
         )
-    if learner.fused is True and algo_name != "dqn":
-        raise ConfigError(
-            f"learner.fused=true fuses DQN's update only, not algo={algo_name}'s: remove it or set learner.fused=auto"
-        )
     if not learner.compile and learner.compile_mode != defaults["compile_mode"]:
         raise ConfigError(
             f"learner.compile_mode={learner.compile_mode} applies only to a compiled learner: "

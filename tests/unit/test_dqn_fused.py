@@ -215,11 +215,9 @@ def test_what_is_not_fused_falls_back_under_auto_and_is_refused_under_true(opts,
         make(**dict(opts), fused=True)
 
 
-def test_fused_true_is_dqns_option_only():
-    check_learner_options("dqn", LearnerConfig(fused=True))
-    for algo in ("ppo", "appo"):
-        with pytest.raises(ConfigError, match=f"fuses DQN's update only, not algo={algo}'s"):
-            check_learner_options(algo, LearnerConfig(fused=True))
+def test_fused_is_an_option_of_the_algorithms_with_a_learner():
+    for algo in ("dqn", "ppo", "appo"):  # PPO's and APPO's fused step: tests/unit/test_ppo_fused.py
+        check_learner_options(algo, LearnerConfig(fused=True))
     with pytest.raises(ConfigError, match="does not apply to algo=a3c"):
         check_learner_options("a3c", LearnerConfig(fused=False))
 

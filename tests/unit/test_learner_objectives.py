@@ -94,6 +94,8 @@ def make(algo: str, device: str = "cpu", **opts) -> Learner:
         cfg_a = APPOConfig(epochs=2, minibatches=4, max_policy_lag=4)
         objective = APPO(ActorCritic(MLPEncoder((OBS,), (64, 64)), ACTIONS), cfg_a)
     opts.setdefault("prefetch", False)
+    # the autograd path these options apply to (the fused one: test_dqn_fused.py, test_ppo_fused.py)
+    opts.setdefault("fused", False)
     return Learner(objective, lr=1e-3, adam_eps=1e-5, max_grad_norm=0.5, device=device, **opts)
 
 
@@ -213,7 +215,7 @@ def test_prefetch_path_follows_the_device():
     assert learner.io.tensors({"a": np.ones(3, np.float32)})["a"].device.type == "cpu"
     stats = learner.update_many(iter([batch(0), batch(1)]))
     assert stats.timings is not None and "batch_wait_s" in stats.timings
-    fused = make("dqn", prefetch=True)  # DQN's fused update draws inline: its steps are shorter than hand-offs
+    fused = make("dqn", prefetch=True, fused="auto")  # the fused update draws inline: steps shorter than hand-offs
     assert fused.fused
     stats = fused.update_many(iter([batch(0), batch(1)]))
     assert stats.updates == 2 and "batch_wait_s" not in (stats.timings or {})

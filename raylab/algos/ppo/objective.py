@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from raylab.algos.ppo.fused import FusedActorCriticStep
 from raylab.algos.ppo.loss import ppo_loss
 from raylab.algos.returns import bootstrap_before_crashes, gae
 from raylab.config import APPOConfig, PPOConfig
@@ -140,6 +141,27 @@ class MinibatchGather:
         return StepInput(mb)
 
 
+class NumpyMinibatchGather:
+    """``MinibatchGather`` for a fused step (learner.fused, raylab/algos/ppo/fused.py): the minibatch as NumPy
+    arrays (views of the round's CPU tensors, taken on the first call), advantages normalized the same way."""
+
+    def __init__(self, data: dict[str, torch.Tensor], normalize_advantages: bool):
+        self.tensors = data
+        self.arrays: dict[str, np.ndarray] | None = None
+        self.normalize_advantages = normalize_advantages
+
+    def __call__(self, idx: torch.Tensor) -> dict[str, np.ndarray]:
+        if self.arrays is None:
+            self.arrays = {name: value.numpy() for name, value in self.tensors.items()}
+        rows = idx.numpy()
+        mb = {name: value[rows] for name, value in self.arrays.items()}
+        advantages = mb["advantages"]
+        if self.normalize_advantages and advantages.size > 1:
+            advantages -= advantages.mean()
+            advantages /= advantages.std(ddof=1) + np.float32(1e-8)
+        return mb
+
+
 class ClippedObjective:
     """What PPO and APPO share (an Objective, raylab.learner.objective): an actor-critic, minibatch epochs on
     a permutation drawn from ``seed``'s generator (the call is one version), and the loss: the clipped
@@ -203,7 +225,21 @@ class ClippedObjective:
         }
         steps = minibatch_indices(self.generator, len(keep), self.cfg.epochs, self.cfg.minibatches, io.device)
         gather = MinibatchGather(data, self.normalize_advantages)
-        return Plan(steps, gather, metrics, version_per_call=True, prefetch_on_cpu=False)
+        return Plan(
+            steps, gather, metrics, version_per_call=True, prefetch_on_cpu=False,
+            fused_input=NumpyMinibatchGather(data, self.normalize_advantages),
+        )  # fmt: skip
+
+    def fused_step(self, optimizer: torch.optim.Optimizer, max_grad_norm: float | None) -> FusedActorCriticStep | str:
+        """The whole step in NumPy (raylab/algos/ppo/fused.py) for a plain MLP actor-critic, else why not."""
+        reason = FusedActorCriticStep.unsupported(self.model, optimizer)
+        if reason:
+            return reason
+        assert isinstance(optimizer, torch.optim.Adam)
+        return FusedActorCriticStep(
+            self.model, optimizer, clip=self.cfg.clip, value_clip=self.value_clip, value_coef=self.cfg.value_coef,
+            entropy_coef=self.cfg.entropy_coef, max_grad_norm=max_grad_norm,
+        )  # fmt: skip
 
     def loss(self, mb: dict[str, torch.Tensor]) -> LossOutput:
         params, values = self.model(mb["obs"])
