@@ -116,11 +116,12 @@ $(SF_VENV)/bin/python:
 bench-peers: install $(RLLIB_VENV)/bin/python $(SF_VENV)/bin/python ## raylab APPO vs Sample Factory APPO vs RLlib PPO on CartPole, side by side (~15 min) -> benchmarks/cartpole_appo_vs_peers.json
 	$(PY) benchmarks/appo_vs_peers.py --sf-python $(SF_VENV)/bin/python --rllib-python $(RLLIB_VENV)/bin/python $(ARGS)
 
-bench-learner: install ## learner updates/s on the CPU: eager fp32, AMP, compile, AMP+compile; DQN batch 32/512, PPO (IMPALA CNN) 32/64; DQN's fused MLP update -> benchmarks/learner_{,ppo_}cpu.json, dqn_fused_update.json
+bench-learner: install ## learner updates/s on the CPU: eager fp32, AMP, compile, AMP+compile; DQN batch 32/512, PPO (IMPALA CNN) 32/64; the fused MLP updates (DQN, PPO/APPO) -> benchmarks/learner_{,ppo_}cpu.json, {dqn,ppo}_fused_update.json
 	$(PY) -m raylab.bench learner --device cpu --output benchmarks/learner_cpu.json $(ARGS)
 	$(PY) -m raylab.bench learner --device cpu --algo ppo --batch-sizes 32 64 --epochs 2 --minibatches 4 --rounds 3 --seconds 2 --output benchmarks/learner_ppo_cpu.json $(ARGS)
 	$(PY) benchmarks/learner_overheads.py benchmarks/learner_overheads.json
 	$(PY) benchmarks/dqn_fused_update.py benchmarks/dqn_fused_update.json
+	$(PY) benchmarks/ppo_fused_update.py benchmarks/ppo_fused_update.json
 
 bench-gpu: install ## on a CUDA machine with 16 cores (~20 min): gpu tests, learner variants, 16-core A3C scaling, cartpole_appo and mario_dqn with 14 actors (benchmarks/gpu_session.sh)
 	PY=$(PY) bash benchmarks/gpu_session.sh

@@ -38,7 +38,7 @@ CAP_S = 300.0
 TARGET = 475.0
 WINDOW = 100
 SHAPES = ((2, 8), (2, 32))
-"""(rollout workers, envs per worker): raylab and Sample Factory run both; RLlib the first."""
+"""(rollout workers, envs per worker): every framework runs each."""
 HERE = Path(__file__).resolve().parent
 
 
@@ -170,12 +170,12 @@ def rllib_measure(rllib_python: str, workers: int, envs: int, seed: int) -> dict
 
 
 def variants() -> dict[str, tuple[str, int, int]]:
+    """Every framework at every shape: each ratio compares equal workers x envs per worker."""
     out = {}
-    for k, (workers, envs) in enumerate(SHAPES):
+    for workers, envs in SHAPES:
         out[f"raylab_appo_{workers}x{envs}"] = ("raylab", workers, envs)
         out[f"sf_appo_{workers}x{envs}"] = ("sf", workers, envs)
-        if k == 0:
-            out[f"rllib_ppo_{workers}x{envs}"] = ("rllib", workers, envs)
+        out[f"rllib_ppo_{workers}x{envs}"] = ("rllib", workers, envs)
     return out
 
 

@@ -296,16 +296,24 @@ def policy_inference(data: list[Json]) -> str:
 
 def dqn_fused_update(data: list[Json]) -> str:
     """benchmarks/dqn_fused_update.py: a DQN update through autograd and through learner.fused's NumPy step."""
-    (d,) = data
     header = ["network", "batch", "autograd (µs per update)", "fused (µs per update)", "autograd / fused"]
+    return _fused_table(data, header, lambda r: [str(r["batch_size"])], "us_per_update", "{:.0f}")
+
+
+def ppo_fused_update(data: list[Json]) -> str:
+    """benchmarks/ppo_fused_update.py: a PPO/APPO learner call through autograd and through learner.fused."""
+    header = ["experiment", "samples per call", "optimizer steps per call", "autograd (ms per call)",
+              "fused (ms per call)", "autograd / fused"]  # fmt: skip
+    return _fused_table(
+        data, header, lambda r: [f"{r['samples_per_call']:,}", str(r["updates_per_call"])], "ms_per_call", "{:.2f}"
+    )
+
+
+def _fused_table(data: list[Json], header: list[str], cells: Callable[[Json], list[str]], key: str, fmt: str) -> str:
+    """One row per case of a fused-update benchmark: its name, ``cells``, both variants' ``key``, the ratio."""
+    (d,) = data
     rows = [
-        [
-            f"`{name}`",
-            str(r["batch_size"]),
-            f"{r['us_per_update']['autograd']:.0f}",
-            f"{r['us_per_update']['fused']:.0f}",
-            _ratio(r["speedup"]),
-        ]
+        [f"`{name}`", *cells(r), fmt.format(r[key]["autograd"]), fmt.format(r[key]["fused"]), _ratio(r["speedup"])]
         for name, r in d["results"].items()
     ]
     return _rows(header, rows) + f"\n{d['protocol']}.\n"
@@ -729,8 +737,14 @@ TABLES: dict[str, Table] = {
     "learner_cuda_ppo": Table(("learner_cuda_ppo.json",), learner, "PPO learner updates/s on an H100"),
     "snake_dqn_loop": Table(("snake_dqn_loop.json",), snake_loop, "seed 004's Snake DQN loop"),
     "cartpole_ppo_vs_rllib": Table(("cartpole_ppo_vs_rllib.json",), ppo_vs_rllib, "PPO against RLlib"),
+    "cartpole_ppo_vs_rllib_autograd": Table(
+        ("cartpole_ppo_vs_rllib_autograd.json",), ppo_vs_rllib, "the same, before the fused actor-critic update"
+    ),
     "cartpole_appo_vs_peers": Table(
         ("cartpole_appo_vs_peers.json",), appo_vs_peers, "APPO against Sample Factory and RLlib"
+    ),
+    "cartpole_appo_vs_peers_autograd": Table(
+        ("cartpole_appo_vs_peers_autograd.json",), appo_vs_peers, "the same, before the fused actor-critic update"
     ),
     "cartpole_appo_vs_peers_torch": Table(
         ("cartpole_appo_vs_peers_torch.json",), appo_vs_peers, "the same, the first run (acting in torch)"
@@ -774,6 +788,9 @@ TABLES: dict[str, Table] = {
     ),
     "policy_inference": Table(("policy_inference.json",), policy_inference, "act() in torch and in NumPy"),
     "dqn_fused_update": Table(("dqn_fused_update.json",), dqn_fused_update, "a DQN update: autograd and fused"),
+    "ppo_fused_update": Table(("ppo_fused_update.json",), ppo_fused_update, "a PPO/APPO call: autograd and fused"),
+    "cartpole_appo_fused": Table(("cartpole_appo_fused.json",), learn, "cartpole_appo through autograd and fused"),
+    "cartpole_ppo_fused": Table(("cartpole_ppo_fused.json",), learn, "cartpole_ppo through autograd and fused"),
     "cartpole_dqn_fused": Table(
         ("cartpole_dqn_fused.json",), learn, "cartpole_dqn through autograd and torch acting, and fused, 3 seeds"
     ),

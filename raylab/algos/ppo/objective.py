@@ -117,12 +117,16 @@ def minibatch_indices(
     generator: np.random.Generator, samples: int, epochs: int, minibatches: int, device: torch.device
 ) -> Iterator[torch.Tensor]:
     """``epochs`` shuffled passes over ``samples``, each split into ``minibatches`` index sets (the last one
-    takes the remainder); one optimizer step each."""
+    takes the remainder); one optimizer step each. With fewer samples than minibatches (an APPO call on one
+    small chunk, a round of mostly crashed steps) the empty sets are skipped: a step on no samples would make
+    every gradient NaN."""
     size = max(1, samples // minibatches)
     for _ in range(epochs):
         order = torch.from_numpy(generator.permutation(samples)).to(device)
         for k in range(minibatches):
-            yield order[k * size : (k + 1) * size] if k < minibatches - 1 else order[k * size :]
+            rows = order[k * size : (k + 1) * size] if k < minibatches - 1 else order[k * size :]
+            if len(rows):
+                yield rows
 
 
 class MinibatchGather:
@@ -154,7 +158,7 @@ class NumpyMinibatchGather:
         if self.arrays is None:
             self.arrays = {name: value.numpy() for name, value in self.tensors.items()}
         rows = idx.numpy()
-        mb = {name: value[rows] for name, value in self.arrays.items()}
+        mb = {name: value[rows] for name, value in self.arrays.items()}  # copies (an index array, not a slice)
         advantages = mb["advantages"]
         if self.normalize_advantages and advantages.size > 1:
             advantages -= advantages.mean()
@@ -196,6 +200,8 @@ class ClippedObjective:
         norm = self.model.obs_norm
         if norm is not None:
             obs = io.tensor(chunk.obs[: chunk.num_steps])
+            if obs.dtype == torch.uint8:  # what ActorCritic.forward normalizes: frames scaled to [0, 1] first
+                obs = obs.float().div_(255.0)
             norm.update(obs.reshape(-1, *obs.shape[2:]))
 
     def state_dict(self) -> dict[str, Any]:
