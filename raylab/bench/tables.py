@@ -737,11 +737,17 @@ TABLES: dict[str, Table] = {
     "learner_cuda_ppo": Table(("learner_cuda_ppo.json",), learner, "PPO learner updates/s on an H100"),
     "snake_dqn_loop": Table(("snake_dqn_loop.json",), snake_loop, "seed 004's Snake DQN loop"),
     "cartpole_ppo_vs_rllib": Table(("cartpole_ppo_vs_rllib.json",), ppo_vs_rllib, "PPO against RLlib"),
+    "cartpole_ppo_vs_rllib_first_fused": Table(
+        ("cartpole_ppo_vs_rllib_first_fused.json",), ppo_vs_rllib, "the same, the first run with the fused update"
+    ),
     "cartpole_ppo_vs_rllib_autograd": Table(
         ("cartpole_ppo_vs_rllib_autograd.json",), ppo_vs_rllib, "the same, before the fused actor-critic update"
     ),
     "cartpole_appo_vs_peers": Table(
         ("cartpole_appo_vs_peers.json",), appo_vs_peers, "APPO against Sample Factory and RLlib"
+    ),
+    "cartpole_appo_vs_peers_first_fused": Table(
+        ("cartpole_appo_vs_peers_first_fused.json",), appo_vs_peers, "the same, the first run with the fused update"
     ),
     "cartpole_appo_vs_peers_autograd": Table(
         ("cartpole_appo_vs_peers_autograd.json",), appo_vs_peers, "the same, before the fused actor-critic update"
@@ -750,6 +756,9 @@ TABLES: dict[str, Table] = {
         ("cartpole_appo_vs_peers_torch.json",), appo_vs_peers, "the same, the first run (acting in torch)"
     ),
     "pendulum_ppo_vs_rllib": Table(("pendulum_ppo_vs_rllib.json",), ppo_vs_rllib, "PPO against RLlib on Pendulum"),
+    "pendulum_ppo_vs_rllib_autograd": Table(
+        ("pendulum_ppo_vs_rllib_autograd.json",), ppo_vs_rllib, "the same, before the fused actor-critic update"
+    ),
     "a3c_scaling": Table(("a3c_scaling.json",), a3c_scaling, "A3C worker scaling"),
     "a3c_scaling_16core": Table(("a3c_scaling_16core.json",), a3c_scaling, "A3C worker scaling on 16 cores"),
     "e2e_cartpole": Table(("e2e_cartpole.json",), e2e_cartpole, "apex_dqn end to end against RLlib DQN"),
