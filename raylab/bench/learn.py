@@ -237,8 +237,11 @@ def read_run(variant: str, seed: int, run_dir: Path, process_seconds: float | No
     if process_seconds is None:
         result["reused"] = True
     bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
-    target = bm["config"]["stop"]["mean_return"]
+    stop = bm["config"]["stop"]
+    target = stop["mean_return"]
     hit = next((e for e in bm["evals"] if target is not None and e["return_mean"] >= target), None)
+    # a run to RLlib's criterion (stop.train_return, greedy evaluations off) reached it when that stopped it
+    train_target = stop.get("train_return") if target is None else None
     train_seconds = bm["duration_hours"] * 3600
     final = bm["eval"]["return_mean"]
     result.update(
@@ -255,7 +258,10 @@ def read_run(variant: str, seed: int, run_dir: Path, process_seconds: float | No
         final_eval_return=final,
         final_eval_std=bm["eval"]["return_std"],
         final_eval_episodes=bm["eval"]["episodes"],
-        reached=bool(hit) and final is not None and target is not None and final >= target,
+        train_target=train_target,
+        reached=str(bm["stop_reason"]).startswith("training return")
+        if train_target is not None
+        else bool(hit) and final is not None and target is not None and final >= target,
         evals=[[round(e["time_s"], 2), e["env_steps"], e["return_mean"]] for e in bm["evals"]],
         episode_extras=bm.get("episode_extras") or {},
         policies=bm.get("policies"),
@@ -286,7 +292,11 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def _line(r: dict[str, Any]) -> str:
     if not r["ok"]:
         return f"{r['variant']} seed {r['seed']}: FAILED: {' / '.join(r['error'])}"
-    outcome = f"{'reached' if r['reached'] else 'MISSED'} target {r['target']}" if r["target"] is not None else "ran"
+    outcome = "ran"
+    if r["target"] is not None:
+        outcome = f"{'reached' if r['reached'] else 'MISSED'} target {r['target']}"
+    elif r.get("train_target") is not None:
+        outcome = f"{'reached' if r['reached'] else 'MISSED'} training return {r['train_target']}"
     return (
         f"{r['variant']} seed {r['seed']}: {outcome} "
         f"in {r['train_seconds']:.1f} s train / {_seconds(r['process_seconds'])} process, {r['env_steps']:,} env steps "

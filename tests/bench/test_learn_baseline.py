@@ -48,3 +48,25 @@ def test_reuse_reads_finished_runs_instead_of_running_them(tmp_path, monkeypatch
     (run,) = json.loads((tmp_path / "out.json").read_text())["runs"]
     assert run["reused"] and run["process_seconds"] is None and run["final_eval_return"] == 4.0
     assert run["env_steps_per_s"] == 100.0
+
+
+def test_a_run_to_a_training_return_counts_as_reached_when_that_stopped_it(tmp_path):
+    """stop.train_return with greedy evaluations off (RLlib's criterion): no eval can confirm the target, so
+    the run reached it when the training return is what stopped it."""
+    report = {
+        "config": {"stop": {"mean_return": None, "train_return": 475.0}}, "evals": [], "duration_hours": 2 / 3600,
+        "total_timesteps": 1000, "total_updates": 10,
+        "throughput": {"agent_steps_per_s": 500.0, "learner_updates_per_s": 5.0},
+        "eval": {"return_mean": 500.0, "return_std": 0.0, "episodes": 50},
+    }  # fmt: skip
+    runs = {}
+    for name, reason in (
+        ("hit", "training return 476.1 (last 100 episodes) >= stop.train_return=475"),
+        ("cap", "300 s >= stop.seconds=300"),
+    ):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "benchmark_metrics.json").write_text(json.dumps({**report, "stop_reason": reason}))
+        runs[name] = learn.read_run(name, 0, tmp_path / name, 1.0)
+    assert runs["hit"]["reached"] and not runs["cap"]["reached"]
+    assert runs["hit"]["target"] is None and runs["hit"]["train_target"] == 475.0
+    assert learn.summarize(list(runs.values()))["reached"] == 1
