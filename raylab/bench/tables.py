@@ -800,6 +800,9 @@ TABLES: dict[str, Table] = {
     "ppo_fused_update": Table(("ppo_fused_update.json",), ppo_fused_update, "a PPO/APPO call: autograd and fused"),
     "cartpole_appo_fused": Table(("cartpole_appo_fused.json",), learn, "cartpole_appo through autograd and fused"),
     "cartpole_ppo_fused": Table(("cartpole_ppo_fused.json",), learn, "cartpole_ppo through autograd and fused"),
+    "halfcheetah_ppo_fused": Table(
+        ("halfcheetah_ppo_fused.json",), learn, "halfcheetah_ppo through autograd and fused, 120 s each"
+    ),
     "cartpole_dqn_fused": Table(
         ("cartpole_dqn_fused.json",), learn, "cartpole_dqn through autograd and torch acting, and fused, 3 seeds"
     ),

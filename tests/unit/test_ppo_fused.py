@@ -23,7 +23,9 @@ import torch
 
 from raylab.algos.ppo.appo import APPO
 from raylab.algos.ppo.objective import PPO, minibatch_indices
+from raylab.builders import build_learner, build_rollout_worker
 from raylab.config import APPOConfig, PPOConfig
+from raylab.envs.registry import env_spaces
 from raylab.errors import ConfigError
 from raylab.learner import Learner
 from raylab.models.distributions import DiagGaussian
@@ -31,6 +33,7 @@ from raylab.models.encoders import MLPEncoder, NatureCNN
 from raylab.models.factory import ActorCritic
 from raylab.models.normalize import RunningNorm
 from raylab.types import Chunk
+from tests.conftest import make_config
 
 OBS, ACTIONS, DIM, STEPS, ENVS = 5, 3, 2, 16, 8
 FRAME = (2, 3, 3)
@@ -316,3 +319,35 @@ def test_obs_norm_learns_the_statistics_of_the_frames_the_model_sees():
     frames = np.concatenate([c.obs[: c.num_steps].reshape(-1, *FRAME) for c in data]).astype(np.float64) / 255.0
     np.testing.assert_allclose(norm.mean.numpy(), frames.mean(0), rtol=1e-6)
     np.testing.assert_allclose(norm.var.numpy(), frames.var(0), rtol=1e-5)
+
+
+@pytest.mark.parametrize("experiment", ["cartpole_ppo", "cartpole_appo", "pendulum_ppo", "halfcheetah_ppo"])
+def test_the_experiments_own_learners_agree_on_real_chunks(experiment, tmp_path):
+    """Each shipped plain-MLP experiment, as configured (its model, loss options, epochs x minibatches), on
+    chunks its own rollout workers sampled: after every call the two paths' parameters agree to float32
+    rounding. The two learners are put back in lockstep after each call, so the comparison is per call."""
+    if experiment.startswith("halfcheetah"):
+        pytest.importorskip("mujoco")
+    cfg = make_config(tmp_path, f"+experiment={experiment}", "logger.console=false")
+    spaces = env_spaces(cfg.env)
+    learners = []
+    for fused in (False, True):
+        torch.manual_seed(0)
+        learners.append(
+            build_learner(dataclasses.replace(cfg, learner=dataclasses.replace(cfg.learner, fused=fused)), spaces)
+        )
+    ref, fused = learners
+    assert fused.fused, fused.fused_reason
+    workers = [build_rollout_worker(cfg, spaces, i) for i in range(cfg.topology.num_workers)]
+    for _ in range(2):
+        for worker in workers:
+            worker.set_weights(ref.get_weights())
+        chunks = [dataclasses.replace(w.sample()[0], policy_version=ref.version) for w in workers]
+        got, want = fused.update_many(chunks), ref.update_many(chunks)
+        for name, value in want.metrics.items():
+            assert got.metrics[name] == pytest.approx(value, rel=1e-4, abs=1e-5), name
+        for a, b in zip(fused.params, ref.params, strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+        fused.load_state_dict(ref.state_dict())
+    for worker in workers:
+        worker.env.close()
