@@ -94,8 +94,9 @@ class RolloutClient(_Client):
         handle = RolloutActor.options(**options).remote(cfg, spaces, worker_id, incarnation, env_steps)
         return cls(handle)
 
-    def sample(self, weights: ObjectRef[Weights] | None) -> tuple[ObjectRef[Chunk], ObjectRef[RolloutStats]]:
-        """Start one chunk; ``weights`` (only when newer than the worker's) is loaded first."""
+    def sample(self, weights: ObjectRef[Weights] | Weights | None) -> tuple[ObjectRef[Chunk], ObjectRef[RolloutStats]]:
+        """Start one chunk; ``weights`` (only when newer than the worker's; a ref, or small weights by value)
+        is loaded first."""
         chunk, stats = self.handle.sample.options(num_returns=2).remote(weights)
         return chunk, stats
 

@@ -15,6 +15,20 @@ from raylab.types import Weights
 WARMUP_S = 1.0
 """Each measurement's first second is not measured (actors start, the first chunks' round trips)."""
 
+INLINE_BYTES = 100 * 1024
+"""Ray's max_direct_call_object_size (its default): a task's return below it stays in its owner's memory and
+travels inside the arguments of the tasks it is passed to; a larger one goes through the object store."""
+
+
+def publish(weights: Weights) -> Weights | ray.ObjectRef:
+    """Weights as the rollout actors would receive a learner's: a learner call returns them, so weights under
+    INLINE_BYTES reach the actors inside their sample calls (by value here) and larger ones through the object
+    store (``ray.put``). Putting small weights in the object store, as the sink first did, cost each round a put
+    and each actor a fetch that a real run never makes: 1.22x fewer agent steps/s on CartPole with 2 workers
+    (docs/benchmarks.md, "Sampling")."""
+    size = sum(int(array.nbytes) for array in weights.params.values())
+    return weights if size < INLINE_BYTES else ray.put(weights)
+
 
 def start_ray(num_cpus: int) -> None:
     ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
@@ -29,11 +43,11 @@ def sample_with_sink(
 ) -> tuple[int, dict[str, float], float]:
     """``workers`` rollout actors, each always with ``calls`` chunk calls in flight, for ``seconds`` after
     WARMUP_S; the driver drops every chunk and publishes a new version of ``weights`` once per ``workers``
-    chunks, which each worker loads before its next chunk. Returns (agent steps, the workers' summed stage
-    seconds, wall seconds)."""
+    chunks (``publish``: as a learner's call would return it), which each worker loads before its next chunk.
+    Returns (agent steps, the workers' summed stage seconds, wall seconds)."""
     clients = [RolloutClient.create(cfg, spaces, i) for i in range(workers)]
     ray.get([c.ready() for c in clients])
-    current = ray.put(weights)
+    current = publish(weights)
     held = [-1] * workers
     in_flight: dict[Any, tuple[int, Any]] = {}
 
@@ -61,7 +75,7 @@ def sample_with_sink(
         chunks += 1
         if chunks % workers == 0:  # a round: publish a new version, as a learner would
             weights = dataclasses.replace(weights, version=weights.version + 1)
-            current = ray.put(weights)
+            current = publish(weights)
         if measuring:
             steps += stats.num_steps
             for k in timings:

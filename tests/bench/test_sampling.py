@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from raylab.bench.sampling import efficiency, shares
@@ -46,3 +47,17 @@ def test_the_in_process_line_samples_the_rollout_worker_without_ray(tmp_path, mo
     rate = sampling._in_process(cfg, env_spaces(cfg.env), seconds=0.45)
     assert rate > 0 and len(versions) == 5  # the warm-up chunk, then one per clock reading below 0.45 s
     assert versions[1:] == list(range(versions[1], versions[1] + 4))  # one new weights version per chunk
+
+
+def test_the_sink_hands_out_weights_as_a_learners_call_returns_them(monkeypatch):
+    """Under Ray's inline limit a learner's returned weights travel inside the actors' sample calls, so the sink
+    passes small weights by value; larger ones go through the object store, as Ray would put them."""
+    from raylab.remote import sampling as remote_sampling
+    from raylab.types import Weights
+
+    put = []
+    monkeypatch.setattr(remote_sampling.ray, "put", lambda value: put.append(value) or "ref")
+    small = Weights(3, {"w": np.zeros(1000, np.float32)})  # 4 KB: CartPole's and Snake's MLPs are of this order
+    large = Weights(3, {"w": np.zeros(remote_sampling.INLINE_BYTES // 4, np.float32)})  # at the limit: a CNN's
+    assert remote_sampling.publish(small) is small and not put
+    assert remote_sampling.publish(large) == "ref" and put == [large]
