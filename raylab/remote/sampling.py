@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from typing import Any
 
 import ray
@@ -39,15 +40,22 @@ def stop_ray() -> None:
 
 
 def sample_with_sink(
-    cfg: Any, spaces: Any, workers: int, seconds: float, weights: Weights, calls: int = 1
+    cfg: Any,
+    spaces: Any,
+    workers: int,
+    seconds: float,
+    weights: Weights,
+    calls: int = 1,
+    publisher: Callable[[Weights], Any] = publish,
 ) -> tuple[int, dict[str, float], float]:
     """``workers`` rollout actors, each always with ``calls`` chunk calls in flight, for ``seconds`` after
     WARMUP_S; the driver drops every chunk and publishes a new version of ``weights`` once per ``workers``
     chunks (``publish``: as a learner's call would return it), which each worker loads before its next chunk.
+    ``publisher``: how each version is handed out (benchmarks/sampling_sink_weights.py compares ``ray.put``).
     Returns (agent steps, the workers' summed stage seconds, wall seconds)."""
     clients = [RolloutClient.create(cfg, spaces, i) for i in range(workers)]
     ray.get([c.ready() for c in clients])
-    current = publish(weights)
+    current = publisher(weights)
     held = [-1] * workers
     in_flight: dict[Any, tuple[int, Any]] = {}
 
@@ -75,7 +83,7 @@ def sample_with_sink(
         chunks += 1
         if chunks % workers == 0:  # a round: publish a new version, as a learner would
             weights = dataclasses.replace(weights, version=weights.version + 1)
-            current = publish(weights)
+            current = publisher(weights)
         if measuring:
             steps += stats.num_steps
             for k in timings:
