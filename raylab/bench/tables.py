@@ -319,6 +319,19 @@ def _fused_table(data: list[Json], header: list[str], cells: Callable[[Json], li
     return _rows(header, rows) + f"\n{d['protocol']}.\n"
 
 
+def sampling_sink_weights(data: list[Json]) -> str:
+    """benchmarks/sampling_sink_weights.py: the sampling sink's weights through the object store and inline."""
+    (d,) = data
+    r = d["results"]
+    labels = {"object_store": "through the object store (`ray.put`, before)", "inline": "inline, by value (after)"}
+    rows = [[labels[name], _int(rate)] for name, rate in r["agent_steps_per_s"].items()]
+    ratio = _ratio(r["ratio_inline_over_object_store"])
+    return (
+        _rows(["weights handed out", "agent steps/s (median)"], rows)
+        + f"\nInline / object store: {ratio}; {d['protocol']}.\n"
+    )
+
+
 def a3c_scaling(data: list[Json]) -> str:
     """``raylab.bench scaling``: seed 000's A3C worker-scaling protocol, beside seed 000's own figures."""
     (d,) = data
@@ -782,6 +795,12 @@ TABLES: dict[str, Table] = {
     ),
     "sampling_cartpole_numpy": Table(
         ("sampling_cartpole_numpy.json",), sampling, "CartPole's rollout path acting in NumPy, 1 and 2 calls in flight"
+    ),
+    "sampling_sink_weights": Table(
+        ("sampling_sink_weights.json",), sampling_sink_weights, "the sampling sink's weights: object store or inline"
+    ),
+    "sampling_cartpole_inline": Table(
+        ("sampling_cartpole_inline.json",), sampling, "CartPole's rollout path, the sink's weights inline"
     ),
     "sampling_cartpole_inprocess": Table(
         ("sampling_cartpole_inprocess.json",), sampling, "CartPole's rollout path, with the worker alone in process"

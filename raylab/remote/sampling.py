@@ -25,8 +25,8 @@ def publish(weights: Weights) -> Weights | ray.ObjectRef:
     """Weights as the rollout actors would receive a learner's: a learner call returns them, so weights under
     INLINE_BYTES reach the actors inside their sample calls (by value here) and larger ones through the object
     store (``ray.put``). Putting small weights in the object store, as the sink first did, cost each round a put
-    and each actor a fetch that a real run never makes: 1.22x fewer agent steps/s on CartPole with 2 workers
-    (docs/benchmarks.md, "Sampling")."""
+    and each actor a fetch that a real run never makes: inline ran 1.21x its agent steps/s on CartPole with 2
+    workers (benchmarks/sampling_sink_weights.json)."""
     size = sum(int(array.nbytes) for array in weights.params.values())
     return weights if size < INLINE_BYTES else ray.put(weights)
 
