@@ -802,6 +802,9 @@ TABLES: dict[str, Table] = {
     "sampling_cartpole_inline": Table(
         ("sampling_cartpole_inline.json",), sampling, "CartPole's rollout path, the sink's weights inline"
     ),
+    "sampling_snake_inline": Table(
+        ("sampling_snake_inline.json",), sampling, "Snake's rollout path, the sink's weights inline"
+    ),
     "sampling_cartpole_inprocess": Table(
         ("sampling_cartpole_inprocess.json",), sampling, "CartPole's rollout path, with the worker alone in process"
     ),
