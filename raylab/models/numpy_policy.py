@@ -37,9 +37,19 @@ def supports(model: nn.Module) -> bool:
         return False
     if type(model.dist) not in (Categorical, DiagGaussian):
         return False
-    layers = model.encoder.net
-    assert isinstance(layers, nn.Sequential)
-    return all(type(layer) in (nn.Flatten, nn.Linear, nn.ReLU) for layer in layers)
+    return mlp_linears(model.encoder.net) is not None
+
+
+def mlp_linears(net: object) -> list[nn.Linear] | None:
+    """The Linear layers of an MLP trunk (an ``MLPEncoder``'s net: an optional Flatten, then Linear + ReLU
+    pairs), in order, or None for any other stack. What the NumPy copies and the fused updates mirror."""
+    if not isinstance(net, nn.Sequential):
+        return None
+    layers = [layer for layer in net if not isinstance(layer, nn.Flatten)]
+    found = [layer for layer in layers if isinstance(layer, nn.Linear)]
+    if [type(layer) for layer in layers] != [nn.Linear, nn.ReLU] * len(found):
+        return None
+    return found
 
 
 def q_linears(model: nn.Module) -> list[nn.Linear] | None:
@@ -49,11 +59,8 @@ def q_linears(model: nn.Module) -> list[nn.Linear] | None:
         return None
     if model.head.atoms != 1:
         return None
-    layers = [layer for layer in model.encoder.net if not isinstance(layer, nn.Flatten)]
-    found = [layer for layer in layers if isinstance(layer, nn.Linear)]
-    if [type(layer) for layer in layers] != [nn.Linear, nn.ReLU] * len(found):
-        return None
-    return [*found, model.head.q]
+    found = mlp_linears(model.encoder.net)
+    return None if found is None else [*found, model.head.q]
 
 
 def features(obs: np.ndarray) -> np.ndarray:
@@ -109,9 +116,7 @@ class NumpyActor:
     @torch.no_grad()
     def load(self, model: ActorCritic) -> None:
         """Copy the parameters (after the model loaded new weights)."""
-        encoder = model.encoder.net
-        assert isinstance(encoder, nn.Sequential)
-        linears = [layer for layer in encoder if isinstance(layer, nn.Linear)]
+        linears = mlp_linears(model.encoder.net) or []
         self.layers = [(_numpy(m.weight).T.copy(), _numpy(m.bias)) for m in linears]
         self.head = (_numpy(model.policy.weight).T.copy(), _numpy(model.policy.bias))
         norm = model.obs_norm

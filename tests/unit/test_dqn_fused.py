@@ -200,14 +200,12 @@ def test_the_checkpoint_is_a_snapshot_after_a_resume_and_more_steps():
 UNFUSED = {
     "dueling": ({"model": ModelConfig(hidden_sizes=(16,), dueling=True)}, "plain MLP"),
     "quantile": ({"algo": DQNConfig(loss="quantile", num_quantiles=8)}, "quantile"),
-    "grad_accumulation": ({"grad_accumulation": 2}, "grad_accumulation"),
-    "compile": ({"compile": True}, "compile"),
-    "bf16": ({"precision": "bf16"}, "fp32"),
 }
 
 
 @pytest.mark.parametrize("opts, reason", list(UNFUSED.values()), ids=list(UNFUSED))
 def test_what_is_not_fused_falls_back_under_auto_and_is_refused_under_true(opts, reason):
+    """Models the fused step does not implement; the Learner's own options: test_learner_objectives.py."""
     learner = make(**dict(opts), fused="auto")
     assert not learner.fused and reason in learner.fused_reason
     assert learner.update_many([batch(seed=0)]).updates == 1  # autograd trains it

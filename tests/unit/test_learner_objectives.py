@@ -221,6 +221,25 @@ def test_prefetch_path_follows_the_device():
     assert stats.updates == 2 and "batch_wait_s" not in (stats.timings or {})
 
 
+# -- learner.fused: the Learner's own options that keep autograd, the same for every algorithm ---------------
+LEARNER_UNFUSED = {
+    "grad_accumulation": ({"grad_accumulation": 2}, "grad_accumulation"),
+    "compile": ({"compile": True}, "compile"),
+    "bf16": ({"precision": "bf16"}, "fp32"),
+}
+
+
+@pytest.mark.parametrize("opts, reason", list(LEARNER_UNFUSED.values()), ids=list(LEARNER_UNFUSED))
+@pytest.mark.parametrize("algo", ["dqn", "ppo", "appo"])
+def test_learner_options_without_a_fused_path_fall_back_under_auto_and_are_refused_under_true(algo, opts, reason):
+    """Each algorithm's model-level cases: test_dqn_fused.py, test_ppo_fused.py."""
+    learner = make(algo, fused="auto", **opts)
+    assert not learner.fused and reason in learner.fused_reason
+    assert learner.update_many(inputs(algo, 1)[0]).updates > 0  # autograd trains it
+    with pytest.raises(ConfigError, match=r"learner.fused=true, but .*: set learner.fused=auto or false"):
+        make(algo, fused=True, **opts)
+
+
 # -- (b) learner state and published weights are CPU-only --------------------------------------------------
 def assert_all_on_cpu(value, path="state"):
     if isinstance(value, torch.Tensor):

@@ -106,3 +106,15 @@ def test_models_that_are_not_plain_mlps_and_trained_in_place_ones_stay_in_torch(
     assert ActorCriticPolicy(cnn, seed=0, numpy_inference=True).numpy is None
     a3c = ActorCriticPolicy(model(DISCRETE), seed=0, frozen=False, numpy_inference=True)  # A3C trains it in place
     assert a3c.numpy is None
+
+
+def test_only_linear_relu_pairs_are_the_plain_mlp_shape():
+    """The NumPy copies and the fused updates put a ReLU after every Linear of the trunk: a reordered or extended
+    stack in an MLPEncoder is not that shape and stays in torch."""
+    for layers in ([torch.nn.Linear(6, 8), torch.nn.Linear(8, 8)], [torch.nn.ReLU(), torch.nn.Linear(6, 8)],
+                   [torch.nn.Linear(6, 8), torch.nn.Tanh()]):  # fmt: skip
+        net = model(DISCRETE)
+        net.encoder.net = torch.nn.Sequential(torch.nn.Flatten(), *layers)
+        assert numpy_policy.mlp_linears(net.encoder.net) is None and not numpy_policy.supports(net)
+    plain = model(DISCRETE)
+    assert numpy_policy.supports(plain) and len(numpy_policy.mlp_linears(plain.encoder.net) or []) == 2

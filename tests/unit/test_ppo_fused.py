@@ -273,14 +273,12 @@ def test_a_loaded_learner_does_not_share_adam_state_with_another():
 
 UNFUSED = {
     "cnn": ({"model": ActorCritic(NatureCNN((4, 84, 84), (32,)), ACTIONS)}, "plain MLP actor-critic"),
-    "grad_accumulation": ({"grad_accumulation": 2}, "grad_accumulation"),
-    "compile": ({"compile": True}, "compile"),
-    "bf16": ({"precision": "bf16"}, "fp32"),
 }
 
 
 @pytest.mark.parametrize("opts, reason", list(UNFUSED.values()), ids=list(UNFUSED))
 def test_what_is_not_fused_falls_back_under_auto_and_is_refused_under_true(opts, reason):
+    """Models the fused step does not implement; the Learner's own options: test_learner_objectives.py."""
     learner = make(**dict(opts), fused="auto")
     assert not learner.fused and reason in learner.fused_reason
     with pytest.raises(ConfigError, match=r"learner.fused=true, but .*: set learner.fused=auto or false"):

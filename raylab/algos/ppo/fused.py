@@ -32,19 +32,7 @@ from raylab.algos.flat_adam import FlatAdam, FusedResult, adam_unsupported, line
 from raylab.models.distributions import LOG_2PI, Categorical
 from raylab.models.factory import ActorCritic
 from raylab.models.normalize import CLIP
-from raylab.models.numpy_policy import features, supports
-
-
-def encoder_linears(model: ActorCritic) -> list[nn.Linear] | None:
-    """The trunk's Linear layers, or None unless it is Linear + ReLU pairs (after an optional Flatten)."""
-    net = model.encoder.net
-    if not isinstance(net, nn.Sequential):
-        return None
-    layers = [layer for layer in net if not isinstance(layer, nn.Flatten)]
-    found = [layer for layer in layers if isinstance(layer, nn.Linear)]
-    if [type(layer) for layer in layers] != [nn.Linear, nn.ReLU] * len(found):
-        return None
-    return found
+from raylab.models.numpy_policy import features, mlp_linears, supports
 
 
 class FusedActorCriticStep:
@@ -54,7 +42,7 @@ class FusedActorCriticStep:
     @staticmethod
     def unsupported(model: nn.Module, optimizer: torch.optim.Optimizer) -> str:
         """Why this model/optimizer cannot be fused ('' when it can)."""
-        if not isinstance(model, ActorCritic) or not supports(model) or encoder_linears(model) is None:
+        if not isinstance(model, ActorCritic) or not supports(model):
             return "only a plain MLP actor-critic (model.encoder=mlp, no custom model) is fused"
         return adam_unsupported(optimizer, list(model.parameters()))
 
@@ -88,7 +76,7 @@ class FusedActorCriticStep:
             return [self.adam.grads[position[id(layer.weight)]], self.adam.grads[position[id(layer.bias)]]]
 
         # NumPy views of the parameters, made once: Adam and load_state_dict write into the same memory in place
-        linears = encoder_linears(model) or []
+        linears = mlp_linears(model.encoder.net) or []  # supports(model): Linear + ReLU pairs
         self.layers = [views(layer) for layer in linears]
         self.layer_grads = [g for layer in linears for g in grads(layer)]
         self.policy, self.policy_grads = views(model.policy), grads(model.policy)
