@@ -39,7 +39,10 @@ class ActorCriticPolicy:
         keep_log_probs: bool = True,
         numpy_inference: bool = False,
     ):
-        self.model = model.eval().requires_grad_(False) if frozen else model
+        self._model = model.eval().requires_grad_(False) if frozen else model
+        self._unloaded: dict[str, np.ndarray] | None = None
+        """Weights loaded into the NumPy copy and not yet into the module, which acts only without the copy:
+        ``model`` loads them when asked."""
         self.greedy = greedy
         self.keep_log_probs = keep_log_probs
         self.generator = torch.Generator().manual_seed(int(seed))
@@ -48,8 +51,16 @@ class ActorCriticPolicy:
         self.numpy: NumpyActor | None = None
         """A NumPy copy of a plain MLP model (model.numpy_inference); only of a frozen model, whose
         parameters change only through ``set_weights``, which reloads the copy."""
-        if numpy_inference and frozen and numpy_policy.supports(self.model):
-            self.numpy = NumpyActor(self.model, seed=int(seed))
+        if numpy_inference and frozen and numpy_policy.supports(self._model):
+            self.numpy = NumpyActor(self._model, seed=int(seed))
+
+    @property
+    def model(self) -> ActorCritic:
+        """The torch module, holding the latest weights loaded."""
+        if self._unloaded is not None:
+            load_params(self._model, self._unloaded)
+            self._unloaded = None
+        return self._model
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         if self.numpy is not None:
@@ -74,9 +85,11 @@ class ActorCriticPolicy:
         """Load ``weights`` if newer than what the policy holds; returns whether it did."""
         if weights.version <= self.version:
             return False
-        load_params(self.model, weights.params)
-        if self.numpy is not None:
-            self.numpy.load(self.model)
+        if self.numpy is not None:  # the module waits until asked for (``model``)
+            self.numpy.load_params(weights.params)
+            self._unloaded = weights.params
+        else:
+            load_params(self._model, weights.params)
         self.version = weights.version
         return True
 

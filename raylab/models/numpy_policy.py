@@ -87,21 +87,40 @@ class NumpyQ:
     """Q values of a plain MLP QNetwork (``q_linears``) in NumPy float32."""
 
     def __init__(self, model: QNetwork):
-        assert q_linears(model) is not None, "NumpyQ mirrors plain MLP Q networks only (numpy_policy.q_linears)"
+        linears = q_linears(model)
+        assert linears is not None, "NumpyQ mirrors plain MLP Q networks only (numpy_policy.q_linears)"
+        names = module_names(model)
+        self._linears = [names[m] for m in linears]
         self.load(model)
 
-    @torch.no_grad()
     def load(self, model: QNetwork) -> None:
-        """Copy the parameters (after the model loaded new weights)."""
-        self.layers = [(_numpy(m.weight).T.copy(), _numpy(m.bias)) for m in q_linears(model) or []]
+        """Copy the module's parameters."""
+        self.load_params(numpy_state(model))
+
+    def load_params(self, params: dict[str, np.ndarray]) -> None:
+        """Copy the parameters from ``Weights.params`` (the module's state_dict as arrays), without the module:
+        a rollout actor's weight load (``load_state_dict`` and then ``load`` cost ~5x as much)."""
+        self.layers = [_linear(params, name) for name in self._linears]
 
     def values(self, obs: np.ndarray) -> np.ndarray:
         """Q values [B, A]."""
         return mlp(self.layers, features(obs), relu_last=False)
 
 
-def _numpy(tensor: torch.Tensor) -> np.ndarray:
-    return tensor.detach().to(torch.float32).numpy().copy()
+def module_names(model: nn.Module) -> dict[nn.Module, str]:
+    """Each submodule's qualified name, as its parameters are prefixed in ``state_dict``."""
+    return {module: name for name, module in model.named_modules()}
+
+
+@torch.no_grad()
+def numpy_state(model: nn.Module) -> dict[str, np.ndarray]:
+    """The module's state_dict as NumPy arrays (views): what ``Weights.params`` holds."""
+    return {k: v.detach().numpy() for k, v in model.state_dict().items()}
+
+
+def _linear(params: dict[str, np.ndarray], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A Linear's (W^T [in, out], bias) as float32 copies."""
+    return np.array(params[f"{name}.weight"], np.float32).T.copy(), np.array(params[f"{name}.bias"], np.float32)
 
 
 class NumpyActor:
@@ -111,21 +130,30 @@ class NumpyActor:
         assert supports(model), "NumpyActor mirrors plain MLP actor-critics only (numpy_policy.supports)"
         self.discrete = isinstance(model.dist, Categorical)
         self.rng = np.random.default_rng(seed)
+        names = module_names(model)
+        self._linears = [names[m] for m in mlp_linears(model.encoder.net) or []]
+        self._head = names[model.policy]
+        norm = model.obs_norm
+        self._norm = None if norm is None else (names[norm], float(norm.eps))
         self.load(model)
 
-    @torch.no_grad()
     def load(self, model: ActorCritic) -> None:
-        """Copy the parameters (after the model loaded new weights)."""
-        linears = mlp_linears(model.encoder.net) or []
-        self.layers = [(_numpy(m.weight).T.copy(), _numpy(m.bias)) for m in linears]
-        self.head = (_numpy(model.policy.weight).T.copy(), _numpy(model.policy.bias))
-        norm = model.obs_norm
+        """Copy the module's parameters."""
+        self.load_params(numpy_state(model))
+
+    def load_params(self, params: dict[str, np.ndarray]) -> None:
+        """Copy the parameters from ``Weights.params`` (the module's state_dict as arrays), without the module:
+        a rollout actor's weight load (``load_state_dict`` and then ``load`` cost ~5x as much)."""
+        self.layers = [_linear(params, name) for name in self._linears]
+        self.head = _linear(params, self._head)
         self.norm: tuple[np.ndarray, np.ndarray] | None = None
-        if norm is not None:
-            mean = norm.mean.to(torch.float32).numpy().reshape(-1).copy()
-            std = torch.sqrt(norm.var + norm.eps).to(torch.float32).numpy().reshape(-1).copy()
+        if self._norm is not None:
+            name, eps = self._norm
+            mean = np.array(params[f"{name}.mean"], np.float32).reshape(-1)
+            # as RunningNorm.forward: sqrt(var + eps) in the buffers' float64, then float32
+            std = np.sqrt(np.asarray(params[f"{name}.var"], np.float64) + eps).astype(np.float32).reshape(-1)
             self.norm = (mean, std)
-        self.log_std = None if self.discrete else _numpy(model.log_std)
+        self.log_std = None if self.discrete else np.array(params["log_std"], np.float32)
 
     def params(self, obs: np.ndarray) -> np.ndarray:
         """Logits [B, A] (discrete) or means [B, D] (Box) for a batch of observations."""

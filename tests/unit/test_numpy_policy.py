@@ -118,3 +118,50 @@ def test_only_linear_relu_pairs_are_the_plain_mlp_shape():
         assert numpy_policy.mlp_linears(net.encoder.net) is None and not numpy_policy.supports(net)
     plain = model(DISCRETE)
     assert numpy_policy.supports(plain) and len(numpy_policy.mlp_linears(plain.encoder.net) or []) == 2
+
+
+def _arrays(copy: numpy_policy.NumpyActor) -> list[np.ndarray]:
+    norm = list(copy.norm) if copy.norm is not None else []
+    return [a for layer in [*copy.layers, copy.head] for a in layer] + norm + [copy.log_std]
+
+
+@pytest.mark.parametrize("spaces", [DISCRETE, BOX], ids=["categorical", "gaussian"])
+@pytest.mark.parametrize("normalize", [False, True], ids=["raw", "normalized"])
+def test_weights_loaded_straight_into_the_copy_equal_those_loaded_through_the_module(spaces, normalize):
+    """set_weights loads the copy from the arrays (load_params), not from the module after load_state_dict:
+    the copy must hold exactly what the module path gives it."""
+    source = model(spaces, normalize, seed=5)
+    with torch.no_grad():
+        if source.obs_norm is not None:  # a var no float32 round trip would keep: sqrt(var + eps) in float64
+            source.obs_norm.var.mul_(1.0 + 1e-12)
+        if hasattr(source, "log_std"):
+            source.log_std.copy_(torch.tensor([-0.7, 0.2]))
+    through_module = numpy_policy.NumpyActor(source, seed=0)
+    straight = numpy_policy.NumpyActor(model(spaces, normalize, seed=1), seed=0)
+    straight.load_params(weights_of(source, version=1).params)
+    want, got = _arrays(through_module), _arrays(straight)
+    assert len(got) == len(want) and all(a is not None for a in got[:-1])
+    for a, b in zip(got, want, strict=True):
+        if b is None:
+            assert a is None
+        else:
+            assert a.dtype == np.float32 and a.flags.c_contiguous
+            np.testing.assert_array_equal(a, b)
+
+
+def test_the_module_receives_the_weights_the_copy_acts_with_when_asked_for():
+    """With the NumPy copy acting, set_weights leaves the torch module for later: ``model`` must still hand
+    out the newest weights (A3C, evaluation and checkpoints read the module)."""
+    policy = ActorCriticPolicy(model(DISCRETE, normalize=True), seed=0, numpy_inference=True)
+    for version, seed in ((1, 7), (2, 8)):
+        newer = weights_of(model(DISCRETE, normalize=True, seed=seed), version)
+        assert policy.set_weights(newer)
+    assert not policy.set_weights(weights_of(model(DISCRETE, seed=9), version=2))  # not newer: ignored
+    state = policy.model.state_dict()
+    assert set(state) == set(newer.params)
+    for k, v in state.items():
+        np.testing.assert_array_equal(v.numpy(), newer.params[k])
+    obs = np.random.default_rng(2).normal(0, 2, (64, 4)).astype(np.float32)
+    with torch.no_grad():
+        logits, _ = policy.model(torch.from_numpy(obs))
+    np.testing.assert_allclose(policy.numpy.params(obs), logits.numpy(), rtol=1e-5, atol=1e-5)

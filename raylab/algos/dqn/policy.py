@@ -46,8 +46,11 @@ class EpsilonGreedyPolicy:
     def __init__(
         self, q_net: QNetwork, epsilons: EpsilonSchedule, num_actions: int, seed: int, numpy_inference: bool = False
     ):
-        self.q_net = q_net.eval().requires_grad_(False)
+        self._q_net = q_net.eval().requires_grad_(False)
         self.numpy = NumpyQ(q_net) if numpy_inference and q_linears(q_net) is not None else None
+        self._unloaded: dict[str, np.ndarray] | None = None
+        """Weights loaded into the NumPy copy and not yet into the module, which acts only without the copy:
+        ``q_net`` loads them when asked."""
         self.epsilons = epsilons
         self.num_actions = num_actions
         self.rng = np.random.default_rng(seed)
@@ -73,6 +76,14 @@ class EpsilonGreedyPolicy:
         return greedy
 
     @property
+    def q_net(self) -> QNetwork:
+        """The torch module, holding the latest weights loaded."""
+        if self._unloaded is not None:
+            load_params(self._q_net, self._unloaded)
+            self._unloaded = None
+        return self._q_net
+
+    @property
     def epsilon(self) -> float:
         """Mean exploration rate over the slots now."""
         return float(np.mean(self.epsilons(self.steps * len(self.epsilons.final))))
@@ -81,8 +92,10 @@ class EpsilonGreedyPolicy:
         """Load ``weights`` if newer than what the policy holds; returns whether it did."""
         if weights.version <= self.version:
             return False
-        load_params(self.q_net, weights.params)
-        if self.numpy is not None:
-            self.numpy.load(self.q_net)
+        if self.numpy is not None:  # the module waits until asked for (``q_net``)
+            self.numpy.load_params(weights.params)
+            self._unloaded = weights.params
+        else:
+            load_params(self._q_net, weights.params)
         self.version = weights.version
         return True
