@@ -704,6 +704,31 @@ def sampling(data: list[Json]) -> str:
     return _rows(header, rows) + notes
 
 
+def sampling_revisions(data: list[Json]) -> str:
+    """benchmarks/sampling_revisions.py: ``bench sampling`` at two git revisions, alternating in one run."""
+    (d,) = data
+    r = d["results"]
+    before, after = r["revisions"]["before"], r["revisions"]["after"]
+    header = ["workers", f"agent steps/s at {before}", f"at {after}", "after / before",
+              "efficiency before → after", "weight sync before → after", "transport before → after"]  # fmt: skip
+    rows = []
+    for shape, row in r["summary"].items():
+        if shape == "env_only_agent_steps_per_s":
+            continue
+        b, a = row["before"], row["after"]
+        rows.append([
+            shape, _int(b["agent_steps_per_s"]), _int(a["agent_steps_per_s"]), _ratio(row["ratio"]),
+            f"{_pct(b['efficiency'])} → {_pct(a['efficiency'])}", f"{_pct(b['sync_share'])} → {_pct(a['sync_share'])}",
+            f"{_pct(b['transport_share'])} → {_pct(a['transport_share'])}",
+        ])  # fmt: skip
+    env = r["summary"]["env_only_agent_steps_per_s"]
+    return (
+        _rows(header, rows)
+        + f"\nEnv only (one process): {_int(env['before'])} / {_int(env['after'])} agent steps/s in the two "
+        f"revisions' runs. {_sentence(d['protocol'])}.\n"
+    )
+
+
 def _duration(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
@@ -798,6 +823,11 @@ TABLES: dict[str, Table] = {
     ),
     "sampling_sink_weights": Table(
         ("sampling_sink_weights.json",), sampling_sink_weights, "the sampling sink's weights: object store or inline"
+    ),
+    "sampling_cartpole_weight_load": Table(
+        ("sampling_cartpole_weight_load.json",),
+        sampling_revisions,
+        "CartPole's rollout path before and after the direct weight load",
     ),
     "sampling_cartpole_inline": Table(
         ("sampling_cartpole_inline.json",), sampling, "CartPole's rollout path, the sink's weights inline"
