@@ -818,6 +818,17 @@ TABLES: dict[str, Table] = {
     "cartpole_appo_chunks_in_flight": Table(
         ("cartpole_appo_chunks_in_flight.json",), learn, "cartpole_appo with 1 and 2 chunks in flight, 5 seeds"
     ),
+    "cartpole_appo_rollout_length": Table(
+        ("cartpole_appo_rollout_length.json",), learn, "cartpole_appo with 32- and 64-step chunks, 5 seeds"
+    ),
+    "cartpole_appo_rollout_length_c1": Table(
+        ("cartpole_appo_rollout_length_c1.json",),
+        learn,
+        "cartpole_appo with 32-step chunks, 2 per update, and 64-step chunks, 1 per update, 5 seeds",
+    ),
+    "sampling_cartpole_r64": Table(
+        ("sampling_cartpole_r64.json",), sampling, "CartPole's rollout path with 64-step chunks"
+    ),
     "sampling_cartpole_numpy": Table(
         ("sampling_cartpole_numpy.json",), sampling, "CartPole's rollout path acting in NumPy, 1 and 2 calls in flight"
     ),
