@@ -11,6 +11,7 @@ from typing import Any
 import ray
 
 from raylab.remote.clients import RolloutClient
+from raylab.remote.runtime import actors_at_driver_priority, quiet_token_auth_notice
 from raylab.types import Weights
 
 WARMUP_S = 1.0
@@ -32,6 +33,10 @@ def publish(weights: Weights) -> Weights | ray.ObjectRef:
 
 
 def start_ray(num_cpus: int) -> None:
+    """A local Ray as a run's embedded one starts it (raylab.remote.runtime): actors at the driver's priority,
+    not at Ray's default nice 15."""
+    actors_at_driver_priority()
+    quiet_token_auth_notice()
     ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
 
 
