@@ -840,6 +840,11 @@ TABLES: dict[str, Table] = {
         sampling_revisions,
         "CartPole's rollout path before and after the direct weight load",
     ),
+    "sampling_cartpole_niceness": Table(
+        ("sampling_cartpole_niceness.json",),
+        sampling_revisions,
+        "CartPole's rollout path with the actors at Ray's nice 15 and at the driver's priority",
+    ),
     "sampling_cartpole_inline": Table(
         ("sampling_cartpole_inline.json",), sampling, "CartPole's rollout path, the sink's weights inline"
     ),
