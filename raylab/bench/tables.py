@@ -840,6 +840,11 @@ TABLES: dict[str, Table] = {
         sampling_revisions,
         "CartPole's rollout path before and after the direct weight load",
     ),
+    "sampling_snake_weight_load": Table(
+        ("sampling_snake_weight_load.json",),
+        sampling_revisions,
+        "Snake's rollout path before and after the direct weight load",
+    ),
     "sampling_cartpole_niceness": Table(
         ("sampling_cartpole_niceness.json",),
         sampling_revisions,
