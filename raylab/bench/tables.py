@@ -826,6 +826,11 @@ TABLES: dict[str, Table] = {
         learn,
         "cartpole_appo with 32-step chunks, 2 per update, and 64-step chunks, 1 per update, 5 seeds",
     ),
+    "cartpole_appo_rollout_length_10seeds": Table(
+        ("cartpole_appo_rollout_length_10seeds.json",),
+        learn,
+        "cartpole_appo with 32- and 64-step chunks, 10 more seeds",
+    ),
     "sampling_cartpole_r64": Table(
         ("sampling_cartpole_r64.json",), sampling, "CartPole's rollout path with 64-step chunks"
     ),
