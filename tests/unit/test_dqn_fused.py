@@ -262,7 +262,7 @@ def test_epsilon_greedy_acts_alike_in_numpy_and_torch_and_follows_new_weights():
 
 def test_epsilon_greedy_hands_out_the_newest_weights_in_its_module_and_copy():
     """With the NumPy copy acting, set_weights loads the copy straight from the arrays and the torch module
-    only when asked for (``q_net``): both must hold the newest version, the copy exactly as ``load`` gives."""
+    only when asked for (``q_net``): both must hold the newest version, the copy bit for bit."""
     torch.manual_seed(3)
     policy = EpsilonGreedyPolicy(
         build_q_network(ModelConfig(hidden_sizes=(16,)), VECTOR), EpsilonSchedule(np.zeros(4)), 4, 0, True
@@ -271,9 +271,11 @@ def test_epsilon_greedy_hands_out_the_newest_weights_in_its_module_and_copy():
     new = build_q_network(ModelConfig(hidden_sizes=(16,)), VECTOR)
     assert policy.set_weights(Weights(1, {k: v.numpy().copy() for k, v in new.state_dict().items()}))
     assert policy.numpy is not None
-    for got, want in zip(policy.numpy.layers, numpy_policy.NumpyQ(new).layers, strict=True):
-        np.testing.assert_array_equal(got[0], want[0])
-        np.testing.assert_array_equal(got[1], want[1])
+    linears = numpy_policy.q_linears(new)
+    assert linears is not None
+    for got, m in zip(policy.numpy.layers, linears, strict=True):  # the copy holds torch's W^T and bias exactly
+        np.testing.assert_array_equal(got[0], m.weight.detach().T.numpy())
+        np.testing.assert_array_equal(got[1], m.bias.detach().numpy())
     for k, v in policy.q_net.state_dict().items():
         np.testing.assert_array_equal(v.numpy(), new.state_dict()[k].numpy())
 
