@@ -12,8 +12,7 @@ from raylab.config import RunConfig
 from raylab.envs.registry import EnvSpaces
 from raylab.models import numpy_policy
 from raylab.models.factory import ActorCritic, build_actor_critic
-from raylab.models.numpy_policy import NumpyActor
-from raylab.params.flat import load_params
+from raylab.models.numpy_policy import Mirrored, NumpyActor
 from raylab.types import Weights
 
 
@@ -39,10 +38,7 @@ class ActorCriticPolicy:
         keep_log_probs: bool = True,
         numpy_inference: bool = False,
     ):
-        self._model = model.eval().requires_grad_(False) if frozen else model
-        self._unloaded: dict[str, np.ndarray] | None = None
-        """Weights loaded into the NumPy copy and not yet into the module, which acts only without the copy:
-        ``model`` loads them when asked."""
+        module = model.eval().requires_grad_(False) if frozen else model
         self.greedy = greedy
         self.keep_log_probs = keep_log_probs
         self.generator = torch.Generator().manual_seed(int(seed))
@@ -51,16 +47,14 @@ class ActorCriticPolicy:
         self.numpy: NumpyActor | None = None
         """A NumPy copy of a plain MLP model (model.numpy_inference); only of a frozen model, whose
         parameters change only through ``set_weights``, which reloads the copy."""
-        if numpy_inference and frozen and numpy_policy.supports(self._model):
-            self.numpy = NumpyActor(self._model, seed=int(seed))
+        if numpy_inference and frozen and numpy_policy.supports(module):
+            self.numpy = NumpyActor(module, seed=int(seed))
+        self._mirrored = Mirrored(module, self.numpy)
 
     @property
     def model(self) -> ActorCritic:
-        """The torch module, holding the latest weights loaded."""
-        if self._unloaded is not None:
-            load_params(self._model, self._unloaded)
-            self._unloaded = None
-        return self._model
+        """The torch module, holding the newest weights loaded (with a NumPy copy, loaded when asked for)."""
+        return self._mirrored.module
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         if self.numpy is not None:
@@ -85,11 +79,7 @@ class ActorCriticPolicy:
         """Load ``weights`` if newer than what the policy holds; returns whether it did."""
         if weights.version <= self.version:
             return False
-        if self.numpy is not None:  # the module waits until asked for (``model``)
-            self.numpy.load_params(weights.params)
-            self._unloaded = weights.params
-        else:
-            load_params(self._model, weights.params)
+        self._mirrored.load(weights.params)
         self.version = weights.version
         return True
 

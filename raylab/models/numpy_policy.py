@@ -18,8 +18,9 @@ plain MLP ``QNetwork`` (one atom, no dueling head): DQN's epsilon-greedy actors,
 
 from __future__ import annotations
 
+from typing import Generic, TypeVar
+
 import numpy as np
-import torch
 from torch import nn
 
 from raylab.models.distributions import LOG_2PI, Categorical, DiagGaussian
@@ -27,6 +28,7 @@ from raylab.models.encoders import MLPEncoder
 from raylab.models.factory import ActorCritic, QNetwork
 from raylab.models.heads import QHead
 from raylab.models.normalize import CLIP, RunningNorm
+from raylab.params.flat import load_params
 
 
 def supports(model: nn.Module) -> bool:
@@ -99,7 +101,7 @@ class NumpyQ:
 
     def load_params(self, params: dict[str, np.ndarray]) -> None:
         """Copy the parameters from ``Weights.params`` (the module's state_dict as arrays), without the module:
-        a rollout actor's weight load (``load_state_dict`` and then ``load`` cost ~5x as much)."""
+        a rollout actor's weight load (``load_state_dict`` and then ``load`` cost ~20x as much)."""
         self.layers = [_linear(params, name) for name in self._linears]
 
     def values(self, obs: np.ndarray) -> np.ndarray:
@@ -112,10 +114,9 @@ def module_names(model: nn.Module) -> dict[nn.Module, str]:
     return {module: name for name, module in model.named_modules()}
 
 
-@torch.no_grad()
 def numpy_state(model: nn.Module) -> dict[str, np.ndarray]:
-    """The module's state_dict as NumPy arrays (views): what ``Weights.params`` holds."""
-    return {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    """The module's state_dict (detached tensors) as NumPy arrays (views): what ``Weights.params`` holds."""
+    return {k: v.numpy() for k, v in model.state_dict().items()}
 
 
 def _linear(params: dict[str, np.ndarray], name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -143,7 +144,7 @@ class NumpyActor:
 
     def load_params(self, params: dict[str, np.ndarray]) -> None:
         """Copy the parameters from ``Weights.params`` (the module's state_dict as arrays), without the module:
-        a rollout actor's weight load (``load_state_dict`` and then ``load`` cost ~5x as much)."""
+        a rollout actor's weight load (``load_state_dict`` and then ``load`` cost ~20x as much)."""
         self.layers = [_linear(params, name) for name in self._linears]
         self.head = _linear(params, self._head)
         self.norm: tuple[np.ndarray, np.ndarray] | None = None
@@ -189,3 +190,34 @@ class NumpyActor:
         actions = out + np.exp(self.log_std) * noise
         log_probs = -(0.5 * noise * noise + self.log_std + 0.5 * LOG_2PI).sum(1)
         return actions.astype(np.float32), log_probs.astype(np.float32)
+
+
+M = TypeVar("M", bound=nn.Module)
+
+
+class Mirrored(Generic[M]):
+    """A policy's torch module and the NumPy copy that acts for it (``copy``; None: the module acts). New
+    weights go straight into the copy, and into the module only when something asks for it (``module``): the
+    module does not act while there is a copy, and loading it cost ~20x the copy's load."""
+
+    def __init__(self, module: M, copy: NumpyActor | NumpyQ | None):
+        self._module = module
+        self.copy = copy
+        self._unloaded: dict[str, np.ndarray] | None = None
+        """Weights in the copy and not yet in the module."""
+
+    @property
+    def module(self) -> M:
+        """The torch module, holding the newest weights loaded."""
+        if self._unloaded is not None:
+            load_params(self._module, self._unloaded)
+            self._unloaded = None
+        return self._module
+
+    def load(self, params: dict[str, np.ndarray]) -> None:
+        """New weights (``Weights.params``)."""
+        if self.copy is not None:
+            self.copy.load_params(params)
+            self._unloaded = params
+        else:
+            load_params(self._module, params)

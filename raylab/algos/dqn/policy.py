@@ -6,8 +6,7 @@ import numpy as np
 import torch
 
 from raylab.models.factory import QNetwork
-from raylab.models.numpy_policy import NumpyQ, q_linears
-from raylab.params.flat import load_params
+from raylab.models.numpy_policy import Mirrored, NumpyQ, q_linears
 from raylab.types import Weights
 
 
@@ -46,11 +45,9 @@ class EpsilonGreedyPolicy:
     def __init__(
         self, q_net: QNetwork, epsilons: EpsilonSchedule, num_actions: int, seed: int, numpy_inference: bool = False
     ):
-        self._q_net = q_net.eval().requires_grad_(False)
+        q_net = q_net.eval().requires_grad_(False)
         self.numpy = NumpyQ(q_net) if numpy_inference and q_linears(q_net) is not None else None
-        self._unloaded: dict[str, np.ndarray] | None = None
-        """Weights loaded into the NumPy copy and not yet into the module, which acts only without the copy:
-        ``q_net`` loads them when asked."""
+        self._mirrored = Mirrored(q_net, self.numpy)
         self.epsilons = epsilons
         self.num_actions = num_actions
         self.rng = np.random.default_rng(seed)
@@ -77,11 +74,8 @@ class EpsilonGreedyPolicy:
 
     @property
     def q_net(self) -> QNetwork:
-        """The torch module, holding the latest weights loaded."""
-        if self._unloaded is not None:
-            load_params(self._q_net, self._unloaded)
-            self._unloaded = None
-        return self._q_net
+        """The torch module, holding the newest weights loaded (with a NumPy copy, loaded when asked for)."""
+        return self._mirrored.module
 
     @property
     def epsilon(self) -> float:
@@ -92,10 +86,6 @@ class EpsilonGreedyPolicy:
         """Load ``weights`` if newer than what the policy holds; returns whether it did."""
         if weights.version <= self.version:
             return False
-        if self.numpy is not None:  # the module waits until asked for (``q_net``)
-            self.numpy.load_params(weights.params)
-            self._unloaded = weights.params
-        else:
-            load_params(self._q_net, weights.params)
+        self._mirrored.load(weights.params)
         self.version = weights.version
         return True
