@@ -17,7 +17,7 @@ average is recorded before each measurement (the machine is shared).
 
 ``a3c_worker`` (+experiment=cartpole_a3c): one A3CWorker built as the a3c topology builds it
 (``build_parameter_servers`` + ``build_a3c_worker``, torch on one thread as in a worker actor) against
-in-process shards (LocalServerLink, applied at push time); ``--warmup`` segments, then ``--segments`` timed.
+in-process shards (ServerLink, applied at push time); ``--warmup`` segments, then ``--segments`` timed.
 The shards' weights move as in a run. Reports env steps/s and microseconds per env step of every stage of
 the worker's StageTimer (env, inference, learn, push, receive, sync, and the shards' server_apply).
 
@@ -68,14 +68,14 @@ def a3c_worker(args: argparse.Namespace) -> dict[str, Any]:
 
     from raylab.builders import build_a3c_worker, build_parameter_server, build_parameter_servers
     from raylab.envs.registry import env_spaces
-    from raylab.params import LocalServerLink
+    from raylab.params import ServerLink
 
     torch.set_num_threads(1)
     cfg = _config(args.bench, args.override)
     spaces = env_spaces(cfg.env)
     _, bounds, slices = build_parameter_servers(cfg, spaces)
     servers = [build_parameter_server(cfg, np.array(s), k) for k, s in enumerate(slices)]
-    worker = build_a3c_worker(cfg, spaces, 0, LocalServerLink(servers, bounds))
+    worker = build_a3c_worker(cfg, spaces, 0, ServerLink(servers, bounds))
     worker.run(max_segments=args.warmup)
     start = time.perf_counter()
     report = worker.run(max_segments=args.segments)
@@ -197,16 +197,16 @@ def a3c_worker_paired(args: argparse.Namespace) -> dict[str, Any]:
     from raylab.builders import build_a3c_worker, build_parameter_server, build_parameter_servers
     from raylab.envs.registry import env_spaces, make_vector_env
     from raylab.models.factory import build_actor_critic
-    from raylab.params import LocalServerLink
+    from raylab.params import ServerLink
 
     torch.set_num_threads(1)
     cfg = _config("a3c_worker", args.override)
     spaces, algo, topo = env_spaces(cfg.env), cfg.algo, cfg.topology
     old = old_module(args.old_commit, "raylab/algos/a3c/worker.py")
 
-    def link() -> LocalServerLink:
+    def link() -> ServerLink:
         _, bounds, slices = build_parameter_servers(cfg, spaces)
-        return LocalServerLink([build_parameter_server(cfg, np.array(s), k) for k, s in enumerate(slices)], bounds)
+        return ServerLink([build_parameter_server(cfg, np.array(s), k) for k, s in enumerate(slices)], bounds)
 
     def env() -> Any:
         return make_vector_env(cfg.env, topo.envs_per_worker, cfg.seed, worker_index=0)

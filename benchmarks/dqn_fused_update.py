@@ -1,5 +1,5 @@
 """learner.fused before/after, in one run: microseconds per DQN update through autograd (``learner.fused=false``,
-torch's fused Adam) and through the fused NumPy step (raylab/algos/dqn/fused.py), on the MLP Q networks raylab's
+torch's fused Adam) and through the fused NumPy step (raylab/learner/fused/dqn.py), on the MLP Q networks raylab's
 DQN experiments train.
 
     python benchmarks/dqn_fused_update.py benchmarks/dqn_fused_update.json
@@ -25,10 +25,9 @@ from raylab.algos.dqn import DQN
 from raylab.bench.machine import save_report
 from raylab.builders import limit_blas_threads
 from raylab.config import DQNConfig, ModelConfig
-from raylab.envs.registry import EnvSpaces
 from raylab.learner import Learner
 from raylab.models import build_q_network
-from raylab.types import Batch
+from raylab.types import Batch, EnvSpaces
 
 CASES = {
     "snake_mlp_128x128_b32": ((11,), 3, (128, 128), 32),  # seed 004's loop: batch 32

@@ -26,10 +26,9 @@ import torch
 from raylab.algos.dqn import DQN
 from raylab.bench.machine import machine_info
 from raylab.config import DQNConfig, ModelConfig
-from raylab.envs.registry import EnvSpaces
 from raylab.learner import Learner
 from raylab.models import build_q_network
-from raylab.types import Batch
+from raylab.types import Batch, EnvSpaces
 
 NETWORKS = {
     "snake_mlp_128x128_b32": (

@@ -1,5 +1,5 @@
 """learner.fused for PPO and APPO before/after, in one run: milliseconds per learner call through autograd
-(``learner.fused=false``, torch's fused Adam) and through the fused NumPy step (raylab/algos/ppo/fused.py), on
+(``learner.fused=false``, torch's fused Adam) and through the fused NumPy step (raylab/learner/fused/ppo.py), on
 the actor-critic experiments raylab ships with a plain MLP.
 
     python benchmarks/ppo_fused_update.py benchmarks/ppo_fused_update.json

@@ -17,14 +17,15 @@ import statistics
 import sys
 import tempfile
 
-import ray
 import torch
 
 from raylab.bench.machine import save_report
+from raylab.bench.sink import sample_with_sink
 from raylab.builders import build_learner
 from raylab.config import resolve
 from raylab.envs.registry import env_spaces
-from raylab.remote.sampling import publish, sample_with_sink, start_ray, stop_ray
+from raylab.remote.ray_backend import RayBackend
+from raylab.remote.runtime import shutdown_ray, start_local_ray
 from raylab.train import compose
 
 WORKERS, CALLS, ROUNDS, SECONDS = 2, 2, 5, 10.0
@@ -35,17 +36,20 @@ def main(output: str) -> None:
     cfg = resolve(compose(["+experiment=cartpole_appo", "logger.console=false"]), run_dir=tempfile.mkdtemp())
     spaces = env_spaces(cfg.env)
     weights = build_learner(cfg, spaces).get_weights()
-    variants = {"object_store": ray.put, "inline": publish}
+    variants = {"object_store": False, "inline": True}
     rates: dict[str, list[float]] = {name: [] for name in variants}
-    start_ray(WORKERS + 1)
+    start_local_ray(WORKERS + 1)
+    backend = RayBackend(cfg.ray, cfg.topology.max_actor_restarts)
     try:
         for round_ in range(ROUNDS):
             for name in variants if round_ % 2 == 0 else reversed(variants):
-                steps, _, wall = sample_with_sink(cfg, spaces, WORKERS, SECONDS, weights, CALLS, variants[name])
+                steps, _, wall = sample_with_sink(
+                    backend, cfg, spaces, WORKERS, SECONDS, weights, CALLS, variants[name]
+                )
                 rates[name].append(steps / wall)
                 print(f"{name}: {steps / wall:,.0f} agent steps/s", flush=True)
     finally:
-        stop_ray()
+        shutdown_ray()
     medians = {name: statistics.median(values) for name, values in rates.items()}
     ratio = medians["inline"] / medians["object_store"]
     print(f"inline / object store: {ratio:.2f}x", flush=True)

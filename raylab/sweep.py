@@ -38,15 +38,6 @@ DIRECTION = {"eval_return": "maximize", "time_to_target": "minimize"}
 OPTUNA = "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper"
 
 
-class SharedRay:
-    """Process-wide: whether the Ray a run starts outlives it (a sweep's trials share it), and whether this
-    process started the Ray it is on (only that one may be restarted for a bigger trial). Read and set by
-    raylab.remote.runtime.run_on_ray."""
-
-    active = False
-    started = False
-
-
 def check(cfg: RunConfig, sweeper: dict[str, Any]) -> None:
     """Refuse, in one line, a sweep whose objective cannot be measured or whose direction is backwards."""
     objective = cfg.sweep.objective

@@ -39,17 +39,18 @@ NULL_DEFAULT_GROUPS = ("experiment", "debug")
 register_config_defaults()  # conf/ composes on the dataclass defaults (raylab/config/store.py): before compose, main
 
 
-def run(cfg: RunConfig) -> RunSummary:
-    """Run one training job from a resolved config (the Python API behind the CLI)."""
+def run(cfg: RunConfig, keep_ray: bool = False) -> RunSummary:
+    """Run one training job from a resolved config (the Python API behind the CLI); ``keep_ray``: a Ray it
+    starts outlives it (a sweep's trials share one)."""
     spaces = env_spaces(cfg.env)
     check_spaces(cfg, spaces)
     if cfg.model.encoder == "custom":  # the user's network fails here, in one line, before any actor starts
         from raylab.algos.registry import algorithm
 
         algorithm(cfg.algo.name).eval_policy(cfg, spaces, 1)
+    from raylab.builders.run import build_run
     from raylab.driver.resume import load_resume
     from raylab.metrics.loggers import check_logger_config
-    from raylab.topology import make_topology
 
     check_logger_config(cfg.logger)
     resume = None
@@ -58,7 +59,7 @@ def run(cfg: RunConfig) -> RunSummary:
         cfg = dataclasses.replace(cfg, run_dir=str(Path(cfg.resume)))
 
     # the topology runs its monitor in a with block: a run that raised leaves no sampler thread, logger or file open
-    summary = make_topology(cfg, spaces, resume).run()
+    summary = build_run(cfg, spaces, resume, keep_ray).run()
     ev = summary.benchmark["eval"]
     result = (
         f"eval return {ev['return_mean']:.1f} ± {ev['return_std']:.1f} over {ev['episodes']} episodes, "
@@ -75,7 +76,7 @@ def run(cfg: RunConfig) -> RunSummary:
 
 def check_spaces(cfg: RunConfig, spaces: EnvSpaces) -> None:
     """What the algorithm and model can act in, against the env's spaces: one line naming the fix."""
-    from raylab.algos.names import ALGORITHMS
+    from raylab.config.algorithms import ALGORITHMS
 
     if spaces.continuous and not ALGORITHMS[cfg.algo.name].continuous_actions:
         raise ConfigError(
@@ -179,8 +180,7 @@ def _hydra_main(dict_cfg: DictConfig) -> float | None:
             from raylab import sweep
 
             sweep.check(cfg, OmegaConf.to_container(hydra_cfg.sweeper, resolve=False))  # type: ignore[arg-type]
-            sweep.SharedRay.active = True  # the trials share one Ray
-        summary = run(cfg)
+        summary = run(cfg, keep_ray=sweeping)  # a sweep's trials share one Ray
     except RaylabError as err:
         print(f"raylab: error: {err}", file=sys.stderr, flush=True)
         sys.exit(EXIT_USAGE)

@@ -7,6 +7,7 @@ zero-copy, observations keep the dtype the env gives (uint8 frames stay uint8).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -220,3 +221,20 @@ class EvalResult:
     @property
     def std(self) -> float:
         return float(self.returns.std()) if self.returns.size else float("nan")
+
+
+class Policy(Protocol):
+    """What a rollout worker needs from a policy: batched actions and versioned weights."""
+
+    @property
+    def version(self) -> int:
+        """The version of the weights it acts with (-1 before any)."""
+        ...
+
+    last_log_probs: np.ndarray | None
+    """Log-probabilities of the actions the last ``act`` returned, for off-policy corrections (APPO's
+    V-trace); None for policies without them (epsilon-greedy)."""
+
+    def act(self, obs: np.ndarray) -> np.ndarray: ...
+
+    def set_weights(self, weights: Weights) -> bool: ...

@@ -9,11 +9,10 @@ import numpy as np
 import torch
 
 from raylab.config import RunConfig
-from raylab.envs.registry import EnvSpaces
 from raylab.models import numpy_policy
 from raylab.models.factory import ActorCritic, build_actor_critic
 from raylab.models.numpy_policy import Mirrored, NumpyActor
-from raylab.types import Weights
+from raylab.types import EnvSpaces, Weights
 
 
 class ActorCriticPolicy:

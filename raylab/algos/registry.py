@@ -1,7 +1,7 @@
 """The algorithm registry: ``algorithm(name)`` is the ``Algorithm`` spec (raylab.algos.spec) that
 ``raylab/algos/<package>/builder.py`` defines for ``algo=name``.
 
-The table of names, topologies and builder locations is raylab.algos.names (torch-free, read by the config);
+The table of names, topologies and builder locations is raylab.config.algorithms (torch-free, read by the config);
 a builder module is imported on first use, so asking for one algorithm never imports the others.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import importlib
 
-from raylab.algos.names import ALGORITHMS
 from raylab.algos.spec import Algorithm
+from raylab.config.algorithms import ALGORITHMS
 
 
 def algorithm(name: str) -> Algorithm:

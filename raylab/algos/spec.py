@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from raylab.algos.names import AlgorithmInfo
+from raylab.algos.objective import Objective
 from raylab.config import RunConfig
-from raylab.envs.registry import EnvSpaces
-from raylab.learner.objective import Objective
-from raylab.rollout.worker import Policy
+from raylab.config.algorithms import AlgorithmInfo
+from raylab.types import EnvSpaces, Policy
 
 RolloutPolicyBuilder = Callable[[RunConfig, EnvSpaces, int, int], Policy]
 """``(cfg, spaces, worker_id, env_steps) -> policy``: the policy rollout worker ``worker_id`` acts with.
@@ -25,13 +24,13 @@ EvalPolicyBuilder = Callable[[RunConfig, EnvSpaces, int], Policy]
 """``(cfg, spaces, num_envs) -> policy``: the evaluation policy for batches of ``num_envs`` observations."""
 
 ObjectiveBuilder = Callable[[RunConfig, EnvSpaces], Objective]
-"""``(cfg, spaces) -> objective``: what the Learner optimizes (raylab.learner.objective)."""
+"""``(cfg, spaces) -> objective``: what the Learner optimizes (raylab.algos.objective)."""
 
 
 @dataclass(frozen=True)
 class Algorithm:
     info: AlgorithmInfo
-    """Its torch-free facts (raylab.algos.names): name, Ray topology, replay, why it has no Learner."""
+    """Its torch-free facts (raylab.config.algorithms): name, Ray topology, replay, why it has no Learner."""
     rollout_policy: RolloutPolicyBuilder
     eval_policy: EvalPolicyBuilder
     objective: ObjectiveBuilder | None

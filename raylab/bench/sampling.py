@@ -16,7 +16,7 @@ Three measurements, alternating over --rounds rounds (medians):
 time: ``env_share`` and ``inference_share`` (stepping the envs, acting), ``sync_share`` (loading weights) and
 ``transport_share``: the rest of the wall time of W workers (chunk assembly, serialization, the call's round
 trip, waiting on the driver). Ray's start-up and each measurement's first second are not measured. The Ray side is
-raylab/remote/sampling.py.
+raylab/bench/sink.py.
 """
 
 from __future__ import annotations
@@ -106,12 +106,14 @@ def _in_process(cfg: Any, spaces: Any, seconds: float) -> float:
 
 
 def _sampling(cfg: Any, spaces: Any, workers: int, seconds: float, calls: int = 1) -> dict[str, float]:
+    from raylab.bench.sink import sample_with_sink
     from raylab.builders import build_learner
-    from raylab.remote.sampling import sample_with_sink
+    from raylab.remote.ray_backend import RayBackend
 
     cfg = dataclasses.replace(cfg, topology=dataclasses.replace(cfg.topology, num_workers=workers))
     weights = build_learner(cfg, spaces).get_weights()
-    steps, timings, wall = sample_with_sink(cfg, spaces, workers, seconds, weights, calls)
+    backend = RayBackend(cfg.ray, cfg.topology.max_actor_restarts)
+    steps, timings, wall = sample_with_sink(backend, cfg, spaces, workers, seconds, weights, calls)
     return {"agent_steps_per_s": steps / wall, **shares(timings, workers, wall)}
 
 
@@ -120,13 +122,13 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
 
     from raylab.config import resolve
     from raylab.envs.registry import env_spaces
-    from raylab.remote.sampling import start_ray, stop_ray
+    from raylab.remote.runtime import shutdown_ray, start_local_ray
     from raylab.train import compose
 
     torch.set_num_threads(1)
     cfg = resolve(compose([*overrides, "logger.console=false"]), run_dir=tempfile.mkdtemp(prefix="raylab-sampling-"))
     spaces = env_spaces(cfg.env)
-    start_ray(math.ceil(max(args.workers) * cfg.topology.worker_cpus) + 1)
+    start_local_ray(math.ceil(max(args.workers) * cfg.topology.worker_cpus) + 1)
     env_rates: list[float] = []
     in_process: list[float] = []
     shapes = [(w, c) for w in args.workers for c in args.calls]
@@ -139,7 +141,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
                 sampled[w, c].append(_sampling(cfg, spaces, w, args.seconds, c))
             print(f"round {round_ + 1}/{args.rounds} done", flush=True)
     finally:
-        stop_ray()
+        shutdown_ray()
     env_only = statistics.median(env_rates)
     worker_alone = statistics.median(in_process)
     print(f"in process: {worker_alone:,.0f} agent steps/s, {worker_alone / env_only:.1%} of env-only", flush=True)

@@ -1,7 +1,7 @@
 """ScalingHarness: the warm A3C actors ``python -m raylab.bench scaling`` times (raylab.bench.scaling).
 
-It drives the a3c topology's shard and worker actors through their typed clients (raylab.remote.a3c) and
-never imports ray itself: only raylab/remote and raylab/topology do.
+It spawns the a3c topology's shard and worker actors from the same specs as a run (raylab.builders.plans) on
+the Ray backend, and never imports ray itself: only raylab/remote does.
 """
 
 from __future__ import annotations
@@ -10,12 +10,14 @@ import time
 
 import numpy as np
 
-from raylab.algos.a3c import WorkerReport
+from raylab.builders.plans import a3c_worker_spec, shard_spec
 from raylab.config import RunConfig
-from raylab.envs.registry import EnvSpaces
+from raylab.params.link import ServerLink
 from raylab.params.server import ServerStats
-from raylab.remote.a3c import A3CWorkerClient, ShardClient
-from raylab.remote.runtime import fetch, init_ray, shutdown_ray, wait_ready
+from raylab.remote.ray_backend import RayBackend
+from raylab.remote.runtime import fetch, init_ray, shutdown_ray
+from raylab.rollout.a3c import WorkerReport
+from raylab.types import EnvSpaces
 
 STAGES = ("wait", "push", "receive", "sync", "learn", "env", "inference")
 """A3C worker stages a row reports (``<stage>_s``: the mean over the workers), in the row's order."""
@@ -32,9 +34,12 @@ class ScalingHarness:
         required = max_workers * cfg.topology.worker_cpus + len(initial) * cfg.params.shard_cpus
         self.started = init_ray(cfg.ray, required)
         self.bounds = bounds
-        self.shards = [ShardClient.create(cfg, params, k) for k, params in enumerate(initial)]
-        self.workers = [A3CWorkerClient.create(cfg, spaces, i, self.shards, bounds) for i in range(max_workers)]
-        wait_ready([s.ready() for s in self.shards] + [w.ready() for w in self.workers], "benchmark actors")
+        backend = RayBackend(cfg.ray, cfg.topology.max_actor_restarts)
+        backend.required_cpus = required
+        self.shards = [backend.spawn(shard_spec(cfg, params, k)) for k, params in enumerate(initial)]
+        link = ServerLink(self.shards, bounds, backend.transport)
+        self.workers = [backend.spawn(a3c_worker_spec(cfg, spaces, None, i, link)) for i in range(max_workers)]
+        backend.wait_ready(self.shards + self.workers, "benchmark actors")
 
     def measure(self, flat: np.ndarray, num_workers: int, total_segments: int, pushes_in_flight: int) -> dict:
         """One row: an actor's user error is raised as its own RaylabError (raylab.remote.runtime.fetch)."""
@@ -45,17 +50,17 @@ class ScalingHarness:
         workers = self.workers[:num_workers]
         fetch([w.configure(pushes_in_flight) for w in workers])
         fetch([w.restart() for w in workers])
-        fetch([s.stats(reset=True) for s in self.shards])
+        fetch([s.stats(True) for s in self.shards])
         quotas = [
             total_segments // num_workers + (1 if i < total_segments % num_workers else 0) for i in range(num_workers)
         ]
         start = time.perf_counter()
-        run_refs = [w.run(max_segments=q) for w, q in zip(workers, quotas, strict=True)]
+        run_refs = [w.run(q, None) for w, q in zip(workers, quotas, strict=True)]
         flush_refs = [w.flush() for w in workers]  # queued right behind each run: the clock stops at the last push
         reports: list[WorkerReport] = fetch(run_refs)
         flushed: list[WorkerReport] = fetch(flush_refs)
         total_s = time.perf_counter() - start
-        server: list[ServerStats] = fetch([s.stats(reset=True) for s in self.shards])
+        server: list[ServerStats] = fetch([s.stats(True) for s in self.shards])
         row = {"workers": num_workers, "pushes_in_flight": pushes_in_flight, "total_s": total_s}
         return {**row, **_row(reports, flushed, server)}
 

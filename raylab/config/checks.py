@@ -10,14 +10,14 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from raylab.algos.names import ALGORITHMS, LOCAL_TOPOLOGY, TOPOLOGY_ALGOS
 from raylab.config.algo import APPOConfig, DQNConfig, PPOConfig
+from raylab.config.algorithms import ALGORITHMS, LOCAL_TOPOLOGY, TOPOLOGY_ALGOS
 from raylab.config.coerce import build, to_container
+from raylab.config.learner_options import check_learner_options
 from raylab.config.policies import check_policies
 from raylab.config.schema import RunConfig
 from raylab.envs.registry import check_env_config, max_return
 from raylab.errors import ConfigError, check
-from raylab.learner.options import check_learner_options
 
 
 def resolve(cfg: Mapping[str, Any], run_dir: str = ".") -> RunConfig:
@@ -50,6 +50,11 @@ def check_cross_fields(run: RunConfig) -> None:
         not info.replay or run.replay.min_size >= run.learner.batch_size,
         f"replay.min_size={run.replay.min_size} is below learner.batch_size={run.learner.batch_size}: "
         f"raise replay.min_size",
+    )
+    check(
+        not info.replay or run.replay.num_shards <= run.topology.num_workers,
+        f"replay.num_shards={run.replay.num_shards} exceeds topology.num_workers={run.topology.num_workers} (each "
+        f"worker writes to one shard): set replay.num_shards <= {run.topology.num_workers}",
     )
     if isinstance(run.algo, PPOConfig | APPOConfig):
         steps = run.topology.num_workers * run.topology.envs_per_worker * run.topology.rollout_length

@@ -17,8 +17,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from raylab.algos.names import TOPOLOGY_ALGOS
 from raylab.config.algo import AlgoConfig, DQNConfig
+from raylab.config.algorithms import TOPOLOGY_ALGOS
 from raylab.config.coerce import plain
 from raylab.envs.config import EnvConfig
 from raylab.errors import check, positive_or_none
@@ -68,7 +68,7 @@ class ModelConfig:
 class TopologyConfig:
     name: str = "apex_dqn"
     """Dataflow: local (serial, no Ray) | apex_dqn | a3c | ppo | appo; each Ray topology runs its algorithms
-    (raylab/algos/names.py), local runs every algorithm."""
+    (raylab/config/algorithms.py), local runs every algorithm."""
     num_workers: int = 2
     """Rollout workers, or A3C workers (Ray actors, or serial workers taking turns in the local topology)."""
     envs_per_worker: int = 8
@@ -182,8 +182,8 @@ class LearnerConfig:
     fused: Literal["auto", True, False] = "auto"
     """A plain MLP trained fp32 on the CPU: each optimizer step (forward, loss, backward, clipping, Adam) written
     out in NumPy instead of run through autograd, the same math on the same tensors. DQN's
-    (raylab/algos/dqn/fused.py; 3.5x faster on Snake's 128x128 MLP at batch 32, 1.4x at 256x256:
-    benchmarks/dqn_fused_update.json) and PPO's/APPO's clipped objective (raylab/algos/ppo/fused.py:
+    (raylab/learner/fused/dqn.py; 3.5x faster on Snake's 128x128 MLP at batch 32, 1.4x at 256x256:
+    benchmarks/dqn_fused_update.json) and PPO's/APPO's clipped objective (raylab/learner/fused/ppo.py:
     benchmarks/ppo_fused_update.json). auto: where it applies; true: refuse a run where it does not; false:
     torch's autograd path always."""
 

@@ -25,18 +25,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-import numpy as np
-
-from raylab.config import RunConfig
 from raylab.driver.checkpoints import ReplaySnapshot
 from raylab.driver.monitor import RunMonitor
 from raylab.driver.report import RunSummary
 from raylab.driver.restarts import Restarts
-from raylab.driver.resume import ResumeState
 from raylab.driver.stop import INTERRUPTED, interrupted_reason
-from raylab.envs.registry import EnvSpaces
 from raylab.errors import RaylabError
-from raylab.replay.buffer import ReplayStats
+from raylab.plan import RunPlan
+from raylab.remote.host import ActorSpec
+from raylab.transport import Transport
 from raylab.types import EvalResult
 
 WAIT_TIMEOUT_S = 0.1
@@ -46,26 +43,28 @@ T = TypeVar("T")
 
 
 class Backend(Protocol):
-    """Where the actors run: Ray actors (raylab.remote.backend.RayBackend, the loop's only view of Ray), or
-    plain objects in this process whose calls are done when made (raylab.driver.inprocess). The flows
-    create their actors through it; a client's calls return refs the loop waits on and fetches."""
+    """Where the actors run: Ray actors (raylab.remote.ray_backend), or plain host objects in this process whose
+    calls are done when made (raylab.remote.inprocess). A flow starts its actors with ``spawn`` (an
+    ``ActorSpec``: any host class, raylab.remote.host); a client's calls return refs the loop waits on and
+    fetches. Nothing here names an actor kind or an algorithm."""
 
     ActorDied: type[BaseException]
 
+    @property
+    def transport(self) -> Transport:
+        """How code handed to an actor (an A3C worker's link to its shards) waits on and reads refs."""
+        ...
+
     def run(self, required_cpus: float, body: Callable[[], T]) -> T: ...
-    def evaluator(self) -> Any: ...
-    def rollout(self, worker_id: int, incarnation: int = 0, env_steps: int = 0) -> Any: ...
-    def replay(self, shard: int, policy: str | None = None) -> Any: ...
-    def learner(self, policy: str | None = None) -> Any: ...
-    def ppo_learner(self, policy: str | None = None) -> Any: ...
-    def shard(self, params: np.ndarray, shard: int, name: str) -> Any: ...
-    def a3c_worker(self, worker_id: int, shards: list[Any], bounds: list[int], incarnation: int, name: str) -> Any: ...
+    def spawn(self, spec: ActorSpec) -> Any: ...
     def wait(self, refs: Sequence[Any], timeout: float, every: bool = False) -> list[Any]: ...
-    def called_died(self, err: BaseException) -> bool: ...
     def get(self, ref: Any) -> Any: ...
     def put(self, value: Any) -> Any: ...
+    def called_died(self, err: BaseException) -> bool: ...
     def death_of(self, err: BaseException, client: Any) -> bool: ...
     def wait_ready(self, clients: Sequence[Any], what: str) -> None: ...
+    def wait_back(self, client: Any, what: str) -> int: ...
+    def kill(self, client: Any) -> None: ...
     def placement(self, clients: dict[str, Any]) -> dict[str, str]: ...
     def peak_memory_bytes(self, clients: Sequence[Any]) -> int: ...
 
@@ -95,12 +94,9 @@ class Call:
 class Flow:
     """A topology's dataflow: its actors, what to submit when, and what the run's outputs hold."""
 
-    def required_cpus(self) -> float:
-        raise NotImplementedError
-
-    def replay_snapshot(self, driver: Driver) -> ReplaySnapshot | None:
-        """What writes every replay shard's snapshot for a checkpoint (checkpoint.replay); None: no replay.
-        Called before ``create``; the checkpoint manager calls what it returns before each checkpoint."""
+    def beside_checkpoints(self, driver: Driver) -> ReplaySnapshot | None:
+        """What the flow writes beside each checkpoint (Ape-X: every replay shard's snapshot), called with the
+        checkpoint's path before it is written; None: nothing. Asked before ``create``."""
         return None
 
     def create(self, driver: Driver) -> dict[str, Any]:
@@ -113,8 +109,8 @@ class Flow:
     def step(self, driver: Driver) -> None:
         """Before each wait: submit what may be submitted now."""
 
-    def eval_weights(self, driver: Driver) -> Any | None:
-        """A ref to the weights to evaluate now (None: none to evaluate now)."""
+    def eval_weights(self, driver: Driver) -> list[Any] | None:
+        """Refs to the weights to evaluate now, one per policy (None: none to evaluate now)."""
         raise NotImplementedError
 
     def gauges(self, driver: Driver) -> dict[str, float]:
@@ -135,18 +131,17 @@ class Flow:
                 continue
             job.done(driver, value)
 
-    def latest_weights(self, driver: Driver) -> Any:
-        """A ref to the newest weights (the run's policy unless an evaluation met stop.mean_return)."""
+    def latest_weights(self, driver: Driver) -> list[Any]:
+        """Refs to the newest weights, one per policy (the run's policy unless an evaluation met
+        stop.mean_return)."""
         raise NotImplementedError
 
     def final_state(self, driver: Driver) -> dict[str, Any]:
         raise NotImplementedError
 
-    def replay_stats(self, driver: Driver) -> ReplayStats | None:
-        return None
-
     def extra(self, driver: Driver, state: dict[str, Any]) -> dict[str, Any]:
-        """benchmark_metrics.json sections of this topology (``restarts`` is the driver's)."""
+        """benchmark_metrics.json sections of this topology (Ape-X: ``replay``; a3c: ``a3c``; ``restarts`` is
+        the driver's)."""
         return {}
 
 
@@ -184,9 +179,11 @@ def first_line(err: BaseException) -> str:
 
 class Driver:
     def __init__(
-        self, cfg: RunConfig, spaces: EnvSpaces, flow: Flow, backend: Backend, resume: ResumeState | None = None
+        self, plan: RunPlan, flow: Flow, backend: Backend, open_monitor: Callable[[ReplaySnapshot | None], RunMonitor]
     ):
-        self.cfg, self.spaces, self.flow, self.backend, self.resume = cfg, spaces, flow, backend, resume
+        """``open_monitor(hook)``: the run's monitor (raylab.driver.monitor), writing with each checkpoint what
+        ``hook`` writes (the flow's ``beside_checkpoints``)."""
+        self.plan, self.flow, self.backend, self.open_monitor = plan, flow, backend, open_monitor
         self.restarts = Restarts()
         self.pending: dict[Any, Job] = {}
         self.timers: list[tuple[float, Callable[[], None]]] = []
@@ -211,7 +208,7 @@ class Driver:
 
     def lost(self, kind: str, name: str, tag: int, err: BaseException) -> int:
         """A call to ``name`` failed because it died: returns 1 for a death not counted yet."""
-        if self.cfg.topology.max_actor_restarts == 0:
+        if self.plan.max_restarts == 0:
             raise RaylabError(
                 f"{name} died ({first_line(err)}) and topology.max_actor_restarts=0: raise it to let Ray restart "
                 f"crashed actors (-1 = always), or check the actors' logs under /tmp/ray/session_latest/logs"
@@ -220,37 +217,31 @@ class Driver:
         self._within_limit(name, err)
         return new
 
-    def replaced(self, kind: str, name: str, err: BaseException, what: str) -> None:
-        """The driver replaces the dead actor ``name`` (``what``) with a new one (A3C workers): one death."""
-        self.restarts.replace(kind, name)
-        self._within_limit(name, err, what)
-
-    def _within_limit(self, name: str, err: BaseException | None, what: str | None = None) -> None:
-        limit, deaths = self.cfg.topology.max_actor_restarts, self.restarts.actors[name].deaths
+    def _within_limit(self, name: str, err: BaseException | None) -> None:
+        limit, deaths = self.plan.max_restarts, self.restarts.actors[name].deaths
         if 0 <= limit < deaths:
             last = f" (last: {first_line(err)})" if err is not None else ""
             raise RaylabError(
-                f"{what or name} died {deaths} times{last}, more than topology.max_actor_restarts={limit}: raise "
+                f"{name} died {deaths} times{last}, more than topology.max_actor_restarts={limit}: raise "
                 f"it, or check the actors' logs under /tmp/ray/session_latest/logs"
             ) from None
 
     def when_back(self, client: Any, kind: str, name: str, then: Callable[[], None]) -> None:
         """Run ``then`` once the restarting actor answers again (without blocking the loop)."""
-        self.submit(Probe(client.life(), kind, name, 0, client=client, then=then))
+        self.submit(Probe(client.get_life(), kind, name, 0, client=client, then=then))
 
     def in_flight(self, kind: type[T]) -> list[T]:
         return [job for job in self.pending.values() if isinstance(job, kind)]
 
     # -- the run -------------------------------------------------------------------------------------------
     def run(self) -> RunSummary:
-        return self.backend.run(self.flow.required_cpus(), self._run)
+        return self.backend.run(self.plan.required_cpus, self._run)
 
     def _run(self) -> RunSummary:
-        snapshot = self.flow.replay_snapshot(self)
-        with RunMonitor(self.cfg, self.spaces, resume=self.resume, replay_snapshot=snapshot) as self.monitor:
+        with self.open_monitor(self.flow.beside_checkpoints(self)) as self.monitor:
             self.actors = self.flow.create(self)
-            """{name: client}; a flow that replaces an actor replaces it here too (peak memory)."""
-            self.evaluator = self.actors["eval"] = self.backend.evaluator()
+            """{name: client} of every actor (placement, readiness, peak memory)."""
+            self.evaluator = self.actors["eval"] = self.backend.spawn(self.plan.evaluator)
             self.backend.wait_ready(list(self.actors.values()), "raylab actors")
             placement = self.backend.placement(self.actors)
             if placement:  # in one process: none to record
@@ -283,16 +274,10 @@ class Driver:
         if weights is None:
             return
         self.monitor.eval_started()
-        ev, tag = self.cfg.eval, self.restarts.tag("eval")
-        ref = self._evaluate(weights, ev.episodes, self.cfg.stop.mean_return, ev.confirm_episodes)
+        plan, tag = self.plan, self.restarts.tag("eval")
+        ref = self.evaluator.evaluate(plan.eval_episodes, plan.target, plan.confirm_episodes, *weights)
         self.submit(EvalJob(ref, "eval", "eval", tag, weights=weights))
         self.evaluating = True
-
-    def _evaluate(self, weights: Any, episodes: int, confirm_target: float | None = None, confirm: int = 0) -> Any:
-        """An evaluation call; ``weights`` a list (several policies): one ref per policy."""
-        if isinstance(weights, list):
-            return self.evaluator.evaluate_each(weights, episodes, confirm_target, confirm)
-        return self.evaluator.evaluate(weights, episodes, confirm_target, confirm)
 
     def _wait(self) -> None:
         now = time.monotonic()
@@ -320,13 +305,13 @@ class Driver:
         self.stopping = True
         flow.drain(self)
         target = monitor.target_reached() and self.evaluated is not None
-        policy_ref = self.evaluated if target else flow.latest_weights(self)
+        policy_refs = self.evaluated if target else flow.latest_weights(self)
         final_eval = None
-        if self.cfg.eval.final_episodes and stop not in INTERRUPTED:
-            final_eval = backend.get(self._evaluate(policy_ref, self.cfg.eval.final_episodes))
-        policy = backend.get(policy_ref)
+        if self.plan.final_episodes and stop not in INTERRUPTED:
+            final_eval = backend.get(self.evaluator.evaluate(self.plan.final_episodes, None, 0, *policy_refs))
+        policies = backend.get(list(policy_refs))
         state = flow.final_state(self)
         peak = backend.peak_memory_bytes(list(self.actors.values()))
         extra = {**flow.extra(self, state), "restarts": self.restarts.metrics()}
-        replay = flow.replay_stats(self)
-        return monitor.finish(stop, state, policy, final_eval, replay, extra_peak_memory_bytes=peak, extra=extra)
+        policy = policies[0] if len(policies) == 1 else policies  # final.pt's layout: one policy, or one per name
+        return monitor.finish(stop, state, policy, final_eval, extra_peak_memory_bytes=peak, extra=extra)

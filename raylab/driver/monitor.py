@@ -20,15 +20,13 @@ from raylab.driver.checkpoints import CheckpointManager, ReplaySnapshot
 from raylab.driver.outputs import RunOutputs
 from raylab.driver.progress import Progress
 from raylab.driver.report import RunFacts, RunSummary, benchmark_report
-from raylab.driver.reporting import Reporter, actor_counts
+from raylab.driver.reporting import Reporter
 from raylab.driver.resources import ResourceSampler
 from raylab.driver.resume import ResumeState, set_rng_state
-from raylab.envs.registry import EnvSpaces
 from raylab.metrics.loggers import Logger, build_loggers
-from raylab.replay.buffer import ReplayStats
-from raylab.types import EvalResult, LearnerStats, RolloutStats, Weights
+from raylab.types import EnvSpaces, EvalResult, LearnerStats, RolloutStats, Weights
 
-__all__ = ["RunMonitor", "RunSummary", "actor_counts"]
+__all__ = ["RunMonitor", "RunSummary"]
 
 
 class RunMonitor:
@@ -42,13 +40,16 @@ class RunMonitor:
         loggers: list[Logger] | None = None,
         resume: ResumeState | None = None,
         replay_snapshot: ReplaySnapshot | None = None,
+        actor_counts: dict[str, int] | None = None,
+        in_process: bool = False,
     ):
         """``replay_snapshot`` (DQN topologies with checkpoint.replay): writes every replay shard's snapshot
         for a checkpoint's path, before that checkpoint is written (raylab.driver.checkpoints)."""
         self.cfg = cfg
         pmap = policy_map(cfg, spaces)
         self.progress = Progress(spaces.frames_per_step, pmap.names if pmap.several else ())
-        self.progress.actor_counts = actor_counts(cfg)
+        self.progress.actor_counts = dict(actor_counts or {})
+        self.in_process = in_process
         self.resources = ResourceSampler()  # its thread starts with start()
         self.start_time = dt.datetime.now()
         self.placement: dict[str, str] = {}
@@ -180,7 +181,6 @@ class RunMonitor:
         learner_state: dict[str, Any],
         policy: Weights,
         final_eval: EvalResult | None,
-        replay_stats: ReplayStats | None = None,
         extra_peak_memory_bytes: int = 0,
         extra: dict[str, Any] | None = None,
     ) -> RunSummary:
@@ -215,6 +215,7 @@ class RunMonitor:
             process_peaks=process_peaks,
             resumed_from=self.resumed_from,
             placement=self.placement,
+            in_process=self.in_process,
             checkpoints=self.checkpointer.files(),
         )
         if p.policies:
@@ -224,7 +225,7 @@ class RunMonitor:
             for name, more in (extra or {}).get("policies", {}).items():  # the topology's (learner restarts)
                 policies[name].update(more)
             extra = {**(extra or {}), "policies": policies}
-        benchmark = benchmark_report(self.cfg, p, facts, final_eval, replay_stats, extra)
+        benchmark = benchmark_report(self.cfg, p, facts, final_eval, extra)
         self.outputs.write_benchmark(benchmark)
         self.close()
         return RunSummary(

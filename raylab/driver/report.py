@@ -16,7 +16,6 @@ import numpy as np
 from raylab.config import RunConfig
 from raylab.driver.progress import Progress
 from raylab.driver.resources import ResourceUsage
-from raylab.replay.buffer import ReplayStats
 from raylab.types import EvalResult
 
 
@@ -48,6 +47,8 @@ class RunFacts:
     placement: dict[str, str] = field(default_factory=dict)
     """Ray topologies: {actor name: node id}."""
     checkpoints: list[str] = field(default_factory=list)
+    in_process: bool = False
+    """topology=local: every actor in the driver's process (``training_mode`` sequential)."""
 
 
 def benchmark_report(
@@ -55,7 +56,6 @@ def benchmark_report(
     p: Progress,
     facts: RunFacts,
     final_eval: EvalResult | None = None,
-    replay: ReplayStats | None = None,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """benchmark_metrics.json. ``extra`` adds topology-specific sections (a3c: per-worker wait, server apply
@@ -63,7 +63,7 @@ def benchmark_report(
     seconds = max(facts.train_seconds, 1e-9)
     frames = p.env_steps * p.frames_per_step
     return {
-        "training_mode": "sequential" if cfg.topology.name == "local" else "parallel",
+        "training_mode": "sequential" if facts.in_process else "parallel",
         "topology": cfg.topology.name,
         "start_time": facts.start_time.isoformat(timespec="seconds"),
         "end_time": facts.end_time.isoformat(timespec="seconds"),
@@ -84,7 +84,7 @@ def benchmark_report(
         "eval": _eval(final_eval),
         "evals": p.evals,
         "workers": {str(k): v for k, v in sorted(p.workers.items())},
-        "replay": None if replay is None else _replay(replay),
+        "replay": None,  # a flow with a replay reports it in ``extra`` (ReplayStats.report), which keeps this place
         "stop_reason": facts.stop_reason,
         "resumed_from": facts.resumed_from,
         "episodes": p.episodes,
@@ -126,22 +126,4 @@ def _eval(final_eval: EvalResult | None) -> dict[str, Any]:
         "return_std": final_eval.std if final_eval else None,
         "episodes": int(final_eval.returns.size) if final_eval else 0,
         "policy_version": final_eval.version if final_eval else None,
-    }
-
-
-def _replay(stats: ReplayStats) -> dict[str, Any]:
-    return {
-        "size": stats.size,
-        "capacity": stats.capacity,
-        "inserted": stats.inserted,
-        "sampled": stats.sampled,
-        "inserted_by_worker": {str(k): v for k, v in sorted(stats.inserted_by_worker.items())},
-        "nbytes": stats.nbytes,
-        "bytes_per_transition": round(stats.bytes_per_transition, 1),
-        "frames": stats.frames,
-        "frames_per_transition": round(stats.frames_per_transition, 4),
-        "shards": stats.shards,
-        "priority_updates": stats.priority_updates,
-        "stale_priority_updates": stats.stale_priority_updates,
-        "timings": stats.timings,
     }

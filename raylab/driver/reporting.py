@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from raylab.config import A3CConfig, RunConfig
+from raylab.config import RunConfig
 from raylab.driver.outputs import RunOutputs
 from raylab.driver.progress import Progress
 from raylab.driver.resources import ResourceSampler
@@ -25,19 +25,6 @@ from raylab.types import LearnerStats
 
 PROGRESS_EVERY_S = 0.2
 """How often the loggers' live progress (the console's bar) is refreshed."""
-
-
-def actor_counts(cfg: RunConfig) -> dict[str, int]:
-    """How many actors of each type share the stage timings (the share denominators), so that a share is of
-    one actor's own timeline: its stages plus its wait add up to about 1. The serial topology runs them in
-    turn in one process, with the same accounting (a worker waits while the others and the learner run)."""
-    workers = cfg.topology.num_workers
-    counts = {"rollout": workers, "learner": max(len(cfg.policies), 1), "replay": 1, "driver": 1}
-    if cfg.topology.name == "apex_dqn":
-        counts["replay"] = cfg.replay.num_shards * max(len(cfg.policies), 1)
-    if isinstance(cfg.algo, A3CConfig):  # each A3C worker is its own learner; the server is params.num_shards
-        counts.update(learner=workers, server=cfg.params.num_shards)
-    return counts
 
 
 class Reporter:

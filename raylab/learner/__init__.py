@@ -1,7 +1,7 @@
 """The Learner: one class for every algorithm (an Objective), update_many(data) -> stats, versioned weights;
 checkpoints; the learner options each algorithm accepts.
 
-Attributes load lazily, so that ``raylab.config`` can use ``raylab.learner.options`` without importing torch.
+Attributes load lazily, so that ``raylab.config`` can use ``raylab.config.learner_options`` without importing torch.
 """
 
 from __future__ import annotations
@@ -10,19 +10,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from raylab.algos.objective import LossOutput, Objective, Plan, StepInput
+    from raylab.config.learner_options import check_learner_options
     from raylab.learner.checkpoint import load_checkpoint, save_checkpoint
     from raylab.learner.device import resolve_device
     from raylab.learner.learner import Learner
-    from raylab.learner.objective import LossOutput, Objective, Plan, StepInput
-    from raylab.learner.options import check_learner_options
 
 _WHERE = {
     "Learner": "raylab.learner.learner",
-    "LossOutput": "raylab.learner.objective",
-    "Objective": "raylab.learner.objective",
-    "Plan": "raylab.learner.objective",
-    "StepInput": "raylab.learner.objective",
-    "check_learner_options": "raylab.learner.options",
+    "LossOutput": "raylab.algos.objective",
+    "Objective": "raylab.algos.objective",
+    "Plan": "raylab.algos.objective",
+    "StepInput": "raylab.algos.objective",
+    "check_learner_options": "raylab.config.learner_options",
     "load_checkpoint": "raylab.learner.checkpoint",
     "resolve_device": "raylab.learner.device",
     "save_checkpoint": "raylab.learner.checkpoint",

@@ -75,7 +75,7 @@ class PinnedStaging:
 
 
 class Placement:
-    """The ``DeviceIO`` the Learner hands to its objective (raylab.learner.objective)."""
+    """The ``DeviceIO`` the Learner hands to its objective (raylab.algos.objective)."""
 
     def __init__(self, device: torch.device, amp_dtype: torch.dtype, staging_slots: int):
         self.device = device

@@ -1,7 +1,7 @@
 """Learner: one class for every algorithm; turns a call's input into optimizer steps and publishes versioned
 inference weights.
 
-The algorithm is an Objective (raylab.learner.objective): its modules, its loss, and its Plan for a call's
+The algorithm is an Objective (raylab.algos.objective): its modules, its loss, and its Plan for a call's
 input (DQN: one step per replay batch; PPO: a round of chunks -> GAE -> epochs x minibatches steps; APPO:
 drop over-lagged chunks -> V-trace -> epochs x minibatches). Every step runs through the same machinery:
 
@@ -37,9 +37,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from raylab.algos.objective import LossOutput, Objective, Plan, StepInput
 from raylab.errors import ConfigError
 from raylab.learner.device import Placement, check_precision, enable_fast_cuda_math, resolve_device
-from raylab.learner.objective import FusedStep, LossOutput, Objective, Plan, StepInput
+from raylab.learner.fused import FusedStep, fused_step
 from raylab.learner.prefetch import PREFETCH_DEPTH, Prefetcher, make_prefetcher
 from raylab.metrics.timing import GapTimer
 from raylab.types import LearnerStats, Priorities, Weights
@@ -113,10 +114,7 @@ class Learner:
         """The objective's fused step when this learner's options allow one, else (None, why not)."""
         if self.device.type != "cpu" or self.precision != "fp32" or compile or grad_accumulation != 1:
             return None, "the fused update runs on the CPU in fp32, without learner.compile or grad_accumulation"
-        make = getattr(self.objective, "fused_step", None)
-        if make is None:
-            return None, "this algorithm's update is not fused (DQN's, PPO's and APPO's are)"
-        made = make(self.optimizer, self.max_grad_norm)
+        made = fused_step(self.objective, self.optimizer, self.max_grad_norm)
         return (None, made) if isinstance(made, str) else (made, "")
 
     @property
@@ -171,31 +169,17 @@ class Learner:
         finally:
             if prefetcher is not None:
                 prefetcher.close()
-        if plan.version_per_call and count:
-            self._new_version()
-        metrics = dict(plan.metrics)
+        sums: dict[str, float] = {}
         if count:
             names = [k for k in self._sums if k in seen]
             values = torch.stack([self._sums[k] for k in names]).tolist() if names else []  # one host sync
-            metrics.update({k: v / count for k, v in zip(names, values, strict=True)})
+            sums = dict(zip(names, values, strict=True))
         priorities = None
         if keys:
             priorities = Priorities(np.concatenate(keys), torch.cat(tds).float().cpu().numpy())
-        if plan.version_per_call:
-            published = self.version > before
-        else:
-            published = self.version // self.publish_every > before // self.publish_every
-        timings = {"batch_wait_s": prefetcher.wait_s} if prefetcher is not None else None
-        return LearnerStats(
-            updates=count,
-            samples=samples,
-            version=self.version,
-            metrics=metrics,
-            seconds=time.perf_counter() - start,
-            published=published,
-            priorities=priorities,
-            timings=timings,
-        )
+        stats = self._end_call(plan, start, before, count, samples, sums, priorities)
+        stats.timings = {"batch_wait_s": prefetcher.wait_s} if prefetcher is not None else None
+        return stats
 
     def _fused_call(self, data: Any, fused: FusedStep) -> LearnerStats:
         """``_call`` through the objective's fused step: the objective's plan, each step's ``fused_input``
@@ -222,11 +206,25 @@ class Learner:
             samples += batch_size(batch)
             if not plan.version_per_call:
                 self._new_version()
+        priorities = Priorities(np.concatenate(keys), np.concatenate(tds).astype(np.float32)) if keys else None
+        return self._end_call(plan, start, before, count, samples, sums, priorities)
+
+    def _end_call(
+        self,
+        plan: Plan,
+        start: float,
+        before: int,
+        count: int,
+        samples: int,
+        sums: dict[str, float],
+        priorities: Priorities | None,
+    ) -> LearnerStats:
+        """A call's last version (one per call: PPO/APPO) and its stats: metric ``sums`` averaged over its
+        ``count`` steps, whether it published (``before``: the version it started at)."""
         if plan.version_per_call and count:
             self._new_version()
         metrics = dict(plan.metrics)
         metrics.update({k: v / count for k, v in sums.items()} if count else {})
-        priorities = Priorities(np.concatenate(keys), np.concatenate(tds).astype(np.float32)) if keys else None
         if plan.version_per_call:
             published = self.version > before
         else:

@@ -13,7 +13,7 @@ raylab's ``ActorCritic`` with an optional ``RunningNorm`` and a Categorical or d
 same distribution parameters (tests/unit/test_numpy_policy.py: equal to torch's within float32 rounding), then
 samples from them with its own seeded NumPy generator. ``q_linears(model)`` and ``NumpyQ`` do the same for a
 plain MLP ``QNetwork`` (one atom, no dueling head): DQN's epsilon-greedy actors, and the fused DQN update
-(raylab/algos/dqn/fused.py), which trains such a network in NumPy.
+(raylab/learner/fused/dqn.py), which trains such a network in NumPy.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """The parameter server of the a3c topology: flat sharded weights, shared RMSProp, and the worker's link."""
 
 from raylab.params.flat import ParamLayout, flatten_grads, flatten_params, load_flat
-from raylab.params.link import LocalServerLink, ServerLink, ServerUpdate
+from raylab.params.link import ServerLink, ServerUpdate
 from raylab.params.server import ParameterServer, PushReply, ServerStats
 
 __all__ = [
-    "LocalServerLink",
     "ParamLayout",
     "ParameterServer",
     "PushReply",

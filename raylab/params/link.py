@@ -1,22 +1,23 @@
 """How an A3C worker talks to the parameter-server shards, without knowing whether they are Ray actors.
 
-``ServerLink`` is the contract: ``push`` sends a gradient and returns at once; ``poll`` collects the replies
-that are complete, in push order, without blocking; ``wait_oldest`` blocks until the oldest outstanding push
-is applied (without fetching it), so a worker can tell time spent blocked from time spent receiving.
-``LocalServerLink`` calls in-process shards (unit tests, the serial path); ``raylab.remote.a3c.RayServerLink``
-sends to shard actors.
+``ServerLink``: ``push`` sends a gradient and returns at once; ``poll`` collects the replies that are complete,
+in push order, without blocking; ``wait_oldest`` blocks until the oldest outstanding push is applied (without
+fetching it), so a worker can tell time spent blocked from time spent receiving. The same link serves shard
+actors on Ray, in-process shard hosts and plain ``ParameterServer`` objects: what differs is the transport.
 """
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any
 
 import numpy as np
 
-from raylab.params.server import ParameterServer, PushReply
+from raylab.params.server import PushReply
+from raylab.transport import Immediate, Transport
 
 
 @dataclass
@@ -43,64 +44,55 @@ class ServerUpdate:
         )
 
 
-class ServerLink(Protocol):
-    def push(self, grad: np.ndarray, version: int) -> None:
-        """Send a gradient computed on weights of ``version``; does not wait for it to be applied."""
-        ...
-
-    def in_flight(self) -> int:
-        """Pushes sent whose replies have not been collected."""
-        ...
-
-    def wait_oldest(self) -> None:
-        """Block until the oldest outstanding push is applied on every shard (``poll`` then returns it)."""
-        ...
-
-    def poll(self) -> list[ServerUpdate]:
-        """Replies of the oldest outstanding pushes that are already complete, oldest first; never blocks."""
-        ...
-
-    def pull(self) -> ServerUpdate:
-        """The current weights of every shard (blocking)."""
-        ...
-
-    def discard(self) -> int:
-        """Forget every outstanding push (the server was restored from a checkpoint); returns how many."""
-        ...
-
-
 def shard_slices(bounds: Sequence[int]) -> list[slice]:
     return [slice(bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1)]
 
 
-class LocalServerLink:
-    """In-process shards: a push is applied at once and its reply queued until collected."""
+class ServerLink:
+    """A worker's link to the shards: ``shards`` are clients of the shard actors (raylab.remote.hosts.ShardHost:
+    a push is one ``push`` call per shard, sent without waiting) or plain ``ParameterServer`` objects, whose
+    replies are their own values; ``transport`` waits on and reads the replies (raylab.transport). Complete
+    replies are collected in push order; ``wait_oldest`` blocks while the worker may not run further ahead."""
 
-    def __init__(self, servers: Sequence[ParameterServer], bounds: Sequence[int]):
-        self.servers = list(servers)
+    def __init__(self, shards: Sequence[Any], bounds: Sequence[int], transport: Transport | None = None):
+        self.shards = list(shards)
         self.slices = shard_slices(bounds)
-        self._replies: deque[ServerUpdate] = deque()
+        self.transport: Transport = transport or Immediate()
+        self._pending: deque[list[Any]] = deque()
 
     def push(self, grad: np.ndarray, version: int) -> None:
-        replies = [s.push(grad[sl], version) for s, sl in zip(self.servers, self.slices, strict=True)]
-        self._replies.append(ServerUpdate.join(replies))
+        """Send a gradient computed on weights of ``version``; does not wait for it to be applied."""
+        sent_at = time.time()
+        self._pending.append(
+            [s.push(grad[sl], version, sent_at) for s, sl in zip(self.shards, self.slices, strict=True)]
+        )
 
     def in_flight(self) -> int:
-        return len(self._replies)
+        """Pushes sent whose replies have not been collected."""
+        return len(self._pending)
 
     def wait_oldest(self) -> None:
-        pass  # applied at push time
+        """Block until the oldest outstanding push is applied on every shard (``poll`` then returns it)."""
+        if self._pending:
+            self.transport.wait(self._pending[0], None, every=True)  # fetching is poll's ("receive")
 
     def poll(self) -> list[ServerUpdate]:
-        out = list(self._replies)
-        self._replies.clear()
+        """Replies of the oldest outstanding pushes that are already complete, oldest first; never blocks."""
+        out = []
+        while self._pending:
+            head = self._pending[0]
+            if len(self.transport.wait(head, 0, every=True)) < len(head):
+                break
+            out.append(ServerUpdate.join(self.transport.get(self._pending.popleft())))
         return out
 
     def pull(self) -> ServerUpdate:
-        replies = [s.pull() for s in self.servers]
-        return ServerUpdate.join([r for r in replies if r is not None])
+        """The current weights of every shard (blocking)."""
+        return ServerUpdate.join(self.transport.get([s.pull(-1) for s in self.shards]))
 
     def discard(self) -> int:
-        dropped = len(self._replies)
-        self._replies.clear()
+        """Forget every outstanding push without fetching it (the server was restored from a checkpoint; some
+        replies are errors from a shard that died); returns how many."""
+        dropped = len(self._pending)
+        self._pending.clear()
         return dropped

@@ -1,151 +1,142 @@
-"""What runs inside each actor: a plain component built by its builder, plus ``ready``/``peak_memory``.
-
-These classes import no Ray themselves: ``raylab.remote.clients`` (and ``remote.ppo``, ``remote.a3c``) wrap
-them with ``ray.remote``; the in-process backend (raylab.driver.inprocess) calls them directly.
+"""What runs inside each actor: a plain component, built in the actor's process by the builder it was handed,
+behind the methods it declares remote (raylab.remote.host). The builders make each host's ``ActorSpec``
+(raylab.builders); a host reads no config. No Ray here: both backends run these classes as they are.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import resource
+import os
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from raylab.algos.a3c import WorkerReport
-from raylab.builders import (
-    build_a3c_worker,
-    build_evaluator,
-    build_learner,
-    build_parameter_server,
-    build_replay,
-    build_rollout_worker,
-)
-from raylab.config import RunConfig
-from raylab.envs.registry import EnvSpaces
 from raylab.errors import RaylabError
 from raylab.params.link import ServerLink
-from raylab.params.server import PushReply, ServerStats
-from raylab.replay.buffer import ReplayStats
-from raylab.replay.snapshot import load_snapshot, save_snapshot
+from raylab.params.server import ParameterServer, PushReply, ServerStats
+from raylab.remote.host import Host, remote
+from raylab.replay.buffer import ReplayBuffer, ReplayStats
+from raylab.replay.snapshot import latest_periodic_snapshot, load_snapshot, save_snapshot
+from raylab.rollout.a3c import A3CWorker, WorkerReport
+from raylab.rollout.evaluator import Evaluator
+from raylab.rollout.worker import RolloutWorker
 from raylab.types import Batch, Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, Weights
 
-
-class _Host:
-    _startup_error: RaylabError | None = None
-    single_threaded = False
-    """In an actor of its own, torch uses one thread (raylab.remote.runtime); in the driver's process (the
-    in-process backend) the host leaves torch's threads as they are."""
-    life = 0
-    """Ray's restart count when this actor started (raylab.remote.runtime sets it; 0 outside Ray); the
-    replies the driver counts restarts by carry it."""
-
-    @contextmanager
-    def _deferring_user_errors(self) -> Iterator[None]:
-        """Keep a user error from the constructor and raise it from ``ready()``: Ray reports a failed
-        constructor as ActorDiedError with only a message, but a failed method keeps the exception itself."""
-        try:
-            yield
-        except RaylabError as err:
-            self._startup_error = err
-
-    def ready(self) -> bool:
-        if self._startup_error is not None:
-            raise self._startup_error
-        return True
-
-    def peak_memory_bytes(self) -> int:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+RESTARTED_INCARNATION = 998
+"""A worker Ray restarted builds with incarnation 998..1997 (by its pid): fresh env seeds instead of a replay of
+its first episodes, apart from a resume's 1..997, and seed + stride x incarnation stays below 2**31 (EnvPool)."""
 
 
-class RolloutHost(_Host):
+def incarnation_after(life: int, incarnation: int) -> int:
+    return RESTARTED_INCARNATION + os.getpid() % 1000 if life else incarnation
+
+
+class RolloutHost(Host):
     single_threaded = True
 
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, worker_id: int, incarnation: int = 0, env_steps: int = 0):
-        with self._deferring_user_errors():
-            self.worker = build_rollout_worker(cfg, spaces, worker_id, incarnation, env_steps)
+    def __init__(self, make: Callable[[int], RolloutWorker], incarnation: int = 0):
+        """``make(incarnation)``: the worker; ``incarnation`` > 0 (a resumed run) gives it fresh seeds."""
+        with self.deferring_user_errors():
+            self.worker = make(incarnation_after(self.life, incarnation))
 
-    def sample(self, weights: Weights | None) -> tuple[Chunk, RolloutStats]:
-        if weights is not None:
-            self.worker.set_weights(weights)
-        chunk, stats = self.worker.sample()
-        stats.life = self.life
-        return chunk, stats
-
-    def sample_each(self, *weights: Weights | None) -> tuple[Chunk | RolloutStats, ...]:
-        """Several policies: one Weights (or None: unchanged) per policy in; one chunk per policy, then the
-        stats, out (each a return value of its own, so each chunk goes to its learner as its own ref)."""
-        chunks, stats = self.sample_policies(list(weights))
-        return (*chunks, stats)
-
-    def sample_policies(self, weights: list[Weights | None]) -> tuple[list[Chunk], RolloutStats]:
-        """``sample_each`` as (chunks, stats): what the in-process backend calls."""
-        if any(w is not None for w in weights):
-            self.worker.set_weights(weights)
+    @remote(returns=lambda *weights: len(weights) + 1)
+    def sample(self, *weights: Weights | None) -> tuple[Chunk | RolloutStats, ...]:
+        """One Weights (or None: unchanged) per policy in, loaded first; one chunk per policy, then the stats,
+        out, each a ref of its own so that each chunk goes to its policy's learner or replay unfetched."""
+        if len(weights) > 1:
+            if any(w is not None for w in weights):
+                self.worker.set_weights(list(weights))
+        elif weights[0] is not None:
+            self.worker.set_weights(weights[0])
         chunks, stats = self.worker.sample_each()
         stats.life = self.life
-        return chunks, stats
+        return (*chunks, stats)
 
 
-class ReplayHost(_Host):
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, shard: int = 0):
-        with self._deferring_user_errors():
-            self.replay = build_replay(cfg, spaces, shard)
+class Draw:
+    """``num_batches`` batches drawn from a replay as they are iterated: in one process the learner's prefetch
+    thread draws batch k + 1 while batch k trains, and no batch is copied. Sent to another process (pickled),
+    it is drawn there and then, and arrives as the list."""
 
-    restored: int | None = None
-    """Set by a restarted shard (raylab.remote.clients): the transitions it reloaded from its newest
-    snapshot (0: none); its next ``add`` reply says so, once."""
+    def __init__(self, replay: ReplayBuffer, batch_size: int, num_batches: int):
+        self.replay, self.batch_size, self.num_batches = replay, batch_size, num_batches
 
+    def __iter__(self) -> Iterator[Batch]:
+        if len(self.replay) == 0:  # its workers' first chunks are still in flight
+            return iter(())
+        return (self.replay.sample(self.batch_size) for _ in range(self.num_batches))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return list, (list(self),)
+
+
+class ReplayHost(Host):
+    def __init__(self, make: Callable[[], ReplayBuffer], shard: int = 0, snapshots: str | None = None):
+        """``snapshots``: where the run's periodic replay snapshots are (checkpoint.replay), which a shard Ray
+        restarted reloads its newest of before answering any call; None: it comes back empty."""
+        with self.deferring_user_errors():
+            self.replay = make()
+        self.restored: int | None = None
+        """A restarted shard's transitions reloaded (0: none); its next ``add`` reply says so, once."""
+        if self._startup_error is None and self.life:
+            self.restored = 0
+            latest = latest_periodic_snapshot(Path(snapshots), shard) if snapshots else None
+            if latest is not None:
+                try:
+                    self.restored = load_snapshot(latest, self.replay)
+                except RaylabError as err:  # the run goes on with an empty shard, as without snapshots
+                    print(f"raylab: replay shard {shard} restarted empty: {err}", flush=True)
+
+    @remote()
     def add(self, chunk: Chunk) -> tuple[int, dict[str, float], int | None, int]:
-        """(transitions completed, seconds per replay stage since the last add: add, sample, priority
-        update — the driver's per-interval view of this shard's time, riding on a reply it fetches anyway —,
-        ``restored``, None unless this is a restarted shard's first reply, and the shard's life)."""
+        """(transitions completed, seconds per replay stage since the last add, ``restored`` (None unless
+        this is a restarted shard's first reply), the shard's life): the driver's per-interval view of this
+        shard, riding on a reply it fetches anyway."""
         restored, self.restored = self.restored, None
         return self.replay.add_chunk(chunk), self.replay.interval_timings(), restored, self.life
 
+    @remote()
     def snapshot(self, path: str) -> int:
-        """Write this shard's snapshot to ``path`` (raylab.replay.snapshot); returns the transitions saved."""
         save_snapshot(Path(path), self.replay)
         return len(self.replay)
 
+    @remote()
     def restore(self, path: str) -> int:
-        """Replace the contents with the snapshot at ``path``; returns the transitions restored."""
         return load_snapshot(Path(path), self.replay)
 
-    def sample_many(self, batch_size: int, num_batches: int) -> list[Batch]:
-        """Batches, or none while this shard is still empty (its workers' first chunks are in flight)."""
-        if len(self.replay) == 0:
-            return []
-        return self.replay.sample_many(batch_size, num_batches)
+    @remote()
+    def sample_many(self, batch_size: int, num_batches: int) -> Draw:
+        """Batches (none while this shard is empty), drawn where they are used (``Draw``)."""
+        return Draw(self.replay, batch_size, num_batches)
 
-    def draw(self, batch_size: int, num_batches: int) -> Iterator[Batch]:
-        """``sample_many`` drawn lazily, one batch as the learner takes it: in one process the learner's
-        prefetch thread draws batch k + 1 while batch k trains, and no batch is copied."""
-        if len(self.replay) == 0:
-            return iter(())
-        return (self.replay.sample(batch_size) for _ in range(num_batches))
-
+    @remote()
     def update_priorities(self, priorities: Priorities | None) -> int:
-        if priorities is None:
-            return 0
-        return self.replay.update_priorities(priorities.keys, priorities.td_errors)
+        return 0 if priorities is None else self.replay.update_priorities(priorities.keys, priorities.td_errors)
 
+    @remote()
     def stats(self) -> ReplayStats:
         return self.replay.stats()
 
 
-class LearnerHost(_Host):
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
-        with self._deferring_user_errors():
-            self.learner = build_learner(cfg, spaces)
+def learner_input(parts: tuple[Any, ...]) -> Any:
+    """A learner call's arguments as the Learner takes them: chunks (PPO, APPO: one argument each), or one
+    argument holding a replay's batches (DQN)."""
+    return parts[0] if len(parts) == 1 and not isinstance(parts[0], Chunk) else list(parts)
 
-    def update(self, batches: Iterable[Batch]) -> tuple[LearnerStats, Weights | None, Priorities | None]:
-        """Train on ``batches``: (stats for the driver, new weights only when this call published, the
-        batches' new priorities for the replay, which travel to it without passing through the driver)."""
-        stats = self.learner.update_many(batches)
+
+class LearnerHost(Host):
+    def __init__(self, make: Callable[[], Any]):
+        with self.deferring_user_errors():
+            self.learner = make()
+
+    @remote(returns=3)
+    def update(self, *parts: Any) -> tuple[LearnerStats, Weights | None, Priorities | None]:
+        """Train on ``parts`` (``learner_input``): (stats for the driver, the new weights when this call
+        published, the batches' new priorities, which go to the replay without passing through the driver)."""
+        stats = self.learner.update_many(learner_input(parts))
         weights = None
         if stats.published:
             start = time.perf_counter()
@@ -153,120 +144,107 @@ class LearnerHost(_Host):
             stats.timings = {**(stats.timings or {}), "publish_s": time.perf_counter() - start}
         return dataclasses.replace(stats, priorities=None, life=self.life), weights, stats.priorities
 
+    @remote()
     def get_weights(self) -> Weights:
         return self.learner.get_weights()
 
-    def state_dict(self) -> dict:
+    @remote()
+    def state_dict(self) -> dict[str, Any]:
         return self.learner.state_dict()
 
-    def load_state_dict(self, state: dict | None, min_version: int = 0) -> int:
-        """Resume from a checkpoint's learner state (after a restart; None: no checkpoint yet, start fresh).
-        Versions never go back: the restored learner continues from ``min_version`` when that is ahead of
-        the checkpoint's, so that rollout actors holding newer weights accept its next ones. Returns the
-        version."""
+    @remote()
+    def load_state_dict(self, state: dict[str, Any] | None, min_version: int = 0) -> int:
+        """Resume from a checkpoint's learner state (None: none yet, start fresh). Versions never go back: the
+        learner continues from ``min_version`` when that is ahead, so that rollout actors holding newer
+        weights accept its next ones. Returns the version."""
         if state is not None:
             self.learner.load_state_dict(state)
         self.learner.version = max(self.learner.version, min_version)
-        return self.learner.version
+        return int(self.learner.version)
 
 
-class PPOLearnerHost(_Host):
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
-        with self._deferring_user_errors():
-            self.learner = build_learner(cfg, spaces)
-
-    def update(self, *chunks: Chunk) -> tuple[LearnerStats, Weights]:
-        """Train on one round (the chunks arrive as separate refs, resolved by Ray); returns the new weights."""
-        stats = self.learner.update_many(list(chunks))
-        stats.life = self.life
-        return stats, self.learner.get_weights()
-
-    def get_weights(self) -> Weights:
-        return self.learner.get_weights()
-
-    def state_dict(self) -> dict:
-        return self.learner.state_dict()
-
-    def load_state_dict(self, state: dict | None, min_version: int = 0) -> int:
-        """Resume from a checkpoint's learner state (None: none yet, start fresh); versions never go back,
-        so that rollout actors holding newer weights accept the next ones. Returns the version."""
-        if state is not None:
-            self.learner.load_state_dict(state)
-        self.learner.version = max(self.learner.version, min_version)
-        return self.learner.version
-
-
-class EvalHost(_Host):
+class EvalHost(Host):
     single_threaded = True
 
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces):
-        with self._deferring_user_errors():
-            self.evaluator = build_evaluator(cfg, spaces)
+    def __init__(self, make: Callable[[], Evaluator]):
+        with self.deferring_user_errors():
+            self.evaluator = make()
 
+    @remote()
     def evaluate(
-        self, weights: Weights, episodes: int, confirm_target: float | None = None, confirm_episodes: int = 0
-    ) -> EvalResult:
-        return self.evaluator.evaluate(weights, episodes, confirm_target, confirm_episodes)
-
-    def evaluate_each(
         self, episodes: int, confirm_target: float | None, confirm_episodes: int, *weights: Weights
     ) -> EvalResult:
-        """Several policies: one Weights per policy (each its own argument, resolved by Ray)."""
-        return self.evaluator.evaluate(list(weights), episodes, confirm_target, confirm_episodes)
+        """One Weights per policy, each its own argument (Ray resolves each ref)."""
+        return self.evaluator.evaluate(
+            weights[0] if len(weights) == 1 else list(weights), episodes, confirm_target, confirm_episodes
+        )
 
 
-class ShardHost(_Host):
+class ShardHost(Host):
     """One parameter-server shard (A3C)."""
 
     single_threaded = True
 
-    def __init__(self, cfg: RunConfig, params: np.ndarray, shard: int):
-        with self._deferring_user_errors():
-            self.server = build_parameter_server(cfg, params, shard)
+    def __init__(self, make: Callable[[], ParameterServer]):
+        with self.deferring_user_errors():
+            self.server = make()
 
+    @remote()
     def push(self, grad: np.ndarray, version: int, sent_at: float) -> PushReply:
         return self.server.push(grad, version, sent_at)
 
-    def pull(self, known_version: int) -> PushReply | None:
+    @remote()
+    def pull(self, known_version: int = -1) -> PushReply | None:
         return self.server.pull(known_version)
 
+    @remote()
     def load(self, params: np.ndarray, version: int = 0) -> None:
         self.server.load(params, version)
 
+    @remote()
     def stats(self, reset: bool = False) -> ServerStats:
         return self.server.stats(reset)
 
-    def state_dict(self) -> dict:
+    @remote()
+    def state_dict(self) -> dict[str, Any]:
         return self.server.state_dict()
 
-    def load_state_dict(self, state: dict, min_version: int = 0) -> None:
+    @remote()
+    def load_state_dict(self, state: dict[str, Any], min_version: int = 0) -> None:
         self.server.load_state_dict(state, min_version)
 
 
-class A3CWorkerHost(_Host):
-    """A self-driven A3C worker pushing to the shards through ``link`` (raylab.params.link)."""
+class A3CWorkerHost(Host):
+    """A self-driven A3C worker pushing to the shards through ``link``."""
 
     single_threaded = True
 
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, worker_id: int, link: ServerLink, incarnation: int):
-        with self._deferring_user_errors():
-            self.worker = build_a3c_worker(cfg, spaces, worker_id, link, incarnation)
+    def __init__(self, make: Callable[[ServerLink, int], A3CWorker], link: ServerLink, incarnation: int = 0):
+        with self.deferring_user_errors():
+            self.worker = make(link, incarnation_after(self.life, incarnation))
 
+    @remote()
     def run(self, max_segments: int | None, seconds: float | None) -> WorkerReport:
+        """Push gradients until ``max_segments`` or ``seconds`` (at least one)."""
         return self.worker.run(max_segments, seconds)
 
+    @remote()
     def flush(self) -> WorkerReport:
         return self.worker.flush()
 
+    @remote()
     def configure(self, pushes_in_flight: int) -> None:
+        """Pushes the worker may have in flight before it blocks (0: wait for each to be applied)."""
         if pushes_in_flight < 0:
             raise ValueError(f"pushes_in_flight must be >= 0, got {pushes_in_flight}")
         self.worker.pushes_in_flight = pushes_in_flight
 
+    @remote()
     def restart(self) -> int:
         """Start over from the server's current weights (after the shards were reloaded)."""
         return self.worker.restart()
 
+    @remote()
     def recover(self) -> int:
         """The server was restored after a shard's crash: drop outstanding pushes; returns how many."""
         return self.worker.recover()

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import ray
 from ray import ObjectRef
 
-from raylab.config import LearnerConfig, RayConfig
+from raylab.config import RayConfig
 from raylab.config.coerce import plain
 from raylab.errors import RaylabError
 
@@ -27,22 +27,29 @@ ACTOR_START_LIMIT_S = 1800.0
 T = TypeVar("T")
 
 
-def run_on_ray(cfg: RayConfig, required_cpus: float, body: Callable[[], T]) -> T:
+def run_on_ray(cfg: RayConfig, required_cpus: float, body: Callable[[], T], keep: bool = False) -> T:
     """Run a topology's driver loop on Ray: start or join it, turn an actor's user error back into its one
-    line, and stop the Ray this call started (a sweep's trials share it instead: raylab/sweep.py)."""
-    from raylab.sweep import SharedRay
-
-    if SharedRay.active and SharedRay.started and ray.is_initialized() and ray_cpus() < required_cpus:
+    line, and stop the Ray this call started unless ``keep`` (a sweep's trials share it: raylab/sweep.py,
+    which restarts one too small for a trial's CPUs)."""
+    if keep and KEPT.started and ray.is_initialized() and ray_cpus() < required_cpus:
         ray.shutdown()  # a sweep's trial that needs more CPUs than the Ray the earlier trials shared
     started = init_ray(cfg, required_cpus)
-    SharedRay.started = SharedRay.started or started
+    KEPT.started = KEPT.started or (started and keep)
     try:
         return body()
     except ray.exceptions.RayError as err:
         raise user_error(err) or err from None
     finally:
-        if started and not SharedRay.active:
+        if started and not keep:
             ray.shutdown()
+
+
+class _Kept:
+    started = False
+    """This process started the Ray that a sweep's trials share (only that one may be restarted bigger)."""
+
+
+KEPT = _Kept()
 
 
 def actor_life() -> int:
@@ -54,61 +61,10 @@ def actor_life() -> int:
     return int(info.get("NumRestarts", 0)) if info else 0
 
 
-class _Located:
-    life = 0
-    """The actor's life (``actor_life``), read once when it starts; replies that matter carry it."""
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        self.life = actor_life()
-        if getattr(self, "single_threaded", False):  # raylab.remote.hosts: an actor of its own uses one thread
-            import torch
-
-            torch.set_num_threads(1)
-        super().__init__(*args, **kwargs)
-
-    def get_life(self) -> int:
-        return self.life
-
-    def node_id(self) -> str:
-        """The Ray node this actor runs on."""
-        return str(ray.get_runtime_context().get_node_id())
-
-    def pid(self) -> int:
-        return os.getpid()
-
-
-def actor_class(host: type, name: str | None = None) -> Any:
-    """``ray.remote(host)`` with ``node_id()``, ``pid()`` and ``get_life()`` added, so that a run can record
-    where each of its actors ran (benchmark_metrics.json's ``placement``), tests can kill one, and the driver
-    can count restarts (raylab.driver.restarts). ``self.life`` is set before the host's constructor runs."""
-    return ray.remote(type(name or host.__name__, (_Located, host), {"__doc__": host.__doc__}))
-
-
 def placement(handles: dict[str, Any]) -> dict[str, str]:
-    """{actor name: node id} for actors made with ``actor_class``."""
+    """{actor name: node id} for actors made by raylab.remote.ray_backend (their ``node_id``)."""
     nodes = ray.get([h.node_id.remote() for h in handles.values()])
     return dict(zip(handles, nodes, strict=True))
-
-
-SPREAD = "SPREAD"
-"""Rollout actors' scheduling strategy: across the cluster's nodes, not packed onto the first."""
-
-
-def learner_gpus(cfg: LearnerConfig) -> float:
-    """GPUs to reserve for a learner actor: learner.num_gpus if set; with learner.device=auto, one when the
-    Ray cluster has a GPU (any node's, not only the driver's), else none, with a logged warning."""
-    if cfg.num_gpus or cfg.device == "cpu":
-        return cfg.num_gpus
-    if ray.is_initialized():
-        gpus = float(ray.cluster_resources().get("GPU", 0.0))
-    else:
-        import torch
-
-        gpus = float(torch.cuda.device_count())
-    if gpus >= 1:
-        return 1.0
-    logging.getLogger("raylab").warning("no GPU in the Ray cluster: the learner runs on CPU (learner.device=auto)")
-    return 0.0
 
 
 WORKER_NICENESS = "RAY_worker_niceness"
@@ -280,6 +236,14 @@ def fetch(refs: Any) -> Any:
         return ray.get(refs)
     except ray.exceptions.RayError as err:
         raise user_error(err) or err from None
+
+
+def start_local_ray(num_cpus: int) -> None:
+    """A local Ray for a benchmark, as a run's embedded one starts (actors at the driver's priority, not at Ray's
+    default nice 15), without the actors' logs on the console."""
+    actors_at_driver_priority()
+    quiet_token_auth_notice()
+    ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
 
 
 def shutdown_ray() -> None:

@@ -14,6 +14,7 @@ import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import psutil
@@ -58,6 +59,24 @@ class ReplayStats:
     def frames_per_transition(self) -> float:
         """Frames stored per stored transition (de-duplication; 0 without it)."""
         return self.frames / max(1, self.size)
+
+    def report(self) -> dict[str, Any]:
+        """benchmark_metrics.json's ``replay`` section."""
+        return {
+            "size": self.size,
+            "capacity": self.capacity,
+            "inserted": self.inserted,
+            "sampled": self.sampled,
+            "inserted_by_worker": {str(k): v for k, v in sorted(self.inserted_by_worker.items())},
+            "nbytes": self.nbytes,
+            "bytes_per_transition": round(self.bytes_per_transition, 1),
+            "frames": self.frames,
+            "frames_per_transition": round(self.frames_per_transition, 4),
+            "shards": self.shards,
+            "priority_updates": self.priority_updates,
+            "stale_priority_updates": self.stale_priority_updates,
+            "timings": self.timings,
+        }
 
     @classmethod
     def merge(cls, shards: list[ReplayStats]) -> ReplayStats:

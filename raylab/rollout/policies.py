@@ -10,28 +10,10 @@ by its own weights (each part carries its policy's version).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
 import numpy as np
 
-from raylab.types import Chunk, Weights
-
-
-class Policy(Protocol):
-    """What a rollout worker needs from a policy: batched actions and versioned weights."""
-
-    @property
-    def version(self) -> int:
-        """The version of the weights it acts with (-1 before any)."""
-        ...
-
-    last_log_probs: np.ndarray | None
-    """Log-probabilities of the actions the last ``act`` returned, for off-policy corrections (APPO's
-    V-trace); None for policies without them (epsilon-greedy)."""
-
-    def act(self, obs: np.ndarray) -> np.ndarray: ...
-
-    def set_weights(self, weights: Weights) -> bool: ...
+from raylab.types import Chunk, Policy, Weights
 
 
 class PolicySet:

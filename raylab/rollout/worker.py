@@ -1,7 +1,7 @@
 """RolloutWorker: steps a vector of envs with a local policy and returns ``steps x envs`` chunks.
 
 The one rollout path of every algorithm: the Ray topologies wrap it in an actor (apex_dqn, ppo, appo), the
-local topology calls it directly, and A3C's worker (raylab.algos.a3c.worker) collects its segments with it.
+local topology calls it directly, and A3C's worker (raylab.rollout.a3c) collects its segments with it.
 """
 
 from __future__ import annotations

@@ -13,23 +13,22 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
-from raylab.algos.a3c.worker import WORKER_STAGES, WorkerReport
-from raylab.config import RunConfig
-from raylab.driver.loop import Backend, Driver, first_line
+from raylab.driver.loop import Driver, first_line
 from raylab.errors import RaylabError
 from raylab.params.link import ServerUpdate
 from raylab.params.server import ServerStats
+from raylab.plan import A3CPlan
+from raylab.rollout.a3c import WORKER_STAGES, WorkerReport
 from raylab.types import Weights
 
 
-class ParameterServer:
-    def __init__(
-        self, backend: Backend, cfg: RunConfig, layout: Any, bounds: list[int], initial: list[np.ndarray], token: str
-    ):
-        self.cfg, self.layout, self.bounds, self.initial = cfg, layout, bounds, initial
-        self.shards = [backend.shard(params, k, f"raylab-a3c-{token}-shard-{k}") for k, params in enumerate(initial)]
+class ServerShards:
+    """The parameter server (raylab.params.server.ParameterServer, one per shard) as the driver holds it."""
+
+    def __init__(self, driver: Driver, plan: A3CPlan):
+        self.layout, self.bounds, self.initial = plan.layout, plan.bounds, plan.initial
+        self.max_restarts = plan.max_restarts
+        self.shards = [driver.backend.spawn(spec) for spec in plan.shards]
         self.down = False
         """A shard died: workers finishing their window wait (idle) until the server is restored."""
 
@@ -43,7 +42,7 @@ class ParameterServer:
         return {"layout": self.layout.as_dict(), "bounds": self.bounds, "shards": states}
 
     def lost(self, err: BaseException, who: str) -> None:
-        if self.cfg.topology.max_actor_restarts == 0:
+        if self.max_restarts == 0:
             raise RaylabError(
                 f"{who} lost a parameter-server shard ({first_line(err)}): the server state is gone; resume "
                 f"from the last checkpoint, or let Ray restart shards (topology.max_actor_restarts)"
@@ -73,7 +72,7 @@ class ParameterServer:
         latest periodic checkpoint (a model whose slices come from different times is no model), versions
         moving on past any the workers saw, and have the workers drop their outstanding pushes."""
         get, shards = driver.backend.get, self.shards
-        lives = [shard.wait_back(f"parameter-server shard {k}") for k, shard in enumerate(shards)]
+        lives = [driver.backend.wait_back(shard, f"parameter-server shard {k}") for k, shard in enumerate(shards)]
         crashed = [k for k, life in enumerate(lives) if driver.heard("server", f"server_{k}", life)]
         if crashed:
             min_version = max(s.version for s in get([s.stats() for s in shards])) + 1
@@ -123,7 +122,7 @@ def finish_windows(
             continue
     for i in sorted({i for ref, i in owner.items() if ref not in ready}):
         print(f"raylab: a3c worker {i} did not stop within {DRAIN_TIMEOUT_S:g} s; killed", flush=True)
-        workers[i].kill()
+        driver.backend.kill(workers[i])
 
 
 class WaitAccount:

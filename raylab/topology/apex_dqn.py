@@ -26,17 +26,10 @@ done -> priorities to the shard, published weights (failed: see apex_jobs); Add 
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-from raylab.builders import build_rate_limiter, check_replay_fits, replay_shard_capacity, replay_snapshots_to_load
-from raylab.config import RunConfig
-from raylab.config.policies import policy_config, policy_spaces
 from raylab.driver.loop import Driver
-from raylab.driver.resume import ResumeState
-from raylab.envs.registry import EnvSpaces
-from raylab.errors import ConfigError
-from raylab.replay.buffer import ReplayStats
+from raylab.plan import RolloutPlan
 from raylab.topology.apex_jobs import Add, ApexUpdate, PolicyReplay, ReplayFlow
 from raylab.topology.jobs import Lane, Rollout, Update
 from raylab.types import LearnerStats, RolloutStats
@@ -46,45 +39,18 @@ LEARNER_CALLS_IN_FLIGHT = 2
 
 
 class ApexDQNTopology(ReplayFlow):
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
-        super().__init__(cfg, spaces, resume)
-        # validate what can be validated before Ray starts
-        if cfg.replay.num_shards > cfg.topology.num_workers:
-            raise ConfigError(
-                f"replay.num_shards={cfg.replay.num_shards} exceeds topology.num_workers={cfg.topology.num_workers}"
-                f" (each worker writes to one shard): set replay.num_shards <= {cfg.topology.num_workers}"
-            )
-        self.replays = []
-        names = self.pmap.names if self.several else (None,)
-        total = sum((policy_config(cfg, n) if n is not None else cfg).replay.capacity for n in names)
-        check_replay_fits(dataclasses.replace(cfg, replay=dataclasses.replace(cfg.replay, capacity=total)), spaces)
-        for k, name in enumerate(names):
-            pcfg = policy_config(cfg, name) if name is not None else cfg
-            pspaces = policy_spaces(cfg, spaces, name) if name is not None else spaces
-            first = k * cfg.replay.num_shards
-            self.replays.append(
-                PolicyReplay(
-                    first=first,
-                    limiter=build_rate_limiter(pcfg, pspaces),
-                    snapshots=replay_snapshots_to_load(pcfg, pspaces, resume, first),
-                    capacity=replay_shard_capacity(pcfg) * cfg.replay.num_shards,
-                    chunk_size=cfg.topology.rollout_length * pspaces.slots(cfg.topology.envs_per_worker),
-                )
-            )
-
-    def make_learner(self, driver: Driver, policy: str | None) -> Any:
-        return driver.backend.learner(policy)
+    def __init__(self, plan: RolloutPlan):
+        super().__init__(plan)
+        self.replays = [PolicyReplay(p.replay) for p in plan.policies.plans if p.replay is not None]
 
     def create(self, driver: Driver) -> dict[str, Any]:
-        names = self.pmap.names if self.several else (None,)
-        for replay, name in zip(self.replays, names, strict=True):
-            replay.shards = [driver.backend.replay(replay.index(j), name) for j in range(self.cfg.replay.num_shards)]
+        for replay in self.replays:
+            replay.shards = [driver.backend.spawn(spec) for spec in replay.plan.shards]
         return {**super().create(driver), **{f"replay_{g}": s for g, s in self.all_shards()}}
 
     def start(self, driver: Driver) -> None:
         self.load_learner(driver)
-        if self.resume is not None:
-            self.restore_replay(driver)
+        self.restore_replay(driver)
         for lane in self.lanes:
             self.restored(driver, lane)
         self.parked: list[int] = []
@@ -101,22 +67,21 @@ class ApexDQNTopology(ReplayFlow):
 
     def may_insert(self, driver: Driver) -> bool:
         chunks = len(driver.in_flight(Rollout)) + 1
-        return all(r.limiter.can_insert(r.chunk_size * chunks) for r in self.replays)
+        return all(r.limiter.can_insert(r.plan.chunk_size * chunks) for r in self.replays)
 
     def step(self, driver: Driver) -> None:
-        batch, calls = self.cfg.learner.batch_size, self.cfg.learner.updates_per_call
+        batch, calls = self.plan.batch_size, self.plan.updates_per_call
         in_flight = driver.in_flight(ApexUpdate)
         for lane, replay in zip(self.lanes, self.replays, strict=True):
             busy = sum(1 for job in in_flight if job.lane is lane)
             while busy < LEARNER_CALLS_IN_FLIGHT and replay.limiter.can_sample(batch * calls):
                 replay.limiter.record_sample(batch * calls)
                 shard = replay.calls_made % len(replay.shards)  # learner calls take turns among the shards
-                name = f"replay_{replay.index(shard)}"
-                shard_tag, tag = driver.restarts.tag(name), driver.restarts.tag(lane.actor)
+                shard_tag = driver.restarts.tag(f"replay_{replay.index(shard)}")
                 stats, weights, priorities = lane.learner.update(replay.shards[shard].sample_many(batch, calls))
-                job = ApexUpdate(stats, "learner", lane.actor, tag, flow=self, lane=lane, weights=weights,
-                                 priorities=priorities, replay=replay, shard=shard, shard_tag=shard_tag,
-                                 drain=True)  # fmt: skip
+                job = ApexUpdate(stats, "learner", lane.actor, driver.restarts.tag(lane.actor), flow=self, lane=lane,
+                                 weights=weights, priorities=priorities, replay=replay, shard=shard,
+                                 shard_tag=shard_tag, drain=True)  # fmt: skip
                 driver.submit(job)
                 replay.calls_made += 1
                 busy += 1
@@ -142,10 +107,10 @@ class ApexDQNTopology(ReplayFlow):
             replay.worker_version[worker] = -1  # the restarted actor needs the weights
 
     def trained(self, driver: Driver, job: Update, stats: LearnerStats) -> None:
-        assert isinstance(job, ApexUpdate)
+        assert isinstance(job, ApexUpdate) and job.replay is not None
         job.lane.version = stats.version
-        driver.monitor.on_learner(stats, job.lane.policy if self.several else None)
-        if self.cfg.replay.kind == "prioritized":  # sent only now: a call waiting on its argument holds up add()
+        self.on_learner(driver, job.lane, stats)
+        if self.plan.prioritized:  # sent only now: a call waiting on its argument holds up add()
             job.replay.shards[job.shard].update_priorities(job.priorities)
         if stats.published:  # then job.weights holds Weights, not None
             job.lane.weights, job.replay.published = job.weights, stats.version
@@ -153,7 +118,7 @@ class ApexDQNTopology(ReplayFlow):
     def restored(self, driver: Driver, lane: Lane) -> None:
         """(Re)start ``lane`` from its learner's weights at ``lane.version``: every worker gets them."""
         replay = self.replays[self.lanes.index(lane)]
-        lane.weights, replay.published = lane.learner.weights(), lane.version
+        lane.weights, replay.published = lane.learner.get_weights(), lane.version
         replay.worker_version = [-1] * len(self.workers)
 
     def gauges(self, driver: Driver) -> dict[str, float]:
@@ -162,10 +127,5 @@ class ApexDQNTopology(ReplayFlow):
             "queue/learner_calls": len(driver.in_flight(ApexUpdate)), "queue/parked_workers": len(self.parked),
         }  # fmt: skip
 
-    def latest_weights(self, driver: Driver) -> Any:
-        if self.several:
-            return [lane.learner.weights() for lane in self.lanes]
-        return self.lanes[0].learner.weights()
-
-    def replay_stats(self, driver: Driver) -> ReplayStats | None:
-        return ReplayStats.merge([s.stats_blocking() for _, s in self.all_shards()])
+    def latest_weights(self, driver: Driver) -> list[Any]:
+        return [lane.learner.get_weights() for lane in self.lanes]

@@ -7,9 +7,9 @@ ApexUpdate: learner.update(shard.sample_many(..))     failed -> the learner died
                                                        checkpoint) or the sampled shard did (its batches lost)
 monitor (periodic checkpoint, checkpoint.replay) --snapshot_replay--> every shard writes its snapshot
 
-Each policy has its own replay (``PolicyReplay``): its shards, its rate limiter, its published weights. Shard
-indices run across policies (policy k's shards follow policy k - 1's): actor names ``replay_<g>`` and snapshot
-files ``replay_<g>_*.npz`` stay unique in a run.
+Each policy has its own replay (``PolicyReplay``, from its plan's ``ReplayPlan``): its shards, its rate limiter,
+its published weights. Shard indices run across policies (policy k's shards follow policy k - 1's): actor names
+``replay_<g>`` and snapshot files ``replay_<g>_*.npz`` stay unique in a run.
 """
 
 from __future__ import annotations
@@ -18,23 +18,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from raylab.driver.checkpoints import ReplaySnapshot
 from raylab.driver.loop import Call, Driver
-from raylab.replay.rate_limiter import SamplesPerInsertLimiter
+from raylab.plan import ReplayPlan
+from raylab.replay.buffer import ReplayStats
 from raylab.replay.snapshot import snapshot_path
 from raylab.topology.jobs import RolloutFlow, Update
 
 
 @dataclass
 class PolicyReplay:
-    """One policy's replay side: shards ``first .. first + len(shards) - 1`` (run-wide indices) and the rest."""
+    """One policy's replay side at run time: its plan, its shards' clients and what the driver counts."""
 
-    first: int
-    limiter: SamplesPerInsertLimiter
-    snapshots: list[Path | None]
-    capacity: int
-    chunk_size: int
-    """Agent steps of this policy in one worker's chunk (the limiter's insert unit)."""
+    plan: ReplayPlan
     shards: list[Any] = field(default_factory=list)
     added: int = 0
     """Transitions its shards completed."""
@@ -44,9 +39,13 @@ class PolicyReplay:
     worker_version: list[int] = field(default_factory=list)
     """The version each worker holds (-1: it needs the weights)."""
 
+    @property
+    def limiter(self) -> Any:
+        return self.plan.limiter
+
     def index(self, shard: int) -> int:
         """The run-wide index of this replay's shard ``shard``."""
-        return self.first + shard
+        return self.plan.first + shard
 
 
 class ReplayFlow(RolloutFlow):
@@ -58,7 +57,7 @@ class ReplayFlow(RolloutFlow):
         return sum(r.added for r in self.replays)
 
     def replay_size(self) -> int:
-        return sum(min(r.added, r.capacity) for r in self.replays)
+        return sum(min(r.added, r.plan.capacity) for r in self.replays)
 
     def all_shards(self) -> list[tuple[int, Any]]:
         return [(r.index(j), shard) for r in self.replays for j, shard in enumerate(r.shards)]
@@ -67,8 +66,8 @@ class ReplayFlow(RolloutFlow):
         """A resumed run's shards load the snapshots saved with its checkpoint (checkpoint.replay)."""
         restored = 0
         for replay in self.replays:
-            restoring = [(s, p) for s, p in zip(replay.shards, replay.snapshots, strict=True) if p is not None]
-            replay.added = sum(driver.backend.get(s.restore(path)) for s, path in restoring)
+            restoring = [(s, p) for s, p in zip(replay.shards, replay.plan.snapshots, strict=True) if p is not None]
+            replay.added = sum(driver.backend.get(s.restore(str(path))) for s, path in restoring)
             if restoring:
                 replay.limiter.credit_restored(replay.added)
                 restored += replay.added
@@ -76,20 +75,24 @@ class ReplayFlow(RolloutFlow):
             driver.monitor.replay_size = self.replay_size()
             print(f"raylab: replay restored from its snapshot: {restored:,} transitions", flush=True)
 
-    def replay_snapshot(self, driver: Driver) -> ReplaySnapshot | None:
-        if not self.cfg.checkpoint.replay:
+    def beside_checkpoints(self, driver: Driver) -> Any:
+        if self.plan.replay_snapshots is None:
             return None
         return lambda checkpoint: self.snapshot_replay(driver, checkpoint)
 
     def snapshot_replay(self, driver: Driver, checkpoint: Path) -> None:
         """Every replay shard writes its snapshot for ``checkpoint``; the data never passes the driver."""
         shards = self.all_shards()
-        refs = [s.snapshot(snapshot_path(checkpoint.parent, g, checkpoint.name)) for g, s in shards]
+        refs = [s.snapshot(str(snapshot_path(checkpoint.parent, g, checkpoint.name))) for g, s in shards]
         for (g, _), ref in zip(shards, refs, strict=True):
             try:
                 driver.backend.get(ref)
             except driver.backend.ActorDied:  # restarting: its previous snapshot stays the latest
                 print(f"raylab: replay shard {g} is restarting: no snapshot of it with {checkpoint.name}", flush=True)
+
+    def extra(self, driver: Driver, state: dict[str, Any]) -> dict[str, Any]:
+        stats = ReplayStats.merge(driver.backend.get([s.stats() for _, s in self.all_shards()]))
+        return {**super().extra(driver, state), "replay": stats.report()}
 
 
 @dataclass
@@ -114,14 +117,14 @@ class Add(Call):
 
 @dataclass
 class ApexUpdate(Update):
-    priorities: Any
-    replay: PolicyReplay
-    shard: int
+    replay: PolicyReplay | None = None
+    shard: int = 0
     """The index of the shard (within ``replay``) its batches came from."""
-    shard_tag: int
+    shard_tag: int = 0
     """The replay shard's tag (the call's batches came from its sample_many)."""
 
     def failed(self, driver: Driver, err: BaseException) -> None:
+        assert self.replay is not None
         if driver.backend.death_of(err, self.lane.learner):
             super().failed(driver, err)
         else:  # the replay shard died while sampling: this call's batches are lost

@@ -1,6 +1,6 @@
 """Asynchronous PPO on Ray: the learner trains on whatever chunks have arrived, never on a round.
 
-    RolloutActor x N --chunk ref--> driver queue --(1..chunks_per_update refs)--> PPOLearnerActor (APPO)
+    RolloutActor x N --chunk ref--> driver queue --(1..chunks_per_update refs)--> LearnerActor (APPO)
           ^   (each worker always has topology.chunks_in_flight chunks in flight,     |
           |    acting with the newest weights it was handed)                           |
           +-------------------- newest weights ref, on the worker's next chunk <------+
@@ -20,27 +20,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from raylab.config import APPOConfig, RunConfig
 from raylab.driver.loop import Driver
-from raylab.driver.resume import ResumeState
-from raylab.envs.registry import EnvSpaces
-from raylab.topology.jobs import Lane, Rollout, RolloutFlow, Update, update_job
+from raylab.topology.jobs import Lane, Rollout, RolloutFlow, Update
 from raylab.types import LearnerStats, RolloutStats
 
 
 class APPOTopology(RolloutFlow):
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
-        assert isinstance(cfg.algo, APPOConfig), f"topology=appo got algo={cfg.algo.name}"
-        super().__init__(cfg, spaces, resume)
-        self.algo = cfg.algo
-
     def start(self, driver: Driver) -> None:
         self.load_learner(driver)
         self.queues: list[list[Any]] = [[] for _ in self.lanes]
         """Each lane's arrived chunks (refs), oldest first."""
         self.parked: list[int] = []
-        self.queue_limit = 2 * self.algo.chunks_per_update
-        for _ in range(self.cfg.topology.chunks_in_flight):  # >1: each actor's next call already queued
+        self.queue_limit = 2 * self.plan.chunks_per_update
+        for _ in range(self.plan.chunks_in_flight):  # >1: each actor's next call already queued
             for i in range(len(self.workers)):
                 self.sample(driver, i)
 
@@ -54,10 +46,9 @@ class APPOTopology(RolloutFlow):
         busy = {job.lane.actor for job in driver.in_flight(Update)}
         for lane, queue in zip(self.lanes, self.queues, strict=True):
             if queue and lane.actor not in busy:
-                n = self.algo.chunks_per_update
+                n = self.plan.chunks_per_update
                 batch, queue[:] = queue[:n], queue[n:]
-                stats, weights = lane.learner.update(batch)
-                driver.submit(update_job(self, driver, lane, stats, weights))
+                self.update(driver, lane, *batch)
         while self.parked and self.room():
             self.sample(driver, self.parked.pop(0))
 
@@ -74,17 +65,17 @@ class APPOTopology(RolloutFlow):
         return {"queue/rollouts_in_flight": len(driver.in_flight(Rollout)), "queue/parked_workers": len(self.parked)}
 
     def trained(self, driver: Driver, job: Update, stats: LearnerStats) -> None:
-        driver.monitor.on_learner(stats, job.lane.policy if self.several else None)
+        self.on_learner(driver, job.lane, stats)
         if stats.published:
             job.lane.weights, job.lane.version = job.weights, stats.version
 
     def restored(self, driver: Driver, lane: Lane) -> None:
-        lane.weights = lane.learner.weights()
+        lane.weights = lane.learner.get_weights()
 
     def dropped(self, driver: Driver, job: Update) -> None:
-        driver.restarts.lost_chunks += self.algo.chunks_per_update  # the batch it was training on
+        driver.restarts.lost_chunks += self.plan.chunks_per_update  # the batch it was training on
 
     def extra(self, driver: Driver, state: dict[str, Any]) -> dict[str, Any]:
-        parts = state["policies"].values() if self.several else [state]
+        parts = [self.policies.part(state, k) or {} for k in range(len(self.lanes))]
         dropped = int(sum(part.get("dropped_chunks", 0) for part in parts))
         return {**super().extra(driver, state), "appo": {"dropped_chunks": dropped}}

@@ -6,10 +6,9 @@ Update:  a learner call in flight                 done -> flow.trained     faile
                                                                            -> restored from the latest
                                                                               checkpoint, flow.dropped
 
-A flow has one ``Lane`` per policy (raylab/config/policies.py): a learner actor, its newest weights and
-version. With one policy (the common case) there is one lane, named ``learner``; with several, lane k is
-``learner_<name>``, a Rollout carries one chunk per lane, and each Update is one lane's (its restarts,
-restores and lag are that policy's).
+A flow has one ``Lane`` per policy of its plan (raylab.plan.PolicyPlan; one when the run has no ``policies``):
+a learner actor, its newest weights and version. A Rollout carries one chunk per lane, and each Update is one
+lane's (its restarts, restores and lag are that policy's).
 """
 
 from __future__ import annotations
@@ -17,127 +16,97 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from raylab.config import RunConfig
-from raylab.config.policies import policy_config, policy_map
 from raylab.driver.loop import Call, Driver, Flow
-from raylab.driver.resume import ResumeState, resumed
-from raylab.envs.registry import EnvSpaces
+from raylab.plan import PolicyPlan, RolloutPlan
 from raylab.types import LearnerStats, RolloutStats
 
 
 @dataclass
 class Lane:
-    """One policy's learner side: its learner actor (restartable, named ``actor``), newest weights (a ref) and
-    version. A run has one lane per policy (raylab/config/policies.py); with one policy, one lane named
-    ``learner``."""
+    """One policy's learner side: its plan, its learner actor's client, newest weights (a ref) and version."""
 
-    policy: str
-    actor: str
+    plan: PolicyPlan
     learner: Any
     weights: Any = None
     version: int = 0
 
+    @property
+    def actor(self) -> str:
+        return self.plan.actor
+
 
 class RolloutFlow(Flow):
-    """A flow with rollout actors ``workers`` (clients) and one ``Lane`` per policy: its restorable learner,
-    newest weights and version. With several policies a worker's sample call returns one chunk per lane."""
+    """A flow with rollout actors ``workers`` (clients) and one ``Lane`` per policy."""
 
     workers: list[Any]
     lanes: list[Lane]
 
-    def __init__(self, cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None):
-        self.cfg, self.spaces, self.resume = cfg, spaces, resume
-        self.pmap = policy_map(cfg, spaces)  # a bad mapping fails here, before Ray starts
-
-    @property
-    def several(self) -> bool:
-        return self.pmap.several
+    def __init__(self, plan: RolloutPlan):
+        self.plan = plan
+        self.policies = plan.policies
 
     @property
     def version(self) -> int:
         """The oldest lane's version (with one policy: the learner's)."""
         return min(lane.version for lane in self.lanes)
 
-    def versions(self) -> list[int]:
-        return [lane.version for lane in self.lanes]
-
-    def required_cpus(self) -> float:
-        names = self.pmap.names if self.several else ()
-        learners = sum(policy_config(self.cfg, n).learner.num_cpus for n in names) or self.cfg.learner.num_cpus
-        return self.cfg.topology.num_workers * self.cfg.topology.worker_cpus + learners
-
-    def make_learner(self, driver: Driver, policy: str | None) -> Any:
-        return driver.backend.ppo_learner(policy)
-
     def create(self, driver: Driver) -> dict[str, Any]:
-        if self.several:
-            self.lanes = [Lane(n, f"learner_{n}", self.make_learner(driver, n)) for n in self.pmap.names]
-        else:
-            self.lanes = [Lane(self.pmap.names[0], "learner", self.make_learner(driver, None))]
-        backend, resume = driver.backend, self.resume
-        self.workers = [backend.rollout(i, *resumed(resume, i)) for i in range(self.cfg.topology.num_workers)]
+        spawn = driver.backend.spawn
+        self.lanes = [Lane(p, spawn(p.learner)) for p in self.policies.plans]
+        self.workers = [spawn(spec) for spec in self.plan.workers]
         return {
             **{lane.actor: lane.learner for lane in self.lanes},
             **{f"rollout_{i}": w for i, w in enumerate(self.workers)},
         }
 
-    def lane_state(self, state: dict[str, Any] | None, lane: Lane) -> dict[str, Any] | None:
-        """``lane``'s part of a checkpoint's learner state (with several policies: ``policies.<name>``)."""
-        if state is None or not self.several:
-            return state
-        return state["policies"].get(lane.policy)
-
     def load_learner(self, driver: Driver) -> None:
         """A resumed run's learner states; each lane's ``weights``: its learner's."""
         for lane in self.lanes:
-            if self.resume is not None:
-                lane.version = driver.backend.get(
-                    lane.learner.load_state_dict(self.lane_state(self.resume.learner, lane))
-                )
-            lane.weights = lane.learner.weights()
+            if lane.plan.resumed is not None:
+                lane.version = driver.backend.get(lane.learner.load_state_dict(lane.plan.resumed))
+            lane.weights = lane.learner.get_weights()
 
-    def eval_weights(self, driver: Driver) -> Any:
+    def eval_weights(self, driver: Driver) -> list[Any]:
         return self.latest_weights(driver)
 
-    def latest_weights(self, driver: Driver) -> Any:
-        """A ref to the newest weights; with several policies, a list of one ref per policy."""
-        if self.several:
-            return [lane.weights for lane in self.lanes]
-        return self.lanes[0].weights
+    def latest_weights(self, driver: Driver) -> list[Any]:
+        return [lane.weights for lane in self.lanes]
 
     def state(self, driver: Driver) -> dict[str, Any] | None:
-        if not self.several:
-            return self.lanes[0].learner.state_dict_or_none()
-        parts = {lane.policy: lane.learner.state_dict_or_none() for lane in self.lanes}
-        if any(part is None for part in parts.values()):
-            return None  # a learner is restarting: no periodic checkpoint now
-        return {"policies": parts}
+        """Every learner's state (None while one restarts: no periodic checkpoint then)."""
+        refs = [lane.learner.state_dict() for lane in self.lanes]
+        states = []
+        for ref in refs:
+            try:
+                states.append(driver.backend.get(ref))
+            except driver.backend.ActorDied:
+                return None
+        return self.policies.pack(states)
 
     def final_state(self, driver: Driver) -> dict[str, Any]:
-        if not self.several:
-            return self.lanes[0].learner.state_dict_blocking()
-        return {"policies": {lane.policy: lane.learner.state_dict_blocking() for lane in self.lanes}}
+        state = self.policies.pack(driver.backend.get([lane.learner.state_dict() for lane in self.lanes]))
+        assert state is not None
+        return state
 
     def restore(self, driver: Driver, lane: Lane) -> None:
         """Ray restarted ``lane``'s learner: it resumes from the latest periodic checkpoint, its versions moving
         on past the one it had (blocks meanwhile, seconds)."""
-        state = self.lane_state(driver.monitor.latest_learner_state(), lane)
-        version, life = lane.learner.restore_blocking(state, lane.version + 1)
+        state = self.policies.part(driver.monitor.latest_learner_state(), self.lanes.index(lane))
+        driver.backend.wait_back(lane.learner, f"the {lane.actor}")
+        version, life = driver.backend.get(
+            [lane.learner.load_state_dict(state, lane.version + 1), lane.learner.get_life()]
+        )
         driver.heard("learner", lane.actor, life)
         lane.version = int(version)
         self.restored(driver, lane)
 
     def extra(self, driver: Driver, state: dict[str, Any]) -> dict[str, Any]:
         """Several policies: each policy's learner restarts (benchmark_metrics.json's ``policies.<name>``)."""
-        if not self.several:
+        if not self.policies.several:
             return {}
         actors = driver.restarts.actors
-        return {
-            "policies": {
-                lane.policy: {"learner_restarts": actors[lane.actor].deaths if lane.actor in actors else 0}
-                for lane in self.lanes
-            }
-        }
+        restarts = {lane.plan.name: actors[lane.actor].deaths if lane.actor in actors else 0 for lane in self.lanes}
+        return {"policies": {name: {"learner_restarts": n} for name, n in restarts.items()}}
 
     def sample(self, driver: Driver, worker: int) -> None:
         """Start worker ``worker``'s next chunk (a Rollout job)."""
@@ -148,7 +117,11 @@ class RolloutFlow(Flow):
 
     def on_rollout(self, driver: Driver, stats: RolloutStats) -> None:
         """Count an arrived chunk, each policy's lag against its own learner's version."""
-        driver.monitor.on_rollout(stats, self.version, self.versions() if self.several else ())
+        versions = [lane.version for lane in self.lanes] if self.policies.several else ()
+        driver.monitor.on_rollout(stats, self.version, versions)
+
+    def on_learner(self, driver: Driver, lane: Lane, stats: LearnerStats) -> None:
+        driver.monitor.on_learner(stats, lane.plan.reports_as)
 
     def rollout_lost(self, driver: Driver, worker: int) -> None:
         """Worker ``worker`` died with a chunk in flight (it comes back, then samples again)."""
@@ -167,14 +140,18 @@ class RolloutFlow(Flow):
         newest); none once the run is stopping."""
         if driver.stopping:
             return
-        if self.several:
-            chunks, stats = self.workers[worker].sample_each(weights)
-        else:
-            chunk, stats = self.workers[worker].sample(weights[0])
-            chunks = [chunk]
+        *chunks, stats = self.workers[worker].sample(*weights)
         name = f"rollout_{worker}"
         job = Rollout(stats, "rollout", name, driver.restarts.tag(name), flow=self, worker=worker, chunks=chunks)
         driver.submit(job)
+
+    def update(self, driver: Driver, lane: Lane, *parts: Any) -> Update:
+        """A learner call of ``lane`` on ``parts`` (chunks, or a replay's batches), submitted."""
+        stats, weights, priorities = lane.learner.update(*parts)
+        job = Update(stats, "learner", lane.actor, driver.restarts.tag(lane.actor), flow=self, lane=lane,
+                     weights=weights, priorities=priorities, drain=True)  # fmt: skip
+        driver.submit(job)
+        return job
 
 
 @dataclass
@@ -201,7 +178,9 @@ class Update(Call):
     flow: RolloutFlow
     lane: Lane
     weights: Any
-    """The ref of the weights the call publishes (None unless its stats say ``published``)."""
+    """The ref of the weights the call publishes (holding None unless its stats say ``published``)."""
+    priorities: Any = None
+    """The ref of the batches' new priorities (Ape-X with a prioritized replay)."""
 
     def done(self, driver: Driver, stats: LearnerStats) -> None:
         if driver.heard(self.kind, self.name, stats.life):  # it died between calls: this call trained a fresh one
@@ -214,8 +193,3 @@ class Update(Call):
         if driver.lost(self.kind, self.name, self.tag, err):
             self.flow.restore(driver, self.lane)
         self.flow.dropped(driver, self)
-
-
-def update_job(flow: RolloutFlow, driver: Driver, lane: Lane, ref: Any, weights: Any) -> Update:
-    tag = driver.restarts.tag(lane.actor)
-    return Update(ref, "learner", lane.actor, tag, flow=flow, lane=lane, weights=weights, drain=True)

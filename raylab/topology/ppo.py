@@ -1,7 +1,7 @@
 """Synchronous PPO on Ray: every round, each rollout actor returns one chunk made with the current weights;
 the learner trains on all of them and the new weights go out with the next round.
 
-    RolloutActor x N --chunk refs (not fetched by the driver)--> PPOLearnerActor.update(*chunks)
+    RolloutActor x N --chunk refs (not fetched by the driver)--> LearnerActor.update(*chunks)
           ^                                                               |
           +---------------- new weights ref, next round <----------------+
     EvalActor <- weights ref every eval interval (runs beside training, never blocks a round)
@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from raylab.driver.loop import Driver
-from raylab.topology.jobs import Rollout, RolloutFlow, Update, update_job
+from raylab.topology.jobs import Rollout, RolloutFlow, Update
 from raylab.types import LearnerStats, RolloutStats
 
 
@@ -56,17 +56,17 @@ class PPOTopology(RolloutFlow):
         self.round = {}  # in training
         self.training = set(range(len(self.lanes)))
         for k, lane in enumerate(self.lanes):
-            stats_ref, weights = lane.learner.update([chunks[k] for chunks, _ in arrived])
-            driver.submit(update_job(self, driver, lane, stats_ref, weights))
+            self.update(driver, lane, *[chunks[k] for chunks, _ in arrived])
 
     def trained(self, driver: Driver, job: Update, stats: LearnerStats) -> None:
-        job.lane.version, job.lane.weights = stats.version, job.weights
-        driver.monitor.on_learner(stats, job.lane.policy if self.several else None)
+        if stats.published:  # a round that made no step (nothing to train on) keeps the weights it had
+            job.lane.version, job.lane.weights = stats.version, job.weights
+        self.on_learner(driver, job.lane, stats)
         self.lane_done(driver, job)
 
     def dropped(self, driver: Driver, job: Update) -> None:
         driver.restarts.lost_chunks += len(self.workers)  # its part of the round
-        job.lane.weights = job.lane.learner.weights()
+        job.lane.weights = job.lane.learner.get_weights()
         self.lane_done(driver, job)
 
     def lane_done(self, driver: Driver, job: Update) -> None:

@@ -49,15 +49,19 @@ def test_the_in_process_line_samples_the_rollout_worker_without_ray(tmp_path, mo
     assert versions[1:] == list(range(versions[1], versions[1] + 4))  # one new weights version per chunk
 
 
-def test_the_sink_hands_out_weights_as_a_learners_call_returns_them(monkeypatch):
+def test_the_sink_hands_out_weights_as_a_learners_call_returns_them():
     """Under Ray's inline limit a learner's returned weights travel inside the actors' sample calls, so the sink
     passes small weights by value; larger ones go through the object store, as Ray would put them."""
-    from raylab.remote import sampling as remote_sampling
+    from raylab.bench import sink
     from raylab.types import Weights
 
-    put = []
-    monkeypatch.setattr(remote_sampling.ray, "put", lambda value: put.append(value) or "ref")
+    put: list[Weights] = []
+
+    def record(value: Weights) -> str:
+        put.append(value)
+        return "ref"
+
     small = Weights(3, {"w": np.zeros(1000, np.float32)})  # 4 KB: CartPole's and Snake's MLPs are of this order
-    large = Weights(3, {"w": np.zeros(remote_sampling.INLINE_BYTES // 4, np.float32)})  # at the limit: a CNN's
-    assert remote_sampling.publish(small) is small and not put
-    assert remote_sampling.publish(large) == "ref" and put == [large]
+    large = Weights(3, {"w": np.zeros(sink.INLINE_BYTES // 4, np.float32)})  # at the limit: a CNN's
+    assert sink.publish(small, record) is small and not put
+    assert sink.publish(large, record) == "ref" and put == [large]

@@ -23,7 +23,7 @@ def test_only_remote_and_topology_import_ray():
     for path in (ROOT / "raylab").rglob("*.py"):
         rel = path.relative_to(ROOT / "raylab").parts
         if rel[0] in ("remote", "topology"):
-            continue  # (the serial topology's backend, raylab/driver/inprocess.py, is checked like the rest)
+            continue  # (the serial topology's backend, raylab/remote/inprocess.py, is checked like the rest)
         if RAY_IMPORT.search(path.read_text()):
             offenders.append(str(path.relative_to(ROOT)))
     assert not offenders, f"only raylab/remote and raylab/topology may import ray: {offenders}"
@@ -32,7 +32,7 @@ def test_only_remote_and_topology_import_ray():
 def test_the_local_topology_never_imports_ray():
     """topology=local: the flows, the in-process backend and the driver loop run without Ray installed."""
     code = (
-        "import sys, raylab.train, raylab.topology, raylab.driver.inprocess, raylab.topology.apex_dqn, "
+        "import sys, raylab.train, raylab.topology, raylab.remote.inprocess, raylab.topology.apex_dqn, "
         "raylab.topology.ppo, raylab.topology.appo, raylab.topology.a3c; sys.exit('ray' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0, "topology=local imports ray"

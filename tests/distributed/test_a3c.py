@@ -90,8 +90,10 @@ def named_actor(suffix: str):
     return ray.get_actor(name)
 
 
-def test_a_killed_worker_is_replaced_and_the_run_completes(tmp_path):
-    """Stops on time, not steps, so the kill always lands mid-run however fast the machine."""
+def test_a_killed_worker_is_restarted_and_the_run_completes(tmp_path):
+    """A worker's process SIGKILLed mid-run comes back under the one restart policy (Ray restarts it with fresh
+    seeds), pulls the server's weights and pushes on. Stops on time, not steps, so the kill always lands
+    mid-run however fast the machine."""
     cfg = make_config(tmp_path, *A3C_FAKE, "stop.env_steps=null", "stop.seconds=8", "eval.every_seconds=null")
     metrics = Path(cfg.run_dir) / "metrics.jsonl"
 
@@ -99,8 +101,12 @@ def test_a_killed_worker_is_replaced_and_the_run_completes(tmp_path):
         rows = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
         return bool(rows) and rows[-1]["env_steps"] > 0
 
-    summary = run_and_kill(cfg, pushing, lambda: ray.kill(named_actor("-1-0")), "worker 1")
+    def kill_worker_1() -> None:
+        os.kill(ray.get(named_actor("worker-1").pid.remote()), signal.SIGKILL)
+
+    summary = run_and_kill(cfg, pushing, kill_worker_1, "worker 1")
     assert summary.benchmark["a3c"]["worker_restarts"] == 1
+    assert summary.benchmark["restarts"]["restarts/rollout"] == 1
     assert summary.stop_reason.startswith("8 s >= stop.seconds")
     assert summary.benchmark["workers"]["1"]["env_steps"] > 0
 

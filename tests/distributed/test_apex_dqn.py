@@ -6,9 +6,10 @@ import numpy as np
 import psutil
 import pytest
 import ray
+from raylab.builders.plans import learner_spec, replay_spec, rollout_spec
+from raylab.remote.ray_backend import RayBackend
 
 from raylab.envs import env_spaces
-from raylab.remote.clients import LearnerClient, ReplayClient, RolloutClient
 from raylab.remote.runtime import WORKER_NICENESS, actors_at_driver_priority
 from raylab.train import run
 from tests.conftest import FAKE, make_config
@@ -70,9 +71,10 @@ def test_clients_move_data_through_the_object_store(tmp_path):
                       "model.hidden_sizes=[8]", "learner.publish_every=2", "learner.batch_size=4",
                       "replay.min_size=4")  # fmt: skip
     spaces = env_spaces(cfg.env)
-    worker, replay = RolloutClient.create(cfg, spaces, 0), ReplayClient.create(cfg, spaces)
-    learner = LearnerClient.create(cfg, spaces, num_gpus=0)
-    chunk_ref, stats_ref = worker.sample(learner.weights())
+    backend = RayBackend(cfg.ray, max_restarts=0)
+    worker, replay = backend.spawn(rollout_spec(cfg, spaces, 0)), backend.spawn(replay_spec(cfg, spaces, 0))
+    learner = backend.spawn(learner_spec(cfg, spaces))
+    chunk_ref, stats_ref = worker.sample(learner.get_weights())
     stats = ray.get(stats_ref)
     assert stats.num_steps == 16 and stats.policy_version == 0 and stats.life == 0
     inserted, replay_timings, restored, life = ray.get(replay.add(chunk_ref))
@@ -84,7 +86,7 @@ def test_clients_move_data_through_the_object_store(tmp_path):
     assert priorities is None and learner_stats.priorities is None  # uniform replay: nothing to send back
     _, stats_ref = worker.sample(weights_ref)
     assert ray.get(stats_ref).policy_version == 2
-    assert replay.stats_blocking().inserted_by_worker == {0: (8 - cfg.algo.n_step + 1) * 2}
+    assert ray.get(replay.stats()).inserted_by_worker == {0: (8 - cfg.algo.n_step + 1) * 2}
     assert isinstance(next(iter(weights.params.values())), np.ndarray)
 
 
@@ -93,7 +95,7 @@ def test_a_user_error_inside_an_actor_constructor_stays_one_line(tmp_path):
     from raylab.remote.runtime import wait_ready
 
     cfg = make_config(tmp_path, *FAKE, "replay.capacity=100000000000")  # resolves; fails where it is allocated
-    replay = ReplayClient.create(cfg, env_spaces(cfg.env))
+    replay = RayBackend(cfg.ray, max_restarts=0).spawn(replay_spec(cfg, env_spaces(cfg.env), 0))
     with pytest.raises(ConfigError, match=r"lower replay\.capacity") as info:
         wait_ready([replay.ready()], "replay")
     assert "\n" not in str(info.value)
@@ -134,27 +136,25 @@ def test_prioritized_sharded_replay_with_frame_dedup(tmp_path):
 
 def test_more_shards_than_workers_is_a_config_error(tmp_path):
     from raylab.errors import ConfigError
-    from raylab.topology.apex_dqn import ApexDQNTopology
 
-    cfg = make_config(tmp_path, *FAKE, "topology.num_workers=2", "replay.num_shards=3")
     with pytest.raises(ConfigError, match=r"set replay.num_shards <= 2"):
-        ApexDQNTopology(cfg, env_spaces(cfg.env))
+        make_config(tmp_path, *FAKE, "topology.num_workers=2", "replay.num_shards=3")
 
 
 def test_forced_frame_dedup_on_vectors_fails_before_ray_starts(tmp_path):
+    from raylab.builders.plans import build_plan
     from raylab.errors import ConfigError
-    from raylab.topology.apex_dqn import ApexDQNTopology
 
     cfg = make_config(tmp_path, *FAKE, "replay.frame_dedup=true")
     with pytest.raises(ConfigError, match=r"set replay\.frame_dedup=auto"):
-        ApexDQNTopology(cfg, env_spaces(cfg.env))
+        build_plan(cfg, env_spaces(cfg.env))
 
 
 def test_actors_run_at_the_drivers_priority(tmp_path):
     """Ray's default nice 15 starved every actor behind two busy loops (13 env steps/s on Mario)."""
     cfg = make_config(tmp_path, *FAKE)
-    worker = RolloutClient.create(cfg, env_spaces(cfg.env), 0)
-    assert psutil.Process(ray.get(worker.pid())).nice() == psutil.Process().nice()
+    worker = RayBackend(cfg.ray, max_restarts=0).spawn(rollout_spec(cfg, env_spaces(cfg.env), 0))
+    assert psutil.Process(ray.get(worker.handle.pid.remote())).nice() == psutil.Process().nice()
 
 
 def test_an_explicit_worker_niceness_is_kept(monkeypatch):

@@ -26,7 +26,7 @@ import pytest
 pytestmark = pytest.mark.distributed
 
 ENV = {**os.environ, "WANDB_MODE": "disabled"}
-KIND = {"RolloutHost": "rollout", "ReplayHost": "replay", "LearnerHost": "learner", "PPOLearnerHost": "learner"}
+KIND = {"RolloutHost": "rollout", "ReplayHost": "replay", "LearnerHost": "learner"}
 """The restarts/<kind> counter each actor class's death adds to."""
 
 
@@ -162,7 +162,7 @@ def test_ppo_and_appo_actors_come_back(experiment, tmp_path):
 
         wait_for_row(proc, run_dir, "an update after the last kill", trained, after=row)
 
-    returncode, out = run_with_kills(cmd, run_dir, ["RolloutHost", "PPOLearnerHost", "RolloutHost"], then=trains_on)
+    returncode, out = run_with_kills(cmd, run_dir, ["RolloutHost", "LearnerHost", "RolloutHost"], then=trains_on)
     assert returncode == 0, out[-3000:]
     bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
     assert bm["stop_reason"] == "terminated", bm["stop_reason"]
@@ -185,7 +185,7 @@ def test_two_rival_policies_learn_on_ray_and_one_killed_learner_comes_back(tmp_p
         "eval.final_episodes=64", "checkpoint.every_seconds=2", "logger.report_every_seconds=1",
         "logger.console=false", "ray.num_cpus=4", f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
-    returncode, out = run_with_kills(cmd, run_dir, ["PPOLearnerHost"])
+    returncode, out = run_with_kills(cmd, run_dir, ["LearnerHost"])
     assert returncode == 0, out[-3000:]
     bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
     assert bm["stop_reason"].startswith("eval return"), bm["stop_reason"]

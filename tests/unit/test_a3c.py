@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 import torch
 from gymnasium.wrappers import TimeLimit
+from raylab.algos.a3c.loss import chunk_loss
 
-from raylab.algos.a3c import A3CWorker, actor_critic_loss
-from raylab.algos.a3c.worker import chunk_loss
+from raylab.algos.a3c import actor_critic_loss
+from raylab.rollout.a3c import A3CWorker
 from raylab.algos.actor_critic import ActorCriticPolicy
 from raylab.algos.returns import bootstrap_before_crashes, bootstrapped_returns
 from raylab.envs.fake import FakeEnv
@@ -16,9 +17,10 @@ from raylab.envs.vector import SerialVectorEnv
 from raylab.models.distributions import Categorical
 from raylab.models.encoders import MLPEncoder
 from raylab.models.factory import ActorCritic
-from raylab.params import LocalServerLink, ParameterServer, ParamLayout, flatten_params, load_flat
+from raylab.params import ServerLink, ParameterServer, ParamLayout, flatten_params, load_flat
 from raylab.params.flat import flatten_grads
 from raylab.params.link import ServerUpdate
+from raylab.transport import Immediate
 from raylab.rollout.worker import RolloutWorker
 
 
@@ -98,7 +100,7 @@ def test_pushed_gradients_equal_a_single_process_rmsprop(num_shards):
         ParameterServer(flat[bounds[k] : bounds[k + 1]], lr=0.01, alpha=0.9, eps=1e-5, shard=k)
         for k in range(num_shards)
     ]
-    link = LocalServerLink(servers, bounds)
+    link = ServerLink(servers, bounds)
     optimizer = torch.optim.RMSprop(reference.parameters(), lr=0.01, alpha=0.9, eps=1e-5)
     rng = np.random.default_rng(0)
     versions = []
@@ -153,47 +155,48 @@ def fake_worker(link, pushes_in_flight=1, seed=0, crash_every=None, num_envs=2):
     )  # fmt: skip
 
 
-def local_link(model_seed=0, lr=0.01):
+def local_link(model_seed=0, lr=0.01, transport=None):
     flat = flatten_params(small_model(model_seed))
-    return LocalServerLink([ParameterServer(flat, lr=lr, alpha=0.99, eps=1e-5)], [0, flat.size])
+    return ServerLink([ParameterServer(flat, lr=lr, alpha=0.99, eps=1e-5)], [0, flat.size], transport)
 
 
-class SlowLink:
+class SlowTransport(Immediate):
     """A server that is always behind: a push's reply is ready only once the worker blocked on it."""
 
-    def __init__(self, inner: LocalServerLink):
-        self.inner = inner
-        self.ready = 0
-        self.max_outstanding = 0
+    def __init__(self):
+        self.released: set[int] = set()
+        self.held: list = []  # the released replies stay alive: their ids are not reused
         self.blocking_waits = 0
 
+    def wait(self, refs, timeout, every=False):
+        if timeout is None:  # the worker blocks (ServerLink.wait_oldest)
+            self.blocking_waits += 1
+            self.released.update(id(r) for r in refs)
+            self.held.extend(refs)
+            return list(refs)
+        return [r for r in refs if id(r) in self.released]
+
+
+class SlowLink(ServerLink):
+    """The real link over a SlowTransport, recording how far it ran ahead of the server."""
+
+    def __init__(self):
+        inner = local_link()
+        super().__init__(inner.shards, [0, inner.slices[0].stop], SlowTransport())
+        self.max_outstanding = 0
+
+    @property
+    def blocking_waits(self):
+        return self.transport.blocking_waits
+
     def push(self, grad, version):
-        self.inner.push(grad, version)
-        self.max_outstanding = max(self.max_outstanding, self.inner.in_flight())
-
-    def in_flight(self):
-        return self.inner.in_flight()
-
-    def wait_oldest(self):
-        self.blocking_waits += 1
-        self.ready += 1
-
-    def poll(self):
-        out = [self.inner._replies.popleft() for _ in range(self.ready)]
-        self.ready = 0
-        return out
-
-    def pull(self):
-        return self.inner.pull()
-
-    def discard(self):
-        self.ready = 0
-        return self.inner.discard()
+        super().push(grad, version)
+        self.max_outstanding = max(self.max_outstanding, self.in_flight())
 
 
 @pytest.mark.parametrize("pushes_in_flight", [0, 1, 3])
 def test_a_worker_runs_at_most_pushes_in_flight_ahead_of_the_server(pushes_in_flight):
-    link = SlowLink(local_link())
+    link = SlowLink()
     worker = fake_worker(link, pushes_in_flight)
     report = worker.run(max_segments=10)
     assert report.segments == 10 and report.env_steps == 10 * 5 * 2
@@ -207,8 +210,8 @@ def test_a_worker_runs_at_most_pushes_in_flight_ahead_of_the_server(pushes_in_fl
 def test_a_server_restored_from_a_checkpoint_moves_its_version_on_and_the_worker_follows():
     """A crashed shard's recovery (raylab.topology.a3c): the server loads an older state with versions past
     any the worker saw; the worker drops the replies it still waited for and loads the restored weights."""
-    link = SlowLink(local_link())
-    server = link.inner.servers[0]
+    link = SlowLink()
+    server = link.shards[0]
     worker = fake_worker(link, pushes_in_flight=3)
     worker.run(max_segments=2)
     checkpoint = server.state_dict()

@@ -1,7 +1,7 @@
 """learner.fused: DQN's update written out in NumPy trains exactly as torch's autograd path does.
 
 Two learners start from the same weights and take the same batches, one through autograd and torch's fused Adam,
-one through raylab/algos/dqn/fused.py; after every call their losses, metrics, priorities, parameters, target
+one through raylab/learner/fused/dqn.py; after every call their losses, metrics, priorities, parameters, target
 networks and Adam moments agree to float32 rounding (the two paths order some float sums differently). Their
 checkpoints are interchangeable both ways, and a network or option the fused step does not implement falls
 back to autograd under auto and is refused in one line under true.
@@ -16,11 +16,10 @@ import torch
 from raylab.algos.dqn import DQN
 from raylab.algos.dqn.policy import EpsilonGreedyPolicy, EpsilonSchedule
 from raylab.config import DQNConfig, LearnerConfig, ModelConfig
-from raylab.envs.registry import EnvSpaces
 from raylab.errors import ConfigError
 from raylab.learner import Learner, check_learner_options
 from raylab.models import build_q_network, numpy_policy
-from raylab.types import Batch, Weights
+from raylab.types import Batch, EnvSpaces, Weights
 
 VECTOR = EnvSpaces((7,), np.dtype(np.float32), 4, "Discrete(4)")
 GRID = EnvSpaces((2, 4, 4), np.dtype(np.uint8), 3, "Discrete(3)")  # env=snake observation=grid, model=mlp

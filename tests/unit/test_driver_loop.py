@@ -12,7 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from raylab.builders.plans import build_plan
 from raylab.driver.loop import Call, Driver, Flow
+from raylab.driver.monitor import RunMonitor
 from raylab.envs.registry import env_spaces
 from raylab.errors import RaylabError
 from raylab.types import EvalResult, Weights
@@ -43,7 +45,7 @@ class Actor:
             return Ref(error=Died("the actor died unexpectedly"))
         return Ref(value)
 
-    def life(self) -> Ref:
+    def get_life(self) -> Ref:
         return Ref(self.life_now)
 
     def ready(self) -> Ref:
@@ -55,9 +57,9 @@ class Evaluator(Actor):
         super().__init__(deaths)
         self.mean, self.calls = mean, 0
 
-    def evaluate(self, weights: Ref, episodes: int, *_: Any) -> Ref:
+    def evaluate(self, episodes: int, target: float | None, confirm: int, *weights: Ref) -> Ref:
         self.calls += 1
-        version = weights.value.version
+        version = weights[0].value.version
         return self.call(EvalResult(version, np.full(episodes, self.mean), np.ones(episodes)))
 
 
@@ -70,7 +72,7 @@ class Backend:
     def run(self, required_cpus: float, body: Any) -> Any:
         return body()
 
-    def evaluator(self) -> Evaluator:
+    def spawn(self, spec: Any) -> Evaluator:  # the driver spawns only the evaluator itself
         return self._evaluator
 
     def wait(self, refs: list[Ref], timeout: float, every: bool = False) -> list[Ref]:
@@ -79,7 +81,9 @@ class Backend:
     def called_died(self, err: BaseException) -> bool:
         return False
 
-    def get(self, ref: Ref) -> Any:
+    def get(self, ref: Ref | list[Ref]) -> Any:
+        if isinstance(ref, list):
+            return [self.get(r) for r in ref]
         if ref.error is not None:
             raise ref.error
         return ref.value
@@ -120,9 +124,6 @@ class Counter(Flow):
     def __init__(self, deaths: int):
         self.worker, self.done, self.down = Actor(deaths), 0, False
 
-    def required_cpus(self) -> float:
-        return 1.0
-
     def create(self, driver: Driver) -> dict[str, Any]:
         return {"rollout_0": self.worker}
 
@@ -134,11 +135,11 @@ class Counter(Flow):
     def weights(self) -> Weights:
         return Weights(self.done, {"w": np.zeros(2, np.float32)})
 
-    def eval_weights(self, driver: Driver) -> Ref:
-        return Ref(self.weights())
+    def eval_weights(self, driver: Driver) -> list[Ref]:
+        return [Ref(self.weights())]
 
-    def latest_weights(self, driver: Driver) -> Ref:
-        return Ref(self.weights())
+    def latest_weights(self, driver: Driver) -> list[Ref]:
+        return [Ref(self.weights())]
 
     def state(self, driver: Driver) -> dict[str, Any] | None:
         return {"done": self.done}
@@ -158,7 +159,12 @@ def drive(tmp_path: Path, deaths: int, eval_deaths: int, *overrides: str) -> tup
         "eval.episodes=2", "eval.final_episodes=3", "logger.report_every_seconds=0.1", *overrides,
     )  # fmt: skip
     flow, evaluator = Counter(deaths), Evaluator(eval_deaths, mean=10.0)
-    summary = Driver(cfg, env_spaces(cfg.env), flow, Backend(evaluator)).run()
+    spaces = env_spaces(cfg.env)
+
+    def open_monitor(beside_checkpoints: Any) -> RunMonitor:
+        return RunMonitor(cfg, spaces, replay_snapshot=beside_checkpoints)
+
+    summary = Driver(build_plan(cfg, spaces), flow, Backend(evaluator), open_monitor).run()
     return summary, flow, evaluator
 
 

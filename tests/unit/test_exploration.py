@@ -6,9 +6,8 @@ import torch
 
 from raylab.algos.dqn import EpsilonGreedyPolicy, EpsilonSchedule, apex_epsilons
 from raylab.config import ModelConfig
-from raylab.envs.registry import EnvSpaces
 from raylab.models import build_q_network
-from raylab.types import Weights
+from raylab.types import EnvSpaces, Weights
 
 SPACES = EnvSpaces((2,), np.dtype(np.float32), 2, "Discrete(2)")
 

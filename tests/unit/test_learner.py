@@ -6,11 +6,10 @@ import torch
 
 from raylab.algos.dqn import DQN
 from raylab.config import DQNConfig, ModelConfig
-from raylab.envs.registry import EnvSpaces
 from raylab.errors import RaylabError
 from raylab.learner import Learner, load_checkpoint, save_checkpoint
 from raylab.models import build_q_network
-from raylab.types import Batch
+from raylab.types import Batch, EnvSpaces
 
 SPACES = EnvSpaces((3,), np.dtype(np.float32), 2, "Discrete(2)")
 

@@ -32,14 +32,13 @@ from raylab.algos.dqn import DQN
 from raylab.algos.ppo.appo import APPO
 from raylab.algos.ppo.objective import PPO
 from raylab.config import APPOConfig, DQNConfig, LearnerConfig, ModelConfig, PPOConfig
-from raylab.envs.registry import EnvSpaces
 from raylab.errors import ConfigError
 from raylab.learner import Learner, LossOutput, check_learner_options
 from raylab.learner.prefetch import Prefetcher, StreamPrefetcher, prefetcher_class
 from raylab.models import build_q_network
 from raylab.models.encoders import MLPEncoder
 from raylab.models.factory import ActorCritic
-from raylab.types import Batch, Chunk
+from raylab.types import Batch, Chunk, EnvSpaces
 from tests.conftest import FAKE, make_config
 
 OBS, ACTIONS, STEPS, ENVS = 6, 4, 16, 8

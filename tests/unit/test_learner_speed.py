@@ -13,12 +13,11 @@ import torch
 
 from raylab.algos.dqn import DQN
 from raylab.config import DQNConfig, ModelConfig
-from raylab.envs.registry import EnvSpaces
 from raylab.errors import ConfigError
 from raylab.learner import Learner
 from raylab.learner.learner import Prefetcher
 from raylab.models import build_q_network
-from raylab.types import Batch
+from raylab.types import Batch, EnvSpaces
 
 VECTOR = EnvSpaces((6,), np.dtype(np.float32), 3, "Discrete(3)")
 IMAGE = EnvSpaces((4, 84, 84), np.dtype(np.uint8), 6, "Discrete(6)")

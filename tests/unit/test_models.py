@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from raylab.config import ModelConfig
-from raylab.envs.registry import EnvSpaces
 from raylab.errors import ConfigError
 from raylab.models import build_q_network
 from raylab.models.heads import DuelingQHead
+from raylab.types import EnvSpaces
 
 VECTOR = EnvSpaces((4,), np.dtype(np.float32), 3, "Discrete(3)")
 IMAGE = EnvSpaces((4, 84, 84), np.dtype(np.uint8), 6, "Discrete(6)")

@@ -2,7 +2,7 @@
 path does, to float32 rounding.
 
 Two learners start from the same weights and take the same rounds, one through autograd and torch's fused Adam,
-one through raylab/algos/ppo/fused.py. After every call their metrics, parameters and Adam moments agree to
+one through raylab/learner/fused/ppo.py. After every call their metrics, parameters and Adam moments agree to
 float32 rounding (the two paths order some float sums differently), for PPO and APPO, discrete and Gaussian
 policies, vector and uint8 observations, and each option that changes the loss or its gradient. Checkpoints are
 interchangeable both ways, and a model or option the fused step does not implement falls back to autograd under

@@ -8,10 +8,10 @@ import typing
 import numpy as np
 import pytest
 
-from raylab.algos.names import ALGORITHMS, TOPOLOGY_ALGOS
 from raylab.algos.registry import algorithm, algorithms
 from raylab.builders import build_eval_policy, build_objective, build_rollout_worker
 from raylab.config import AlgoConfig
+from raylab.config.algorithms import ALGORITHMS, TOPOLOGY_ALGOS
 from raylab.envs import env_spaces
 from raylab.errors import ConfigError
 from tests.conftest import FAKE, make_config

@@ -62,7 +62,7 @@ def test_the_report_of_synthetic_counters(cfg):
     returns = [float(r) for r in range(20)]
     p = progress_of(returns)
     final_eval = EvalResult(7, np.array([10.0, 12.0]), np.array([5, 5]))
-    bm = benchmark_report(cfg, p, facts(), final_eval, extra={"restarts": {"rollout": 0}})
+    bm = benchmark_report(cfg, p, facts(in_process=True), final_eval, extra={"restarts": {"rollout": 0}})
     assert list(bm) == [*KEYS, "restarts", "config"]
     assert bm["training_mode"] == "sequential" and bm["topology"] == "local"
     assert (bm["start_time"], bm["end_time"]) == ("2026-01-02T03:04:05", "2026-01-02T04:04:05")
@@ -117,8 +117,10 @@ def test_replay_placement_and_resume(cfg):
     )  # fmt: skip
     placement = {"learner": "node-a", "replay_0": "node-a", "rollout_0": "node-b"}
     bm = benchmark_report(
-        cfg, Progress(), facts(placement=placement, resumed_from="/runs/x/checkpoints/final.pt"), replay=stats
-    )
+        cfg, Progress(), facts(placement=placement, resumed_from="/runs/x/checkpoints/final.pt"),
+        extra={"replay": stats.report()},
+    )  # fmt: skip
+    assert list(bm).index("replay") == list(benchmark_report(cfg, Progress(), facts())).index("replay")
     assert bm["replay"] == {
         "size": 900, "capacity": 1000, "inserted": 1200, "sampled": 4000,
         "inserted_by_worker": {"0": 500, "1": 700}, "nbytes": 123_456, "bytes_per_transition": 123.5,

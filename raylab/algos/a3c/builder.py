@@ -4,11 +4,10 @@ network it computes gradients on; no Learner (the parameter servers apply the gr
 from __future__ import annotations
 
 from raylab.algos import actor_critic
-from raylab.algos.names import ALGORITHMS
 from raylab.algos.spec import Algorithm
 from raylab.config import A3CConfig, RunConfig
-from raylab.envs.registry import EnvSpaces
-from raylab.rollout.worker import Policy
+from raylab.config.algorithms import ALGORITHMS
+from raylab.types import EnvSpaces, Policy
 
 
 def a3c_config(cfg: RunConfig) -> A3CConfig:
@@ -18,7 +17,7 @@ def a3c_config(cfg: RunConfig) -> A3CConfig:
 
 
 def rollout_policy(cfg: RunConfig, spaces: EnvSpaces, worker_id: int, env_steps: int) -> Policy:
-    """Not frozen: the A3C worker trains this policy's module in place (raylab.algos.a3c.worker). Without the
+    """Not frozen: the A3C worker trains this policy's module in place (raylab.rollout.a3c). Without the
     behaviour log-probabilities: A3C's loss recomputes them from the segment, with gradients."""
     return actor_critic.rollout_policy(cfg, spaces, worker_id, frozen=False, keep_log_probs=False)
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
+
+from raylab.algos.returns import bootstrap_before_crashes, bootstrapped_returns
+from raylab.models.factory import ActorCritic
+from raylab.types import Chunk
 
 
 @dataclass
@@ -44,3 +49,38 @@ def actor_critic_loss(
         entropy = (entropies * weight).sum()
     loss = policy_loss + value_coef * value_loss - entropy_coef * entropy
     return ActorCriticLoss(loss, policy_loss, value_loss, entropy)
+
+
+def chunk_loss(
+    model: ActorCritic, chunk: Chunk, gamma: float, value_coef: float, entropy_coef: float
+) -> ActorCriticLoss:
+    """A3C's loss on one segment (with gradients through ``model``): n-step returns bootstrapped from V(obs_T)
+    at the segment's end and from V(last observation) where an episode was truncated, none past a terminal;
+    steps where an env crashed leave the loss, the step before one bootstraps from the crash state."""
+    steps, num_envs = chunk.num_steps, chunk.num_envs
+    bootstrap = np.zeros((steps, num_envs), np.float32)
+    with torch.no_grad():
+        _, tail_values = model(torch.from_numpy(np.concatenate([chunk.obs[steps], chunk.final_obs])))
+    bootstrap[steps - 1] = tail_values[:num_envs].numpy()
+    for k, (t, e) in enumerate(chunk.final_index):
+        bootstrap[t, e] = float(tail_values[num_envs + k])
+    obs = torch.from_numpy(chunk.obs[:steps])
+    params, values = model(obs.reshape(steps * num_envs, *obs.shape[2:]))
+    terminated, truncated = chunk.terminated, chunk.truncated
+    valid = None if chunk.restarted is None or not chunk.restarted.any() else ~chunk.restarted
+    if valid is not None:
+        terminated, truncated = terminated.copy(), truncated.copy()
+        state_values = values.detach().reshape(steps, num_envs).numpy()
+        bootstrap_before_crashes(valid, terminated, truncated, bootstrap, state_values)
+    returns = bootstrapped_returns(chunk.rewards, terminated, truncated, bootstrap, gamma)
+    actions = torch.from_numpy(chunk.actions.reshape(steps * num_envs, *chunk.actions.shape[2:]))
+    log_probs, entropies = model.dist.log_prob_and_entropy(params, actions)
+    return actor_critic_loss(
+        log_probs,
+        entropies,
+        values,
+        torch.from_numpy(returns.reshape(-1)),
+        value_coef,
+        entropy_coef,
+        mask=None if valid is None else torch.from_numpy(valid.reshape(-1)),
+    )

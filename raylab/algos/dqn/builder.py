@@ -7,12 +7,11 @@ import numpy as np
 
 from raylab.algos.dqn.objective import DQN
 from raylab.algos.dqn.policy import EpsilonGreedyPolicy, EpsilonSchedule, apex_epsilons
-from raylab.algos.names import ALGORITHMS
 from raylab.algos.spec import Algorithm
 from raylab.config import DQNConfig, RunConfig
-from raylab.envs.registry import EnvSpaces
+from raylab.config.algorithms import ALGORITHMS
 from raylab.models.factory import QNetwork, build_q_network
-from raylab.rollout.worker import Policy
+from raylab.types import EnvSpaces, Policy
 
 
 def dqn_config(cfg: RunConfig) -> DQNConfig:

@@ -11,10 +11,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from raylab.algos.dqn.fused import FusedDQNStep
 from raylab.algos.dqn.loss import DQNLoss, dqn_loss, quantile_huber_loss
+from raylab.algos.objective import DeviceIO, LossOutput, Plan, StepInput
 from raylab.config import DQNConfig
-from raylab.learner.objective import DeviceIO, LossOutput, Plan, StepInput
 from raylab.models.factory import QNetwork
 from raylab.types import Batch
 
@@ -32,7 +31,7 @@ class TensorBatch:
 
 
 class DQN:
-    """Online Q network + target network (an Objective, raylab.learner.objective): ``plan`` makes one step
+    """Online Q network + target network (an Objective, raylab.algos.objective): ``plan`` makes one step
     per replay batch, ``loss(batch)`` is the (double, n-step) DQN or QR-DQN loss, ``after_update`` moves the
     target network."""
 
@@ -69,17 +68,6 @@ class DQN:
         self.target_net.to(device)
         self._pairs = None
         return self
-
-    def fused_step(self, optimizer: torch.optim.Optimizer, max_grad_norm: float | None) -> FusedDQNStep | str:
-        """The whole step in NumPy (raylab/algos/dqn/fused.py) for a plain MLP Q network, else why not."""
-        reason = FusedDQNStep.unsupported(self.q_net, self.target_net, self.quantile, optimizer)
-        if reason:
-            return reason
-        assert isinstance(optimizer, torch.optim.Adam)
-        return FusedDQNStep(
-            self.q_net, self.target_net, optimizer,
-            double=self.double, huber_delta=self.huber_delta, max_grad_norm=max_grad_norm,
-        )  # fmt: skip
 
     def plan(self, data: Iterable[Batch], version: int, io: DeviceIO) -> Plan:
         """One optimizer step per replay batch (``data`` may be lazy: draws from the replay)."""

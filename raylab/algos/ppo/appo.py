@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from raylab.algos.objective import DeviceIO, Plan, StepInput
 from raylab.algos.ppo.objective import ClippedObjective, join_chunks, round_values
 from raylab.algos.returns import vtrace
 from raylab.config import APPOConfig
-from raylab.learner.objective import DeviceIO, Plan, StepInput
 from raylab.models.factory import ActorCritic
 from raylab.types import Chunk
 

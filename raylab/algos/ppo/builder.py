@@ -4,14 +4,13 @@ Learner optimizes the PPO or APPO objective."""
 from __future__ import annotations
 
 from raylab.algos import actor_critic
-from raylab.algos.names import ALGORITHMS
 from raylab.algos.ppo.appo import APPO
 from raylab.algos.ppo.objective import PPO
 from raylab.algos.spec import Algorithm
 from raylab.config import APPOConfig, PPOConfig, RunConfig
-from raylab.envs.registry import EnvSpaces
+from raylab.config.algorithms import ALGORITHMS
 from raylab.models.factory import build_actor_critic
-from raylab.rollout.worker import Policy
+from raylab.types import EnvSpaces, Policy
 
 
 def rollout_policy(cfg: RunConfig, spaces: EnvSpaces, worker_id: int, env_steps: int) -> Policy:

@@ -18,11 +18,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from raylab.algos.ppo.fused import FusedActorCriticStep
+from raylab.algos.objective import DeviceIO, LossOutput, Plan, StepInput
 from raylab.algos.ppo.loss import ppo_loss
 from raylab.algos.returns import bootstrap_before_crashes, gae
 from raylab.config import APPOConfig, PPOConfig
-from raylab.learner.objective import DeviceIO, LossOutput, Plan, StepInput
 from raylab.models.factory import ActorCritic
 from raylab.types import Chunk
 
@@ -146,7 +145,7 @@ class MinibatchGather:
 
 
 class NumpyMinibatchGather:
-    """``MinibatchGather`` for a fused step (learner.fused, raylab/algos/ppo/fused.py): the minibatch as NumPy
+    """``MinibatchGather`` for a fused step (learner.fused, raylab/learner/fused/ppo.py): the minibatch as NumPy
     arrays (views of the round's CPU tensors, taken on the first call), advantages normalized the same way."""
 
     def __init__(self, data: dict[str, torch.Tensor], normalize_advantages: bool):
@@ -167,7 +166,7 @@ class NumpyMinibatchGather:
 
 
 class ClippedObjective:
-    """What PPO and APPO share (an Objective, raylab.learner.objective): an actor-critic, minibatch epochs on
+    """What PPO and APPO share (an Objective, raylab.algos.objective): an actor-critic, minibatch epochs on
     a permutation drawn from ``seed``'s generator (the call is one version), and the loss: the clipped
     surrogate, the (clipped) value loss and the entropy bonus. Subclasses choose the targets in ``plan``."""
 
@@ -234,17 +233,6 @@ class ClippedObjective:
         return Plan(
             steps, gather, metrics, version_per_call=True, prefetch_on_cpu=False,
             fused_input=NumpyMinibatchGather(data, self.normalize_advantages),
-        )  # fmt: skip
-
-    def fused_step(self, optimizer: torch.optim.Optimizer, max_grad_norm: float | None) -> FusedActorCriticStep | str:
-        """The whole step in NumPy (raylab/algos/ppo/fused.py) for a plain MLP actor-critic, else why not."""
-        reason = FusedActorCriticStep.unsupported(self.model, optimizer)
-        if reason:
-            return reason
-        assert isinstance(optimizer, torch.optim.Adam)
-        return FusedActorCriticStep(
-            self.model, optimizer, clip=self.cfg.clip, value_clip=self.value_clip, value_coef=self.cfg.value_coef,
-            entropy_coef=self.cfg.entropy_coef, max_grad_norm=max_grad_norm,
         )  # fmt: skip
 
     def loss(self, mb: dict[str, torch.Tensor]) -> LossOutput:

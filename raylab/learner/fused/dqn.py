@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from raylab.algos.flat_adam import FlatAdam, FusedResult, adam_unsupported, linear_backward
+from raylab.learner.fused.adam import FlatAdam, FusedResult, adam_unsupported, linear_backward
 from raylab.models.factory import QNetwork
 from raylab.models.numpy_policy import features, q_linears
 from raylab.types import Batch
@@ -69,7 +69,7 @@ class FusedDQNStep:
         self.target = [(layer.weight.detach().numpy(), layer.bias.detach().numpy()) for layer in target]
 
     def bind_optimizer_state(self) -> None:
-        """Re-attach Adam's state after ``optimizer.load_state_dict`` (raylab/algos/flat_adam.py)."""
+        """Re-attach Adam's state after ``optimizer.load_state_dict`` (raylab/learner/fused/adam.py)."""
         self.adam.bind_optimizer_state()
 
     # -- the step --------------------------------------------------------------------------------------------

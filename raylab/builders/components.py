@@ -1,4 +1,4 @@
-"""Builders: the only code that reads a RunConfig to construct components (Acme's builder pattern).
+"""Component builders: a RunConfig made into each plain component (Acme's builder pattern).
 
 Each builder passes explicit keyword arguments to a plain class, so the same builder serves the serial
 topology in the driver process and the Ray actors on any node. Where algorithms differ (the policy a worker
@@ -15,18 +15,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from raylab.algos.a3c import A3CWorker
 from raylab.algos.a3c.builder import a3c_config
 from raylab.algos.actor_critic import ActorCriticPolicy
 from raylab.algos.dqn.builder import dqn_config
+from raylab.algos.objective import Objective
 from raylab.algos.registry import algorithm
 from raylab.config import RunConfig
+from raylab.config.learner_options import check_learner_options
 from raylab.config.policies import policy_config, policy_map, policy_spaces
-from raylab.envs.registry import EVAL_WORKER_INDEX, EnvSpaces, make_vector_env
+from raylab.envs.registry import EVAL_WORKER_INDEX, make_vector_env
 from raylab.errors import ConfigError
 from raylab.learner.learner import Learner
-from raylab.learner.objective import Objective
-from raylab.learner.options import check_learner_options
 from raylab.metrics.timing import StageTimer
 from raylab.models.factory import build_actor_critic
 from raylab.params.flat import ParamLayout, flatten_params
@@ -40,8 +39,10 @@ from raylab.replay.buffer import (
     require_dedup_applies,
 )
 from raylab.replay.rate_limiter import SamplesPerInsertLimiter
+from raylab.rollout.a3c import A3CWorker
 from raylab.rollout.evaluator import Evaluator
 from raylab.rollout.worker import Policy, PolicySet, RolloutWorker
+from raylab.types import EnvSpaces
 
 if TYPE_CHECKING:
     from raylab.driver.resume import ResumeState

@@ -1,5 +1,6 @@
-"""The Ray side of ``python -m raylab.bench sampling`` (raylab/bench/sampling.py): rollout actors with a sink in
-place of the learner, and the embedded Ray the benchmark runs them on."""
+"""The rollout path of ``python -m raylab.bench sampling`` (raylab/bench/sampling.py): rollout actors spawned as
+a run spawns them (raylab.builders.plans.rollout_spec on the Ray backend), with a sink in place of the learner.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +9,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import ray
-
-from raylab.remote.clients import RolloutClient
-from raylab.remote.runtime import actors_at_driver_priority, quiet_token_auth_notice
 from raylab.types import Weights
 
 WARMUP_S = 1.0
@@ -22,53 +19,47 @@ INLINE_BYTES = 100 * 1024
 travels inside the arguments of the tasks it is passed to; a larger one goes through the object store."""
 
 
-def publish(weights: Weights) -> Weights | ray.ObjectRef:
+def publish(weights: Weights, put: Callable[[Weights], Any]) -> Any:
     """Weights as the rollout actors would receive a learner's: a learner call returns them, so weights under
     INLINE_BYTES reach the actors inside their sample calls (by value here) and larger ones through the object
-    store (``ray.put``). Putting small weights in the object store, as the sink first did, cost each round a put
+    store (``put``). Putting small weights in the object store, as the sink first did, cost each round a put
     and each actor a fetch that a real run never makes: inline ran 1.21x its agent steps/s on CartPole with 2
     workers (benchmarks/sampling_sink_weights.json)."""
     size = sum(int(array.nbytes) for array in weights.params.values())
-    return weights if size < INLINE_BYTES else ray.put(weights)
-
-
-def start_ray(num_cpus: int) -> None:
-    """A local Ray as a run's embedded one starts it (raylab.remote.runtime): actors at the driver's priority,
-    not at Ray's default nice 15."""
-    actors_at_driver_priority()
-    quiet_token_auth_notice()
-    ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
-
-
-def stop_ray() -> None:
-    ray.shutdown()
+    return weights if size < INLINE_BYTES else put(weights)
 
 
 def sample_with_sink(
+    backend: Any,
     cfg: Any,
     spaces: Any,
     workers: int,
     seconds: float,
     weights: Weights,
     calls: int = 1,
-    publisher: Callable[[Weights], Any] = publish,
+    inline: bool = True,
 ) -> tuple[int, dict[str, float], float]:
-    """``workers`` rollout actors, each always with ``calls`` chunk calls in flight, for ``seconds`` after
-    WARMUP_S; the driver drops every chunk and publishes a new version of ``weights`` once per ``workers``
-    chunks (``publish``: as a learner's call would return it), which each worker loads before its next chunk.
-    ``publisher``: how each version is handed out (benchmarks/sampling_sink_weights.py compares ``ray.put``).
-    Returns (agent steps, the workers' summed stage seconds, wall seconds)."""
-    clients = [RolloutClient.create(cfg, spaces, i) for i in range(workers)]
-    ray.get([c.ready() for c in clients])
-    current = publisher(weights)
+    """``workers`` rollout actors on ``backend`` (a started RayBackend), each always with ``calls`` chunk calls
+    in flight, for ``seconds`` after WARMUP_S; the driver drops every chunk and publishes a new version of
+    ``weights`` once per ``workers`` chunks (``publish``: as a learner's call would return it; ``inline=False``:
+    every version through the object store), which each worker loads before its next chunk. Returns (agent
+    steps, the workers' summed stage seconds, wall seconds)."""
+    from raylab.builders.plans import rollout_spec
+
+    def hand_out(w: Weights) -> Any:
+        return publish(w, backend.put) if inline else backend.put(w)
+
+    clients = [backend.spawn(rollout_spec(cfg, spaces, i)) for i in range(workers)]
+    backend.wait_ready(clients, "rollout actors")
+    current = hand_out(weights)
     held = [-1] * workers
-    in_flight: dict[Any, tuple[int, Any]] = {}
+    in_flight: dict[Any, int] = {}
 
     def submit(i: int) -> None:
         newer = held[i] < weights.version
         held[i] = weights.version
-        chunk, stats = clients[i].sample(current if newer else None)
-        in_flight[stats] = (i, chunk)
+        _chunk, stats = clients[i].sample(current if newer else None)  # the sink: the chunk's ref is dropped
+        in_flight[stats] = i
 
     for _ in range(calls):
         for i in range(workers):
@@ -82,20 +73,20 @@ def sample_with_sink(
             measuring, t0 = True, now
         if measuring and now >= t0 + seconds:
             break
-        ready, _ = ray.wait(list(in_flight), num_returns=1)
-        i, _chunk = in_flight.pop(ready[0])  # the sink: the chunk's ref is dropped here
-        stats = ray.get(ready[0])
+        (ready,) = backend.wait(list(in_flight), None)
+        i = in_flight.pop(ready)
+        stats = backend.get(ready)
         chunks += 1
         if chunks % workers == 0:  # a round: publish a new version, as a learner would
             weights = dataclasses.replace(weights, version=weights.version + 1)
-            current = publisher(weights)
+            current = hand_out(weights)
         if measuring:
             steps += stats.num_steps
             for k in timings:
                 timings[k] += stats.timings.get(k, 0.0)
         submit(i)
     wall = time.perf_counter() - t0
-    ray.get(list(in_flight))
+    backend.get(list(in_flight))
     for client in clients:
-        ray.kill(client.handle)
+        backend.kill(client)
     return steps, timings, wall

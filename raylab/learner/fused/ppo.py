@@ -13,7 +13,7 @@ that (benchmarks/ppo_fused_update.json). It is the clipped objective of raylab/a
 - their gradients, with torch's conventions where a derivative is a choice: ``min``/``max`` of two equal terms
   send half the gradient to each, ``clamp`` passes it at its bounds;
 - the backward pass through the heads and the trunk, torch's global-norm clipping and torch's Adam
-  (raylab/algos/flat_adam.py: the parameters and Adam's state are views of one flat buffer each, so
+  (raylab/learner/fused/adam.py: the parameters and Adam's state are views of one flat buffer each, so
   checkpoints, published weights and the round's value pass read the same memory).
 
 Minibatches come from the plan as NumPy arrays (``NumpyMinibatchGather``, advantages normalized per minibatch
@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from raylab.algos.flat_adam import FlatAdam, FusedResult, adam_unsupported, linear_backward
+from raylab.learner.fused.adam import FlatAdam, FusedResult, adam_unsupported, linear_backward
 from raylab.models.distributions import LOG_2PI, Categorical
 from raylab.models.factory import ActorCritic
 from raylab.models.normalize import CLIP
@@ -87,7 +87,7 @@ class FusedActorCriticStep:
             self.log_std_grad = self.adam.grads[position[id(model.log_std)]]
 
     def bind_optimizer_state(self) -> None:
-        """Re-attach Adam's state after ``optimizer.load_state_dict`` (raylab/algos/flat_adam.py)."""
+        """Re-attach Adam's state after ``optimizer.load_state_dict`` (raylab/learner/fused/adam.py)."""
         self.adam.bind_optimizer_state()
 
     def step(self, mb: dict[str, np.ndarray]) -> FusedResult:

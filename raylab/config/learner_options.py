@@ -9,14 +9,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from raylab.algos.names import ALGORITHMS
+from raylab.config.algorithms import ALGORITHMS
 from raylab.errors import ConfigError
 
 SPEED_OPTIONS = ("precision", "compile", "compile_mode", "grad_accumulation", "prefetch", "tf32", "fused")
 """What the Learner does with each optimizer step; meaningless where no Learner steps an optimizer."""
 
 NO_LEARNER = {name: info.no_learner for name, info in ALGORITHMS.items() if info.no_learner is not None}
-"""Algorithms without a Learner, and why (raylab.algos.names)."""
+"""Algorithms without a Learner, and why (raylab.config.algorithms)."""
 
 
 def check_learner_options(algo_name: str, learner: Any) -> None:

@@ -1,6 +1,6 @@
 """The parameters, gradients and Adam state of a fused update (``learner.fused``) as flat NumPy buffers.
 
-A fused update (DQN: raylab/algos/dqn/fused.py; PPO and APPO: raylab/algos/ppo/fused.py) writes one optimizer
+A fused update (DQN: raylab/learner/fused/dqn.py; PPO and APPO: raylab/learner/fused/ppo.py) writes one optimizer
 step out in NumPy for a small MLP on the CPU, where torch's per-operation dispatch costs more than the
 arithmetic. ``FlatAdam`` is what every such step shares: it makes the network's parameters and Adam's
 ``exp_avg``/``exp_avg_sq``/``step`` views of one flat buffer each (the same tensor objects, so the module, the

@@ -6,8 +6,8 @@ An objective owns its modules and its loss, and says how one learner call's inpu
 Everything else (device placement, precision, torch.compile, gradient accumulation, clipping, the optimizer
 step, prefetching, versions, checkpoints) is the Learner's, identical for every algorithm.
 
-This module imports torch only for types: objectives under ``raylab/algos`` depend on it, never on the
-Learner.
+This module imports torch only for types. It lives with the algorithms, which implement it; the Learner
+(raylab.learner) consumes it, so algorithms never import the Learner.
 """
 
 from __future__ import annotations
@@ -117,28 +117,4 @@ class Objective(Protocol):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore from a learner state (the keys ``state_dict`` wrote, possibly missing in old ones)."""
-        ...
-
-
-class FusedResult(Protocol):
-    """One fused optimizer step's metrics (the torch path's names) and, for a prioritized batch, its replay keys
-    and per-sample |TD errors|."""
-
-    metrics: dict[str, float]
-    keys: np.ndarray | None
-    abs_td: np.ndarray | None
-
-
-class FusedStep(Protocol):
-    """A whole optimizer step written out by the objective (loss, gradients, clipping, the optimizer's own
-    update), for shapes where that beats autograd (DQN on a small MLP: raylab/algos/dqn/fused.py). An
-    objective offers one through an optional ``fused_step(optimizer, max_grad_norm)`` that returns it, or a
-    string saying why this network or loss cannot be fused; the Learner uses it under learner.fused."""
-
-    def step(self, batch: Any) -> FusedResult:
-        """One optimizer step on one item of the plan's input (DQN: a replay Batch), in place."""
-        ...
-
-    def bind_optimizer_state(self) -> None:
-        """Re-attach to the optimizer's state after ``optimizer.load_state_dict`` replaced it."""
         ...

@@ -1,10 +1,11 @@
-"""A3CWorker: roll out a segment, compute the actor-critic gradient locally, push it, go on (plain Python).
+"""A3CWorker: the a3c topology's self-driven worker. Roll out a segment, compute the actor-critic gradient
+locally, push it, go on (plain Python).
 
 One iteration (one "episode" in seed 000's benchmark):
 
     chunk = RolloutWorker.collect()                # the one rollout path: rollout_length steps with the local
                                                    # weights (or until an episode ends, cut_at_episode_end)
-    loss = chunk_loss(model, chunk, ...)           # bootstrapped_returns (raylab.algos.returns) + actor_critic_loss
+    loss = chunk_loss(model, chunk, ...)           # the math: raylab.algos.a3c.loss
     loss.backward(); clip by global norm; flatten  # on this worker's CPU, one torch thread
     link.push(gradient, version)                   # returns at once
     collect replies: block only while more than pushes_in_flight are outstanding; load the newest weights
@@ -22,16 +23,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from raylab.algos.a3c.loss import ActorCriticLoss, actor_critic_loss
+from raylab.algos.a3c.loss import chunk_loss
 from raylab.algos.actor_critic import ActorCriticPolicy
-from raylab.algos.returns import bootstrap_before_crashes, bootstrapped_returns
 from raylab.envs.vector import VectorEnv
 from raylab.metrics.timing import StageTimer
 from raylab.models.factory import ActorCritic
 from raylab.params.flat import flatten_grads, load_flat
 from raylab.params.link import ServerLink, ServerUpdate
 from raylab.rollout.worker import RolloutWorker, episodes_of
-from raylab.types import Chunk, Episodes, LearnerStats, RolloutStats
+from raylab.types import Episodes, LearnerStats, RolloutStats
 
 WORKER_STAGES = ("env", "inference", "learn", "push", "wait", "receive", "sync")
 """The stages of a worker's own timeline (its report may add the shards' server_apply and server_queue)."""
@@ -259,38 +259,3 @@ class A3CWorker:
             "grad_norm": grad_norm,
         }
         return rollout.chunk.size, row
-
-
-def chunk_loss(
-    model: ActorCritic, chunk: Chunk, gamma: float, value_coef: float, entropy_coef: float
-) -> ActorCriticLoss:
-    """A3C's loss on one segment (with gradients through ``model``): n-step returns bootstrapped from V(obs_T)
-    at the segment's end and from V(last observation) where an episode was truncated, none past a terminal;
-    steps where an env crashed leave the loss, the step before one bootstraps from the crash state."""
-    steps, num_envs = chunk.num_steps, chunk.num_envs
-    bootstrap = np.zeros((steps, num_envs), np.float32)
-    with torch.no_grad():
-        _, tail_values = model(torch.from_numpy(np.concatenate([chunk.obs[steps], chunk.final_obs])))
-    bootstrap[steps - 1] = tail_values[:num_envs].numpy()
-    for k, (t, e) in enumerate(chunk.final_index):
-        bootstrap[t, e] = float(tail_values[num_envs + k])
-    obs = torch.from_numpy(chunk.obs[:steps])
-    params, values = model(obs.reshape(steps * num_envs, *obs.shape[2:]))
-    terminated, truncated = chunk.terminated, chunk.truncated
-    valid = None if chunk.restarted is None or not chunk.restarted.any() else ~chunk.restarted
-    if valid is not None:
-        terminated, truncated = terminated.copy(), truncated.copy()
-        state_values = values.detach().reshape(steps, num_envs).numpy()
-        bootstrap_before_crashes(valid, terminated, truncated, bootstrap, state_values)
-    returns = bootstrapped_returns(chunk.rewards, terminated, truncated, bootstrap, gamma)
-    actions = torch.from_numpy(chunk.actions.reshape(steps * num_envs, *chunk.actions.shape[2:]))
-    log_probs, entropies = model.dist.log_prob_and_entropy(params, actions)
-    return actor_critic_loss(
-        log_probs,
-        entropies,
-        values,
-        torch.from_numpy(returns.reshape(-1)),
-        value_coef,
-        entropy_coef,
-        mask=None if valid is None else torch.from_numpy(valid.reshape(-1)),
-    )

@@ -1,0 +1,174 @@
+"""A RunConfig made into a run's plan (raylab.plan): the actors each topology starts, as ``ActorSpec``s whose hosts
+get the builder of their component (raylab.builders.components) and nothing of the config, with the counts,
+sizes and resumed states the flow needs. This and the component builders are the only readers of a RunConfig.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from raylab.builders.components import (
+    build_a3c_worker,
+    build_evaluator,
+    build_learner,
+    build_parameter_server,
+    build_parameter_servers,
+    build_rate_limiter,
+    build_replay,
+    build_rollout_worker,
+    check_replay_fits,
+    replay_shard_capacity,
+    replay_snapshots_to_load,
+)
+from raylab.config import RunConfig
+from raylab.config.algorithms import ALGORITHMS
+from raylab.config.policies import policy_config, policy_map, policy_spaces
+from raylab.driver.resume import ResumeState, resumed
+from raylab.plan import A3CPlan, Policies, PolicyPlan, ReplayPlan, RolloutPlan, RunPlan
+from raylab.remote.host import ActorSpec, Resources
+from raylab.remote.hosts import A3CWorkerHost, EvalHost, LearnerHost, ReplayHost, RolloutHost, ShardHost
+from raylab.types import EnvSpaces
+
+A3C_WINDOW_S = 0.25
+"""Seconds an A3C worker actor runs between reports to the driver (raylab.topology.a3c)."""
+
+
+def topology_of(cfg: RunConfig) -> str:
+    """The flow a run runs: its topology's, or with topology=local the algorithm's Ray topology's, in one process."""
+    return ALGORITHMS[cfg.algo.name].topology if cfg.topology.name == "local" else cfg.topology.name
+
+
+def build_plan(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None) -> RunPlan:
+    """The plan of the run ``cfg`` describes; a config that cannot run (a bad policy mapping, a replay that
+    cannot fit in memory) fails here in one line, before Ray starts."""
+    topology = topology_of(cfg)
+    flow = a3c_plan(cfg, spaces, resume) if topology == "a3c" else rollout_plan(cfg, spaces, resume, topology)
+    workers = cfg.topology.num_workers
+    if isinstance(flow, A3CPlan):
+        server = cfg.params.num_shards
+        counts = {"rollout": workers, "learner": workers, "replay": 1, "driver": 1, "server": server}
+        cpus = workers * cfg.topology.worker_cpus + server * cfg.params.shard_cpus
+    else:
+        plans = flow.policies.plans
+        shards = sum(len(p.replay.shards) for p in plans if p.replay is not None)
+        counts = {"rollout": workers, "learner": len(plans), "replay": max(shards, 1), "driver": 1}
+        cpus = workers * cfg.topology.worker_cpus + sum(p.learner.resources.cpus for p in plans)
+    ev = cfg.eval
+    return RunPlan(
+        topology=topology,
+        evaluator=ActorSpec(EvalHost, (partial(build_evaluator, cfg, spaces),), Resources(cpus=0)),
+        eval_episodes=ev.episodes, confirm_episodes=ev.confirm_episodes, final_episodes=ev.final_episodes,
+        target=cfg.stop.mean_return, max_restarts=cfg.topology.max_actor_restarts, required_cpus=cpus,
+        actor_counts=counts, flow=flow,
+    )  # fmt: skip
+
+
+def rollout_spec(
+    cfg: RunConfig, spaces: EnvSpaces, worker_id: int, incarnation: int = 0, env_steps: int = 0
+) -> ActorSpec:
+    """Rollout worker ``worker_id``; ``incarnation`` and ``env_steps``: a resumed run's fresh seeds and where
+    its exploration schedule left off."""
+    make = partial(build_rollout_worker, cfg, spaces, worker_id, env_steps=env_steps)
+    return ActorSpec(RolloutHost, (make, incarnation), Resources(cpus=cfg.topology.worker_cpus, spread=True))
+
+
+def learner_spec(cfg: RunConfig, spaces: EnvSpaces, sharing: int = 1) -> ActorSpec:
+    """A learner; ``sharing`` learners (several policies) share the GPU evenly. learner.num_gpus when set;
+    with learner.device=auto, one GPU when the cluster has any (resolved where the actor is placed)."""
+    opt = cfg.learner
+    fixed = bool(opt.num_gpus) or opt.device == "cpu"
+    res = Resources(
+        cpus=opt.num_cpus, gpus=opt.num_gpus / sharing if fixed else 0.0, gpu_if_any=0.0 if fixed else 1.0 / sharing
+    )
+    return ActorSpec(LearnerHost, (partial(build_learner, cfg, spaces),), res)
+
+
+def replay_spec(cfg: RunConfig, spaces: EnvSpaces, shard: int) -> ActorSpec:
+    """Replay shard ``shard`` (its run-wide index); Ray restarts a crashed one from its newest snapshot when the
+    run keeps them (checkpoint.replay)."""
+    snapshots = str(Path(cfg.run_dir) / "checkpoints") if cfg.checkpoint.replay else None
+    return ActorSpec(ReplayHost, (partial(build_replay, cfg, spaces, shard), shard, snapshots), Resources(cpus=0))
+
+
+def rollout_plan(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None, topology: str) -> RolloutPlan:
+    pmap = policy_map(cfg, spaces)  # a bad mapping fails here, before Ray starts
+    names = pmap.names
+    if topology == "apex_dqn":
+        total = sum(policy_config(cfg, n).replay.capacity for n in names)
+        check_replay_fits(dataclasses.replace(cfg, replay=dataclasses.replace(cfg.replay, capacity=total)), spaces)
+    plans = []
+    for k, name in enumerate(names):
+        pcfg, pspaces = policy_config(cfg, name), policy_spaces(cfg, spaces, name)
+        replay = _replay_plan(cfg, pcfg, pspaces, resume, k) if topology == "apex_dqn" else None
+        plans.append(
+            PolicyPlan(
+                name=name, actor=f"learner_{name}" if pmap.several else "learner",
+                learner=learner_spec(pcfg, spaces, len(names)), replay=replay,
+                resumed=_learner_part(resume, name, pmap.several), reports_as=name if pmap.several else None,
+            )
+        )  # fmt: skip
+    workers = tuple(rollout_spec(cfg, spaces, i, *resumed(resume, i)) for i in range(cfg.topology.num_workers))
+    algo: Any = cfg.algo
+    return RolloutPlan(
+        workers=workers, policies=Policies(tuple(plans)), chunks_in_flight=cfg.topology.chunks_in_flight,
+        chunks_per_update=getattr(algo, "chunks_per_update", 1), batch_size=cfg.learner.batch_size,
+        updates_per_call=cfg.learner.updates_per_call, prioritized=cfg.replay.kind == "prioritized",
+        replay_snapshots=Path(cfg.run_dir) / "checkpoints" if cfg.checkpoint.replay else None,
+    )  # fmt: skip
+
+
+def _learner_part(resume: ResumeState | None, name: str, several: bool) -> dict[str, Any] | None:
+    """Policy ``name``'s part of a resumed checkpoint's learner state (several: ``policies.<name>``)."""
+    if resume is None:
+        return None
+    return resume.learner["policies"].get(name) if several else resume.learner
+
+
+def _replay_plan(cfg: RunConfig, pcfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None, k: int) -> ReplayPlan:
+    """Policy ``k``'s replay: shards ``k * S .. k * S + S - 1`` of the run (S = replay.num_shards)."""
+    num_shards = cfg.replay.num_shards
+    first = k * num_shards
+    return ReplayPlan(
+        first=first,
+        shards=tuple(replay_spec(pcfg, spaces, first + j) for j in range(num_shards)),
+        limiter=build_rate_limiter(pcfg, spaces),
+        snapshots=tuple(replay_snapshots_to_load(pcfg, spaces, resume, first)),
+        capacity=replay_shard_capacity(pcfg) * num_shards,
+        chunk_size=cfg.topology.rollout_length * spaces.slots(cfg.topology.envs_per_worker),
+    )
+
+
+def a3c_worker_spec(
+    cfg: RunConfig, spaces: EnvSpaces, token: str | None, worker_id: int, link: Any, incarnation: int = 0
+) -> ActorSpec:
+    """A3C worker ``worker_id`` pushing through ``link`` (raylab.params.link), at params.worker_nice; named
+    ``raylab-a3c-<token>-worker-<id>`` (no name without a token)."""
+    res = Resources(cpus=cfg.topology.worker_cpus, spread=True, nice=cfg.params.worker_nice)
+    make = partial(build_a3c_worker, cfg, spaces, worker_id)
+    name = f"raylab-a3c-{token}-worker-{worker_id}" if token else None
+    return ActorSpec(A3CWorkerHost, (make, link, incarnation), res, name=name)
+
+
+def shard_spec(cfg: RunConfig, params: Any, shard: int, token: str | None = None) -> ActorSpec:
+    """Parameter-server shard ``shard`` starting from ``params``; Ray restarts a crashed one with them (the
+    a3c topology then restores the whole server from its latest checkpoint)."""
+    name = f"raylab-a3c-{token}-shard-{shard}" if token else None
+    make = partial(build_parameter_server, cfg, params, shard)
+    return ActorSpec(ShardHost, (make,), Resources(cpus=cfg.params.shard_cpus), name=name)
+
+
+def a3c_plan(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None) -> A3CPlan:
+    token = uuid.uuid4().hex[:8]
+    layout, bounds, initial = build_parameter_servers(cfg, spaces)
+    shards = tuple(shard_spec(cfg, params, k, token) for k, params in enumerate(initial))
+    in_process = cfg.topology.name == "local"  # one segment a turn, the workers taking turns
+    return A3CPlan(
+        shards=shards, layout=layout, bounds=bounds, initial=initial, num_workers=cfg.topology.num_workers,
+        worker=partial(a3c_worker_spec, cfg, spaces, token), window=(1, None) if in_process else (None, A3C_WINDOW_S),
+        max_restarts=cfg.topology.max_actor_restarts, incarnation=0 if resume is None else resume.incarnation,
+        resumed_shards=None if resume is None else resume.learner["shards"], token=token,
+    )  # fmt: skip

@@ -1,0 +1,120 @@
+"""The actor seam's declaration: a host is a plain class whose remotely callable methods say so.
+
+    class Counter(Host):
+        def __init__(self, start: int):
+            self.n = start
+
+        @remote()
+        def add(self, k: int) -> int: ...
+
+        @remote(returns=lambda *parts: len(parts) + 1)
+        def split(self, *parts: int) -> tuple[int, ...]: ...
+
+    client = backend.spawn(ActorSpec(Counter, (0,)))    # a Ray actor, or the object itself in this process
+    ref = client.add(2)                                  # a ref (Ray), or Done(2) (in process)
+
+Both backends (raylab.remote.ray_backend on Ray, raylab.remote.inprocess in one process) make their one generic
+client from this declaration: a call forwards to the method with the declared number of return values (a
+number, or a function of the call's arguments for a variable count), each its own ref. Adding an actor kind is
+one host class; nothing else names it. No Ray here: a host runs and is tested without it.
+"""
+
+from __future__ import annotations
+
+import resource
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from raylab.errors import RaylabError
+
+Returns = int | Callable[..., int]
+"""How many values a remote method returns, each as its own ref: a number, or a function of its arguments."""
+F = TypeVar("F", bound=Callable[..., Any])
+REMOTE = "__raylab_remote__"
+
+
+def remote(returns: Returns = 1) -> Callable[[F], F]:
+    """Mark a host method as callable through a client; ``returns`` > 1: it returns that many values (a tuple),
+    each sent back as its own ref, so the driver can pass one on without fetching the others."""
+
+    def mark(method: F) -> F:
+        setattr(method, REMOTE, returns)
+        return method
+
+    return mark
+
+
+def remote_methods(host: type) -> dict[str, Returns]:
+    """{name: returns} of every method ``host`` (or a base) marked with ``remote``."""
+    found: dict[str, Returns] = {}
+    for klass in reversed(host.__mro__):
+        for name, attr in vars(klass).items():
+            if callable(attr) and hasattr(attr, REMOTE):
+                found[name] = getattr(attr, REMOTE)
+    return found
+
+
+def count(returns: Returns, args: tuple[Any, ...]) -> int:
+    return returns(*args) if callable(returns) else returns
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What an actor reserves where it runs (Ray; in one process nothing is reserved)."""
+
+    cpus: float = 1.0
+    gpus: float = 0.0
+    gpu_if_any: float = 0.0
+    """This much of a GPU when the cluster has any GPU (learner.device=auto), else none (with a warning)."""
+    spread: bool = False
+    """Place these actors across the cluster's nodes rather than packing the first (rollout actors)."""
+    nice: int = 0
+    """Niceness the actor's process runs at (a3c's params.worker_nice); not applied in one process."""
+
+
+@dataclass(frozen=True)
+class ActorSpec:
+    """One actor to start: its host class, the arguments of the host's constructor, what it reserves, and a
+    name (or none). Builders make them (raylab.builders); a topology spawns them (``Backend.spawn``)."""
+
+    host: type
+    args: tuple[Any, ...] = ()
+    resources: Resources = field(default_factory=Resources)
+    name: str | None = None
+
+
+class Host:
+    """Base of every host: ``ready``, ``get_life`` and ``peak_memory_bytes``, and a user error (a bad config
+    found while building) kept from the constructor and raised by ``ready``: Ray reports a failed constructor
+    as ActorDiedError with only a message, a failed method keeps the exception itself."""
+
+    single_threaded = False
+    """In an actor of its own, torch uses one thread (raylab.remote.ray_backend); in the driver's process the
+    host leaves torch's threads as they are."""
+    life = 0
+    """How many times Ray had restarted this actor when it started (set by the Ray backend before the
+    constructor runs; 0 in one process). Replies the driver counts restarts by carry it."""
+    _startup_error: RaylabError | None = None
+
+    @contextmanager
+    def deferring_user_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except RaylabError as err:
+            self._startup_error = err
+
+    @remote()
+    def ready(self) -> bool:
+        if self._startup_error is not None:
+            raise self._startup_error
+        return True
+
+    @remote()
+    def get_life(self) -> int:
+        return self.life
+
+    @remote()
+    def peak_memory_bytes(self) -> int:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
