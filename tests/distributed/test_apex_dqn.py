@@ -6,10 +6,10 @@ import numpy as np
 import psutil
 import pytest
 import ray
-from raylab.builders.plans import learner_spec, replay_spec, rollout_spec
-from raylab.remote.ray_backend import RayBackend
 
+from raylab.builders.plans import learner_spec, replay_spec, rollout_spec
 from raylab.envs import env_spaces
+from raylab.remote.ray_backend import RayBackend
 from raylab.remote.runtime import WORKER_NICENESS, actors_at_driver_priority
 from raylab.train import run
 from tests.conftest import FAKE, make_config

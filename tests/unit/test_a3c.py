@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 import torch
 from gymnasium.wrappers import TimeLimit
-from raylab.algos.a3c.loss import chunk_loss
 
 from raylab.algos.a3c import actor_critic_loss
-from raylab.rollout.a3c import A3CWorker
+from raylab.algos.a3c.loss import chunk_loss
 from raylab.algos.actor_critic import ActorCriticPolicy
 from raylab.algos.returns import bootstrap_before_crashes, bootstrapped_returns
 from raylab.envs.fake import FakeEnv
@@ -17,11 +16,12 @@ from raylab.envs.vector import SerialVectorEnv
 from raylab.models.distributions import Categorical
 from raylab.models.encoders import MLPEncoder
 from raylab.models.factory import ActorCritic
-from raylab.params import ServerLink, ParameterServer, ParamLayout, flatten_params, load_flat
+from raylab.params import ParameterServer, ParamLayout, ServerLink, flatten_params, load_flat
 from raylab.params.flat import flatten_grads
 from raylab.params.link import ServerUpdate
-from raylab.transport import Immediate
+from raylab.rollout.a3c import A3CWorker
 from raylab.rollout.worker import RolloutWorker
+from raylab.transport import Immediate
 
 
 def col(*values, dtype=np.float32):
