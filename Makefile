@@ -43,7 +43,7 @@ test-all: install ## every tier, including the slow learning runs (3 seeds, both
 test-learning: install ## only the learning tier (slow runs included)
 	WANDB_MODE=disabled $(PY) -m pytest tests/learning $(ARGS)
 
-LINT_PATHS := raylab tests benchmarks scripts examples docs/hooks.py
+LINT_PATHS := raylab tests benchmarks scripts examples docs/hooks.py docs/tables
 # mkdocs-material prints a banner about its successor on every build; the build itself is unaffected
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
 

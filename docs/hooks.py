@@ -4,7 +4,7 @@ at build time, so that they cannot drift from them.
 A page asks for a generated part with a line of its own (indented, the part is indented alike):
 
     <!-- raylab:config-reference -->        every config key: raylab/config/reference.py
-    <!-- raylab:bench NAME -->              benchmark table NAME from benchmarks/*.json: raylab/bench/tables.py
+    <!-- raylab:bench NAME -->              benchmark table NAME from benchmarks/*.json: docs/tables/
     <!-- raylab:docstring PATH -->          the module docstring of PATH (e.g. raylab/topology/ppo.py)
     <!-- raylab:docstring-text PATH -->     the same, verbatim in a text block (docstrings that draw tables)
     <!-- raylab:groups -->                 the config groups in conf/ and their options
@@ -30,9 +30,9 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # this checkout's raylab, whichever one the environment has installed
+sys.path.insert(0, str(ROOT))  # this checkout's raylab, whichever one the environment has installed; docs.tables
 
-from raylab.bench import tables  # noqa: E402
+from docs import tables  # noqa: E402
 from raylab.config import reference  # noqa: E402
 
 BENCHMARKS = ROOT / "benchmarks"

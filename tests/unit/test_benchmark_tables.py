@@ -1,4 +1,4 @@
-"""The benchmark tables (raylab/bench/tables.py, the docs site's benchmark pages): every table renders from
+"""The benchmark tables (docs/tables/, the docs site's benchmark pages): every table renders from
 the committed JSON, every committed result of a kind they render is in one, every table is on a docs page, and the
 short README quotes its table as generated."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from raylab.bench import tables
-from raylab.bench.tables import BENCHMARKS, TABLES, module_bullets, table
+from docs import tables
+from docs.tables import BENCHMARKS, TABLES, module_bullets, table
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -46,7 +46,7 @@ def test_every_committed_result_of_a_rendered_kind_has_a_table():
         for path in sorted(BENCHMARKS.glob("*.json"))
         if json.loads(path.read_text()).get("benchmark") in kinds and path.name not in claimed
     ]
-    assert not unclaimed, f"benchmark results with no table in raylab/bench/tables.py: {unclaimed}"
+    assert not unclaimed, f"benchmark results with no table in docs/tables/registry.py: {unclaimed}"
 
 
 def test_every_table_is_on_a_docs_page():
@@ -56,7 +56,7 @@ def test_every_table_is_on_a_docs_page():
 
 
 def test_the_short_readme_quotes_its_table_as_generated():
-    """README.md's headline table is pasted from `python -m raylab.bench.tables`: it must still be what
+    """README.md's headline table is pasted from `python -m docs.tables`: it must still be what
     the JSON says."""
     readme = (ROOT / "README.md").read_text()
     assert table("cartpole_ppo_vs_rllib", link=lambda file: f"benchmarks/{file}") in readme

@@ -1,0 +1,152 @@
+"""The tables of one component's speed measured alone: the learner's update (per speed option, and fused against
+autograd), a rollout actor's act(), seed 004's Snake loop, the stage timer's cost, and replay snapshots."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .format import ROOT, Json, _duration, _int, _ratio, _rows, _sentence, _sig, module_bullets
+
+LEARNER_VARIANTS = ("eager_fp32", "amp", "compile", "amp_compile")
+"""The variants of a learner JSON written before ``variant_options`` was recorded."""
+
+
+LEARNER_LABELS = {
+    "tf32": "TF32",
+    "bf16": "bf16 autocast",
+    "fp16": "fp16 + GradScaler",
+    "compile": "torch.compile",
+    "compile_ro": "compile, reduce-overhead (CUDA graphs)",
+    "bf16_compile": "bf16 + compile",
+    "bf16_compile_ro": "bf16 + compile, reduce-overhead",
+    "fp16_compile_ro": "fp16 + compile, reduce-overhead",
+}
+
+
+def learner(data: list[Json]) -> str:
+    """``raylab.bench learner``: learner updates/s per speed option and batch size (learner_*.json)."""
+    (d,) = data
+    first = next(iter(d["batch_sizes"].values()))
+    variants = list(d.get("variant_options") or LEARNER_VARIANTS)
+    amp = first["precision"].get("amp")
+    labels = {**LEARNER_LABELS, "amp": f"AMP ({amp} autocast)", "amp_compile": f"AMP ({amp}) + compile"}
+    labels["eager_fp32"] = "eager fp32, no TF32" if d.get("device", "").startswith("cuda") else "eager fp32"
+    best = {b: max(r["updates_per_s"], key=r["updates_per_s"].get) for b, r in d["batch_sizes"].items()}
+    header = ["minibatch" if d.get("algo") == "ppo" else "batch", *(labels[v] for v in variants), "best"]
+    rows = []
+    for batch, result in d["batch_sizes"].items():
+        ups, ratio = result["updates_per_s"], result["ratio_vs_eager_fp32"]
+        cells = [f"{_sig(ups[v])} ({_ratio(ratio[v])})" for v in variants]
+        cells[0] = f"{_sig(ups['eager_fp32'])} updates/s"
+        rows.append([batch, *cells, f"{labels[best[batch]]}: {_ratio(ratio[best[batch]])}"])
+    gpu = f" ({d['gpu']})" if d.get("gpu") else ""
+    notes = (
+        f"\n{d['network']}. {_sentence(d['protocol'])}; torch threads: {d['torch_threads']}, "
+        f"device: {d['device']}{gpu}.\n"
+    )
+    return _rows(header, rows) + notes
+
+
+def snake_loop(data: list[Json]) -> str:
+    """``raylab.bench snake_dqn_loop``: seed 004's Snake DQN loop, env steps/s per variant."""
+    (d,) = data
+    notes = module_bullets(ROOT / "raylab" / "bench" / "snake_loop.py")
+    published = d["seed_004_steps_per_s"]
+    header = ["loop", "env steps/s", f"vs seed 004's published {published:,} (its machine)", "vs `seed004` here"]
+    rows = [
+        [
+            f"`{v}`" + (f": {notes[v]}" if v in notes else ""),
+            _int(steps),
+            _ratio(d["vs_seed_004_published"][v]),
+            _ratio(d["vs_seed004_same_machine"][v]),
+        ]
+        for v, steps in d["median_steps_per_s"].items()
+    ]
+    return _rows(header, rows) + f"\n{_sentence(d['protocol'])}.\n"
+
+
+def policy_inference(data: list[Json]) -> str:
+    """benchmarks/policy_inference.py: a rollout actor's act() in torch and through its NumPy copy."""
+    (d,) = data
+    header = ["experiment's model", "batch", "torch (µs per act)", "NumPy copy (µs per act)", "torch / NumPy"]
+    rows = []
+    for experiment, batches in d["median_us"].items():
+        for batch, med in batches.items():
+            rows.append([f"`{experiment}`", batch, f"{med['torch']:.1f}", f"{med['numpy']:.1f}",
+                         _ratio(d["torch_over_numpy"][experiment][batch])])  # fmt: skip
+    return _rows(header, rows) + f"\n{d['protocol']}.\n"
+
+
+def dqn_fused_update(data: list[Json]) -> str:
+    """benchmarks/dqn_fused_update.py: a DQN update through autograd and through learner.fused's NumPy step."""
+    header = ["network", "batch", "autograd (µs per update)", "fused (µs per update)", "autograd / fused"]
+    return _fused_table(data, header, lambda r: [str(r["batch_size"])], "us_per_update", "{:.0f}")
+
+
+def ppo_fused_update(data: list[Json]) -> str:
+    """benchmarks/ppo_fused_update.py: a PPO/APPO learner call through autograd and through learner.fused."""
+    header = ["experiment", "samples per call", "optimizer steps per call", "autograd (ms per call)",
+              "fused (ms per call)", "autograd / fused"]  # fmt: skip
+    return _fused_table(
+        data, header, lambda r: [f"{r['samples_per_call']:,}", str(r["updates_per_call"])], "ms_per_call", "{:.2f}"
+    )
+
+
+def _fused_table(data: list[Json], header: list[str], cells: Callable[[Json], list[str]], key: str, fmt: str) -> str:
+    """One row per case of a fused-update benchmark: its name, ``cells``, both variants' ``key``, the ratio."""
+    (d,) = data
+    rows = [
+        [f"`{name}`", *cells(r), fmt.format(r[key]["autograd"]), fmt.format(r[key]["fused"]), _ratio(r["speedup"])]
+        for name, r in d["results"].items()
+    ]
+    return _rows(header, rows) + f"\n{d['protocol']}.\n"
+
+
+def timer_overhead(data: list[Json]) -> str:
+    """``raylab.bench timer_overhead``: ns per timed stage, and runs with timing on against off."""
+    (d,) = data
+    micro = _rows(
+        ["timer", "ns per `with timer.stage(...)`"], ([k, _int(v)] for k, v in d["micro_ns_per_stage"].items())
+    )
+    p = d["protocol"]
+    header = ["run", "overrides", "env steps/s, timing off", "timing on", "on / off"]
+    rows = [
+        [
+            f"`{name}`",
+            " ".join(f"`{o}`" for o in s["overrides"]),
+            _int(s["timing_off"]["env_steps_per_s"]),
+            _int(s["timing_on"]["env_steps_per_s"]),
+            f"{s['ratio_on_over_off']['env_steps_per_s']:.3f}",
+        ]
+        for name, s in d["summary"].items()
+    ]
+    notes = f"\n{p['rounds']} rounds × {p['seconds']:g} s, {p['statistic']}.\n"
+    return micro + "\n" + _rows(header, rows) + notes
+
+
+def replay_snapshot(data: list[Json]) -> str:
+    """``raylab.bench replay_snapshot``: writing and loading a full replay shard, and a run with vs without."""
+    (d,) = data
+    header = ["replay", "transitions", "on disk", "write", "load"]
+    rows = []
+    for name, s in d["per_snapshot"].items():
+        mib = s["file_bytes"] / 2**20
+        rows.append(
+            [
+                f"`{name}`",
+                _int(s["transitions"]),
+                f"{mib:.1f} MiB" if mib < 100 else f"{mib:,.0f} MiB",
+                _duration(s["write_s"]),
+                _duration(s["load_s"]),
+            ]
+        )
+    run, p = d["run"], d["protocol"]
+    notes = (
+        f"\nA run ({' '.join(f'`{o}`' for o in p['run_overrides'])}, {p['seconds']:g} s, a checkpoint every "
+        f"{p['checkpoint_every_seconds']:g} s, {p['rounds']} rounds, {p['statistic']}): "
+        f"{_int(run['snapshots_on']['env_steps_per_s'])} env steps/s with snapshots, "
+        f"{_int(run['snapshots_off']['env_steps_per_s'])} without "
+        f"({run['ratio_on_over_off']['env_steps_per_s']:.2f}×); {_duration(run['snapshots_on']['snapshot_s'])} "
+        "of the run spent writing snapshots.\n"
+    )
+    return _rows(header, rows) + notes

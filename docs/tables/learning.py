@@ -1,0 +1,195 @@
+"""The learning runs' tables: ``raylab.bench learn`` to a target or for a fixed time budget (one policy or
+several), old against new commits, and a run with its actors killed."""
+
+from __future__ import annotations
+
+from .format import Json, _int, _ratio, _rows, _s
+
+
+def learn(data: list[Json]) -> str:
+    """``raylab.bench learn``: each variant's runs to the target (cartpole_*_learning.json)."""
+    (d,) = data
+    episodes = sorted({run["final_eval_episodes"] for run in d["runs"]})
+    target = d["runs"][0]["target"]  # None: the runs stopped at a training return (stop.train_return), not a greedy one
+    header = [
+        "variant",
+        "overrides",
+        f"reached {target:g}" if target is not None else "reached its stop target",
+        "train time (median / max)",
+        "whole command (median)",
+        "env steps (median)",
+        "env steps/s",
+        "learner updates/s",
+        f"final eval, per seed ({' / '.join(map(str, episodes))} episodes)",
+    ]
+    rows = []
+    for variant, summary in d["summary"].items():
+        runs = sorted((r for r in d["runs"] if r["variant"] == variant), key=lambda r: r["seed"])
+        overrides = " ".join(f"`{o}`" for o in [*d["overrides"], *d["variants"][variant]])
+        rows.append(
+            [
+                f"`{variant}`",
+                overrides,
+                f"{summary['reached'] if target is not None else _stopped_by_target(runs)} / {summary['runs']}",
+                f"{_s(summary['median_train_seconds'])} / {_s(summary['max_train_seconds'])}",
+                _s(summary["median_process_seconds"]),
+                _int(summary["median_env_steps"]),
+                _int(summary["median_env_steps_per_s"]),
+                _int(summary["median_updates_per_s"]),
+                ", ".join(f"{r['final_eval_return']:.1f}" for r in runs),
+            ]
+        )
+    return _rows(header, rows)
+
+
+def _stopped_by_target(runs: list[Json]) -> int:
+    return sum(str(r.get("stop_reason", "")).startswith(("training return", "eval return")) for r in runs)
+
+
+def before_after(data: list[Json]) -> str:
+    """Several ``raylab.bench learn`` runs of the same variants (e.g. old and new commits), one experiment each:
+    time to the target and env steps/s per variant, and each as a ratio to the file's first variant."""
+    header = [
+        "experiment",
+        "variant",
+        "reached",
+        "time to target (median / max)",
+        "× first",
+        "env steps/s (median)",
+        "× first",
+        "learner updates/s",
+        "final eval, per seed",
+    ]
+    rows = []
+    for d in data:
+        experiment = " ".join(f"`{o}`" for o in d["overrides"])
+        first = next(iter(d["summary"].values()))
+        for variant, summary in d["summary"].items():
+            runs = sorted((r for r in d["runs"] if r["variant"] == variant), key=lambda r: r["seed"])
+            rows.append(
+                [
+                    experiment,
+                    f"`{variant}`",
+                    f"{summary['reached']} / {summary['runs']}",
+                    f"{_s(summary['median_train_seconds'])} / {_s(summary['max_train_seconds'])}",
+                    _ratio(summary["median_train_seconds"] / first["median_train_seconds"]),
+                    _int(summary["median_env_steps_per_s"]),
+                    _ratio(summary["median_env_steps_per_s"] / first["median_env_steps_per_s"]),
+                    _int(summary["median_updates_per_s"]),
+                    ", ".join(f"{r['final_eval_return']:.1f}" for r in runs),
+                ]
+            )
+    return _rows(header, rows)
+
+
+def fixed_budget_learning(data: list[Json]) -> str:
+    """``raylab.bench learn`` runs with a fixed time budget (no target), each variant against the uniformly
+    random policy on the same env: multi-agent learning (snake_arena_learning.json, spread_learning.json)."""
+    d, *baseline = data
+    header = ["variant", "overrides", "seeds", "train time", "env steps (median)", "env steps/s",
+              "final greedy eval, per seed", "training episodes (last 100): mean extras"]  # fmt: skip
+    rows = []
+    for variant in d["summary"]:
+        runs = sorted((r for r in d["runs"] if r["variant"] == variant), key=lambda r: r["seed"])
+        overrides = " ".join(f"`{o}`" for o in [*d["overrides"], *d["variants"][variant]])
+        extras = "; ".join(
+            ", ".join(f"{k} {v:.1f}" for k, v in sorted(r["episode_extras"].items())) or "—" for r in runs
+        )
+        if not any(r["episode_extras"] for r in runs):
+            extras = "—"
+        rows.append([
+            f"`{variant}`", overrides, str(len(runs)), _s(d["summary"][variant]["median_train_seconds"]),
+            _int(d["summary"][variant]["median_env_steps"]), _int(d["summary"][variant]["median_env_steps_per_s"]),
+            ", ".join(f"{r['final_eval_return']:.2f} ± {r['final_eval_std']:.2f}" for r in runs), extras,
+        ])  # fmt: skip
+    notes = _random_notes(d)
+    if baseline:
+        rand = baseline[0]["snakes"]["4"]["random_policy"]
+        notes = (
+            f"\nA uniformly random policy on the same arena (4 snakes, 14×14): return {rand['return_mean']:.2f} and "
+            f"{rand['foods_per_episode']:.2f} foods per episode over {rand['episodes']:,} episodes "
+            "(`benchmarks/snake_arena_throughput.json`).\n"
+        )
+    return _rows(header, rows) + notes
+
+
+def _random_notes(d: Json) -> str:
+    """A line per variant on the uniformly random policy measured with ``bench learn --random-episodes``."""
+    return "".join(
+        f"\nA uniformly random policy on `{variant}`'s env: return {rand['return_mean']:.2f} ± "
+        f"{rand['return_std']:.2f} over {rand['episodes']:,} episodes"
+        + (
+            "; per agent: " + ", ".join(f"{a} {r:.2f}" for a, r in rand["by_agent"].items())
+            if len(set((rand.get("by_agent") or {}).values())) > 1
+            else ""
+        )
+        + ".\n"
+        for variant, rand in (d.get("random_policy") or {}).items()
+    )
+
+
+def policies_learning(data: list[Json]) -> str:
+    """``raylab.bench learn`` runs of several policies beside one shared policy on the same agents, a fixed time
+    budget each: every policy's final greedy evaluation and foods, and the throughput against the shared
+    policy's in the same alternating run (snake_arena_policies.json)."""
+    (d,) = data
+    variants = list(d["summary"])
+    base = d["summary"][variants[0]]["median_env_steps_per_s"]
+    header = ["variant", "policy", "final greedy eval, per seed", "against random opponents, per seed",
+              "the arena's foods per life (last 100 training episodes)", "agent steps/s (median)",
+              "vs the first variant"]  # fmt: skip
+    rows = []
+    for variant in variants:
+        runs = sorted((r for r in d["runs"] if r["variant"] == variant and r["ok"]), key=lambda r: r["seed"])
+        rate = d["summary"][variant]["median_env_steps_per_s"]
+        ratio = f"{rate / base:.2f}×" if base and rate else "—"
+        names = list(runs[0].get("policies") or {}) if runs else []
+        for name in names or ["(shared)"]:
+            if names:
+                evals = [r["policies"][name]["final_eval_return_mean"] for r in runs]
+                foods = [r["policies"][name].get("episode_score_mean_last100") for r in runs]
+            else:
+                evals = [r["final_eval_return"] for r in runs]
+                foods = [r["episode_extras"].get("score") for r in runs]
+            versus = [(r.get("against_random") or {}).get(name) for r in runs]
+            rows.append([
+                f"`{variant}`", name, ", ".join(f"{v:.2f}" for v in evals if v is not None),
+                ", ".join(f"{v:.2f}" for v in versus if v is not None) or "—",
+                ", ".join(f"{v:.1f}" for v in foods if v is not None) or "—", _int(rate), ratio,
+            ])  # fmt: skip
+    return _rows(header, rows) + _random_notes(d)
+
+
+def fault_run(data: list[Json]) -> str:
+    """benchmarks/fault_run.py: cartpole_dqn with actors SIGKILLed during training, beside a clean run."""
+    (d,) = data
+    header = [
+        "variant",
+        "kills (actor at s)",
+        "restarts counted",
+        "final greedy eval",
+        "first periodic eval at target",
+        "train time",
+    ]
+    rows = []
+    for variant, runs in d["results"].items():
+        for r in runs:
+            kills = ", ".join(f"{k['actor']} {k['at_s']:.0f}" for k in r["kills"]) or "none"
+            counted = ", ".join(f"{k.removeprefix('restarts/')} {v:,}" for k, v in r["restarts"].items() if v)
+            rows.append(
+                [
+                    variant,
+                    kills,
+                    counted or "0",
+                    f"{r['final_eval']:.1f}",
+                    _s(r["first_eval_at_target_s"]),
+                    _s(r["train_s"]),
+                ]
+            )
+    p = d["protocol"]
+    notes = (
+        f"\nA rollout actor killed every {p['kill_every']:g} s, the learner at {p['learner_at']:g} s, the replay "
+        f"shard at {p['replay_at']:g} s; runs of at most {p['seconds']:g} s, {p['seeds']} seed per variant. "
+        "A kill after the training time landed during the final evaluation.\n"
+    )
+    return _rows(header, rows) + notes

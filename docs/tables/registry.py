@@ -1,0 +1,209 @@
+"""Every table by the name a docs page asks for it with (``<!-- raylab:bench NAME -->``): the JSON files it is
+made from, its renderer, and its title; ``table`` renders one with its sources and machines."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .components import (
+    dqn_fused_update,
+    learner,
+    policy_inference,
+    ppo_fused_update,
+    replay_snapshot,
+    snake_loop,
+    timer_overhead,
+)
+from .format import BENCHMARKS, Json, machine_line
+from .learning import before_after, fault_run, fixed_budget_learning, learn, policies_learning
+from .peers import appo_vs_peers, e2e_cartpole, e2e_mario, ppo_vs_rllib
+from .throughput import a3c_scaling, arena, envs, sampling, sampling_revisions, sampling_sink_weights
+
+
+@dataclass(frozen=True)
+class Table:
+    files: tuple[str, ...]
+    """The JSON files under benchmarks/ the table is made from."""
+    render: Callable[[list[Json]], str]
+    """Their parsed contents (in ``files``' order) -> the Markdown table."""
+    title: str
+    """What it measures, in a few words."""
+
+
+TABLES: dict[str, Table] = {
+    "cartpole_dqn_learning": Table(("cartpole_dqn_learning.json",), learn, "Ape-X DQN on CartPole to a greedy 475"),
+    "cartpole_ppo_learning": Table(("cartpole_ppo_learning.json",), learn, "PPO on CartPole to a greedy 475"),
+    "cartpole_appo_learning": Table(("cartpole_appo_learning.json",), learn, "APPO on CartPole to a greedy 475"),
+    "cartpole_a3c_learning": Table(("cartpole_a3c_learning.json",), learn, "A3C on CartPole to a greedy 475"),
+    "pendulum_ppo_learning": Table(("pendulum_ppo_learning.json",), learn, "PPO on Pendulum (continuous actions)"),
+    "snake_arena_learning": Table(
+        ("snake_arena_learning.json", "snake_arena_throughput.json"),
+        fixed_budget_learning,
+        "the multi-snake arena, one shared policy, fixed budget",
+    ),
+    "snake_arena_policies": Table(
+        ("snake_arena_policies.json",), policies_learning, "the arena: two policies against one shared, fixed budget"
+    ),
+    "simple_adversary_learning": Table(
+        ("simple_adversary_learning.json",), policies_learning, "mpe2 simple_adversary: two teams, two policies"
+    ),
+    "spread_learning": Table(("spread_learning.json",), fixed_budget_learning, "mpe2 simple_spread, shared policy"),
+    "cartpole_ppo_tuning": Table(
+        ("cartpole_ppo_tuning.json",), learn, "cartpole_ppo's sweep winner over 3 seeds, to a training return of 475"
+    ),
+    "cartpole_appo_envs": Table(
+        ("cartpole_appo_envs.json",), learn, "cartpole_appo at 32 envs x 32 steps against 8 x 64, 5 seeds"
+    ),
+    "cartpole_appo_envs_scan": Table(
+        ("cartpole_appo_envs_scan.json",), learn, "cartpole_appo's envs per worker scanned, 3 seeds, 2M env-step cap"
+    ),
+    "halfcheetah_learning": Table(
+        ("halfcheetah_learning.json",), fixed_budget_learning, "HalfCheetah-v5, 20 minutes, PPO and APPO"
+    ),
+    "snake_arena_throughput": Table(("snake_arena_throughput.json",), arena, "the multi-snake arena's agent steps/s"),
+    "core_before_after": Table(
+        tuple(f"core_before_after_{algo}.json" for algo in ("dqn", "ppo", "appo", "a3c")),
+        before_after,
+        "before and after the framework core, to a greedy 475",
+    ),
+    "learner_cpu": Table(("learner_cpu.json",), learner, "DQN learner updates/s"),
+    "learner_ppo_cpu": Table(("learner_ppo_cpu.json",), learner, "PPO learner updates/s"),
+    "learner_cuda_dqn": Table(("learner_cuda_dqn.json",), learner, "DQN learner updates/s on an H100"),
+    "learner_cuda_ppo": Table(("learner_cuda_ppo.json",), learner, "PPO learner updates/s on an H100"),
+    "snake_dqn_loop": Table(("snake_dqn_loop.json",), snake_loop, "seed 004's Snake DQN loop"),
+    "cartpole_ppo_vs_rllib": Table(("cartpole_ppo_vs_rllib.json",), ppo_vs_rllib, "PPO against RLlib"),
+    "cartpole_ppo_vs_rllib_first_fused": Table(
+        ("cartpole_ppo_vs_rllib_first_fused.json",), ppo_vs_rllib, "the same, the first run with the fused update"
+    ),
+    "cartpole_ppo_vs_rllib_autograd": Table(
+        ("cartpole_ppo_vs_rllib_autograd.json",), ppo_vs_rllib, "the same, before the fused actor-critic update"
+    ),
+    "cartpole_appo_vs_peers": Table(
+        ("cartpole_appo_vs_peers.json",), appo_vs_peers, "APPO against Sample Factory and RLlib"
+    ),
+    "cartpole_appo_vs_peers_first_fused": Table(
+        ("cartpole_appo_vs_peers_first_fused.json",), appo_vs_peers, "the same, the first run with the fused update"
+    ),
+    "cartpole_appo_vs_peers_autograd": Table(
+        ("cartpole_appo_vs_peers_autograd.json",), appo_vs_peers, "the same, before the fused actor-critic update"
+    ),
+    "cartpole_appo_vs_peers_torch": Table(
+        ("cartpole_appo_vs_peers_torch.json",), appo_vs_peers, "the same, the first run (acting in torch)"
+    ),
+    "pendulum_ppo_vs_rllib": Table(("pendulum_ppo_vs_rllib.json",), ppo_vs_rllib, "PPO against RLlib on Pendulum"),
+    "pendulum_ppo_vs_rllib_autograd": Table(
+        ("pendulum_ppo_vs_rllib_autograd.json",), ppo_vs_rllib, "the same, before the fused actor-critic update"
+    ),
+    "a3c_scaling": Table(("a3c_scaling.json",), a3c_scaling, "A3C worker scaling"),
+    "a3c_scaling_16core": Table(("a3c_scaling_16core.json",), a3c_scaling, "A3C worker scaling on 16 cores"),
+    "e2e_cartpole": Table(("e2e_cartpole.json",), e2e_cartpole, "apex_dqn end to end against RLlib DQN"),
+    "e2e_mario": Table(("e2e_mario.json", "e2e_mario_free.json"), e2e_mario, "apex_dqn end to end on Mario"),
+    "envs": Table(("envs.json",), envs, "raw env throughput"),
+    "sampling": Table(
+        tuple(f"sampling_{n}.json" for n in ("cartpole", "snake", "mario", "coinrun")),
+        sampling,
+        "the rollout path alone against the env-only limit",
+    ),
+    "sampling_after": Table(
+        tuple(f"sampling_{n}_after.json" for n in ("snake", "mario", "coinrun")),
+        sampling,
+        "Snake, Mario and CoinRun's rollout paths, re-measured at 2594d24",
+    ),
+    "sampling_cartpole_after": Table(
+        ("sampling_cartpole_after.json",), sampling, "CartPole's rollout path at 32 envs, 1 and 2 calls in flight"
+    ),
+    "cartpole_appo_chunks_in_flight": Table(
+        ("cartpole_appo_chunks_in_flight.json",), learn, "cartpole_appo with 1 and 2 chunks in flight, 5 seeds"
+    ),
+    "cartpole_appo_rollout_length": Table(
+        ("cartpole_appo_rollout_length.json",), learn, "cartpole_appo with 32- and 64-step chunks, 5 seeds"
+    ),
+    "cartpole_appo_rollout_length_c1": Table(
+        ("cartpole_appo_rollout_length_c1.json",),
+        learn,
+        "cartpole_appo with 32-step chunks, 2 per update, and 64-step chunks, 1 per update, 5 seeds",
+    ),
+    "cartpole_appo_rollout_length_10seeds": Table(
+        ("cartpole_appo_rollout_length_10seeds.json",),
+        learn,
+        "cartpole_appo with 32- and 64-step chunks, 10 more seeds",
+    ),
+    "sampling_cartpole_r64": Table(
+        ("sampling_cartpole_r64.json",), sampling, "CartPole's rollout path with 64-step chunks"
+    ),
+    "sampling_cartpole_numpy": Table(
+        ("sampling_cartpole_numpy.json",), sampling, "CartPole's rollout path acting in NumPy, 1 and 2 calls in flight"
+    ),
+    "sampling_sink_weights": Table(
+        ("sampling_sink_weights.json",), sampling_sink_weights, "the sampling sink's weights: object store or inline"
+    ),
+    "sampling_cartpole_weight_load": Table(
+        ("sampling_cartpole_weight_load.json",),
+        sampling_revisions,
+        "CartPole's rollout path before and after the direct weight load",
+    ),
+    "sampling_snake_weight_load": Table(
+        ("sampling_snake_weight_load.json",),
+        sampling_revisions,
+        "Snake's rollout path before and after the direct weight load",
+    ),
+    "sampling_cartpole_niceness": Table(
+        ("sampling_cartpole_niceness.json",),
+        sampling_revisions,
+        "CartPole's rollout path with the actors at Ray's nice 15 and at the driver's priority",
+    ),
+    "sampling_cartpole_inline": Table(
+        ("sampling_cartpole_inline.json",), sampling, "CartPole's rollout path, the sink's weights inline"
+    ),
+    "sampling_snake_inline": Table(
+        ("sampling_snake_inline.json",), sampling, "Snake's rollout path, the sink's weights inline"
+    ),
+    "sampling_cartpole_inprocess": Table(
+        ("sampling_cartpole_inprocess.json",), sampling, "CartPole's rollout path, with the worker alone in process"
+    ),
+    "sampling_cartpole_envpool": Table(
+        ("sampling_cartpole_envpool.json",), sampling, "CartPole's rollout path with env.backend=envpool"
+    ),
+    "cartpole_appo_envpool": Table(
+        ("cartpole_appo_envpool.json",), learn, "cartpole_appo on gymnasium's and on EnvPool's CartPole, 5 seeds"
+    ),
+    "cartpole_appo_envpool_threads": Table(
+        ("cartpole_appo_envpool_threads.json",), learn, "the same with EnvPool's default threads (the first version)"
+    ),
+    "policy_inference": Table(("policy_inference.json",), policy_inference, "act() in torch and in NumPy"),
+    "dqn_fused_update": Table(("dqn_fused_update.json",), dqn_fused_update, "a DQN update: autograd and fused"),
+    "ppo_fused_update": Table(("ppo_fused_update.json",), ppo_fused_update, "a PPO/APPO call: autograd and fused"),
+    "cartpole_appo_fused": Table(("cartpole_appo_fused.json",), learn, "cartpole_appo through autograd and fused"),
+    "cartpole_ppo_fused": Table(("cartpole_ppo_fused.json",), learn, "cartpole_ppo through autograd and fused"),
+    "halfcheetah_ppo_fused": Table(
+        ("halfcheetah_ppo_fused.json",), learn, "halfcheetah_ppo through autograd and fused, 120 s each"
+    ),
+    "cartpole_dqn_fused": Table(
+        ("cartpole_dqn_fused.json",), learn, "cartpole_dqn through autograd and torch acting, and fused, 3 seeds"
+    ),
+    "cartpole_appo_numpy_inference": Table(
+        ("cartpole_appo_numpy_inference.json",), learn, "cartpole_appo acting in torch and in NumPy, 5 seeds"
+    ),
+    "cartpole_ppo_numpy_inference": Table(
+        ("cartpole_ppo_numpy_inference.json",), learn, "cartpole_ppo acting in torch and in NumPy, 5 seeds"
+    ),
+    "timer_overhead": Table(("timer_overhead.json",), timer_overhead, "the cost of per-stage timing"),
+    "replay_snapshot": Table(("replay_snapshot.json",), replay_snapshot, "replay snapshots: size and seconds"),
+    "fault_run": Table(("fault_run.json",), fault_run, "a run with actors killed, beside a clean one"),
+}
+"""Every table, by the name a docs page asks for it with."""
+
+
+def table(name: str, benchmarks: Path = BENCHMARKS, link: Callable[[str], str] | None = None) -> str:
+    """Table ``name`` from the JSON under ``benchmarks``, then its sources and machines. ``link`` turns a
+    file name into a link target (the docs site's copy of the JSON); without it files are named plainly."""
+    spec = TABLES[name]
+    data = [json.loads((benchmarks / file).read_text()) for file in spec.files]
+    sources = "; ".join(
+        f"{f'[`{file}`]({link(file)})' if link else f'`benchmarks/{file}`'}: {machine_line(d)}"
+        for file, d in zip(spec.files, data, strict=True)
+    )
+    return f"{spec.render(data)}\n*Data: {sources}.*\n"

@@ -1,0 +1,176 @@
+"""The throughput tables: the rollout path against the env-only limit (and at two revisions), the sampling
+sink's weights, raw env throughput per pipeline stage, the multi-snake arena, and A3C's worker scaling."""
+
+from __future__ import annotations
+
+from .format import Json, _int, _pct, _ratio, _rows, _sentence, _sig
+
+
+def sampling(data: list[Json]) -> str:
+    """``raylab.bench sampling``: the rollout path alone against W x the env-only rate (sampling_*.json)."""
+    header = ["experiment", "envs per worker", "env only (1 process)", "workers", "sampled agent steps/s",
+              "efficiency", "env", "inference", "weight sync", "transport and the rest"]  # fmt: skip
+    rows = []
+    for d in data:
+        name = " ".join(o.removeprefix("+experiment=") for o in d["overrides"])
+        for w, r in d["workers"].items():
+            rows.append([
+                f"`{name}`", str(d["envs_per_worker"]), _int(d["env_only_agent_steps_per_s"]), w,
+                _int(r["agent_steps_per_s"]), f"{r['efficiency']:.0%}", f"{r['env_share']:.0%}",
+                f"{r['inference_share']:.0%}", f"{r['sync_share']:.0%}", f"{r['transport_share']:.0%}",
+            ])  # fmt: skip
+    notes = (
+        f"\nMedians of {data[0]['rounds']} alternating rounds of {data[0]['seconds']:g} s. Efficiency: sampled ÷ "
+        "(workers × env only). The shares split the workers' wall time by their own stage timers.\n"
+    )
+    for d in data:
+        if "in_process_agent_steps_per_s" in d:  # measured since the in-process line was added
+            name = " ".join(o.removeprefix("+experiment=") for o in d["overrides"])
+            notes += (
+                f"\nIn process, without Ray, one rollout worker of `{name}` samples "
+                f"{_int(d['in_process_agent_steps_per_s'])} agent steps/s, {d['in_process_efficiency']:.0%} of env "
+                "only: the rest of the efficiency lost above is the calls' and the transport's.\n"
+            )
+    return _rows(header, rows) + notes
+
+
+def sampling_revisions(data: list[Json]) -> str:
+    """benchmarks/sampling_revisions.py: ``bench sampling`` at two git revisions, alternating in one run."""
+    (d,) = data
+    r = d["results"]
+    before, after = r["revisions"]["before"], r["revisions"]["after"]
+    header = ["workers", f"agent steps/s at {before}", f"at {after}", "after / before",
+              "efficiency before → after", "weight sync before → after", "transport before → after"]  # fmt: skip
+    rows = []
+    for shape, row in r["summary"].items():
+        if shape == "env_only_agent_steps_per_s":
+            continue
+        b, a = row["before"], row["after"]
+        rows.append([
+            shape, _int(b["agent_steps_per_s"]), _int(a["agent_steps_per_s"]), _ratio(row["ratio"]),
+            f"{_pct(b['efficiency'])} → {_pct(a['efficiency'])}", f"{_pct(b['sync_share'])} → {_pct(a['sync_share'])}",
+            f"{_pct(b['transport_share'])} → {_pct(a['transport_share'])}",
+        ])  # fmt: skip
+    env = r["summary"]["env_only_agent_steps_per_s"]
+    return (
+        _rows(header, rows)
+        + f"\nEnv only (one process): {_int(env['before'])} / {_int(env['after'])} agent steps/s in the two "
+        f"revisions' runs. {_sentence(d['protocol'])}.\n"
+    )
+
+
+def sampling_sink_weights(data: list[Json]) -> str:
+    """benchmarks/sampling_sink_weights.py: the sampling sink's weights through the object store and inline."""
+    (d,) = data
+    r = d["results"]
+    labels = {"object_store": "through the object store (`ray.put`, before)", "inline": "inline, by value (after)"}
+    rows = [[labels[name], _int(rate)] for name, rate in r["agent_steps_per_s"].items()]
+    ratio = _ratio(r["ratio_inline_over_object_store"])
+    return (
+        _rows(["weights handed out", "agent steps/s (median)"], rows)
+        + f"\nInline / object store: {ratio}; {d['protocol']}.\n"
+    )
+
+
+ENV_STAGES = (
+    ("raw", "raw env"),
+    ("wrapped", "+ preprocessing"),
+    ("vector", "vector env"),
+    ("worker", "one rollout worker"),
+)
+
+
+def envs(data: list[Json]) -> str:
+    """``raylab.bench envs``: raw throughput per env family and pipeline stage, one process."""
+    (d,) = data
+    header = ["family (experiment)", "observation", *(label for _, label in ENV_STAGES), "worker time: env / inference"]
+    rows = []
+    for family, f in d["families"].items():
+        cells = []
+        for stage, _ in ENV_STAGES:
+            rate = f["stages"][stage]
+            cells.append(_int(rate["agent_steps_per_s"]))
+            if rate["frames_per_s"] != rate["agent_steps_per_s"]:
+                cells[-1] += f" ({_int(rate['frames_per_s'])} frames)"
+        cells[2] += f", {f['envs_per_worker']} envs"
+        share = f["worker_time_share"]
+        rows.append(
+            [
+                f"{family} (`{f['experiment']}`)",
+                f"{tuple(f['obs_shape'])} {f['obs_dtype']}",
+                *cells,
+                f"{_pct(share['env'])} / {_pct(share['inference'])}",
+            ]
+        )
+    notes = (
+        "\nAgent steps/s (emulator frames in brackets where a step skips frames); "
+        f"{d['rounds']} rounds × {d['seconds_per_stage']:g} s per stage, medians.\n"
+    )
+    return _rows(header, rows) + notes
+
+
+def arena(data: list[Json]) -> str:
+    """``raylab.bench arena``: the arena's agent steps/s with N snakes per board (snake_arena_throughput.json)."""
+    (d,) = data
+    header = ["snakes per board", "board", "boards per worker", "raw env (1 process)", "rollout worker",
+              "rollout worker, 2 policies (ratio)", "end to end (snake_arena_ppo)",
+              "random policy: foods / return per episode"]  # fmt: skip
+    rows = []
+    for n, r in d["snakes"].items():
+        e2e = r["e2e_agent_steps_per_s"]
+        rand = r["random_policy"]
+        two = r.get("worker_2_policies_agent_steps_per_s")
+        missing = "— (one snake per board)" if n == "1" else "not measured"
+        rows.append([
+            n, f"{r['dim']}×{r['dim']}", str(r["boards_per_worker"]), _int(r["raw_agent_steps_per_s"]),
+            _int(r["worker_agent_steps_per_s"]),
+            f"{_int(two)} ({r['two_policies_vs_one']:.2f}×)" if two else missing,
+            _int(e2e) if e2e is not None else "not run", f"{rand['foods_per_episode']:.2f} / {rand['return_mean']:.2f}",
+        ])  # fmt: skip
+    notes = (
+        f"\nAgent steps/s, {d['slots_per_worker']} snakes per worker; raw and worker: medians of {d['rounds']} "
+        f"alternating rounds of {d['seconds_per_stage']:g} s, one process and one torch thread; end to end: "
+        f"`+experiment=snake_arena_ppo` (2 rollout actors and the learner on Ray) for {d['e2e_seconds']:g} s.\n"
+    )
+    return _rows(header, rows) + notes
+
+
+def a3c_scaling(data: list[Json]) -> str:
+    """``raylab.bench scaling``: seed 000's A3C worker-scaling protocol, beside seed 000's own figures."""
+    (d,) = data
+    piped, sync, seed = d["summary"]["pushes_in_flight=1"], d["summary"].get("pushes_in_flight=0", {}), d["seed_000"]
+    header = [
+        "workers",
+        "total_s initial / final",
+        "wait_s initial / final",
+        "wait share (initial)",
+        "speed-up initial / final",
+        "synchronous pushes: total_s initial / final",
+        "its wait share",
+        "seed 000 total_s initial / final",
+        "seed 000 wait share",
+    ]
+    rows = []
+    for workers, r in piped.items():
+        s, o = sync.get(workers), seed["rows"].get(workers)
+        rows.append(
+            [
+                workers,
+                f"{r['initial_total_s']:.2f} / {r['final_total_s']:.2f}",
+                f"{r['initial_wait_s']:.3f} / {r['final_wait_s']:.3f}",
+                _pct(r["initial_wait_share"]),
+                f"{r['initial_speedup']:.2f} / {r['final_speedup']:.2f}",
+                f"{s['initial_total_s']:.2f} / {s['final_total_s']:.2f}" if s else "—",
+                _pct(s["initial_wait_share"]) if s else "—",
+                f"{_sig(o['initial_total_s'])} / {_sig(o['final_total_s'])}" if o else "—",
+                _pct(o["initial_wait_s"] / o["initial_total_s"]) if o else "—",
+            ]
+        )
+    p = d["protocol"]
+    notes = (
+        f"\n{p['segments_per_row']} segments of up to {p['rollout_length']} steps per row, {p['statistic']} of "
+        f"{p['repeats']}, {p['num_shards']} server shard(s), {d['cores_available']} cores available; plateau: "
+        + "; ".join(f"{k}: {v}" for k, v in d["plateau"].items())
+        + f". Seed 000: {seed['source']}.\n"
+    )
+    return _rows(header, rows) + notes
