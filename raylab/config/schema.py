@@ -1,7 +1,7 @@
 """The frozen dataclass schema of a run: ``RunConfig``, which unites the sections, one docstring under each field.
 
 Field checks live in each dataclass's ``__post_init__``; checks across sections (and against the env
-registry) in raylab/config/checks.py. The sections live in modules by theme, and are importable from here:
+registry) in raylab/config/checks.py. The sections live in modules by theme, and are importable from here too:
 
 - what trains and how (``model``, ``topology``, ``params``, ``learner``, ``replay``) in raylab/config/training.py;
 - what surrounds the training (``logger``, ``stop``, ``eval``, ``checkpoint``, ``ray``, ``sweep``) in
@@ -20,26 +20,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from raylab.algos.names import TOPOLOGY_ALGOS
+from raylab.algos.names import TOPOLOGY_ALGOS as TOPOLOGY_ALGOS  # re-exported (raylab.config imports it from here)
 from raylab.config.algo import AlgoConfig, DQNConfig
 from raylab.config.coerce import plain
-from raylab.config.runtime import (
-    CheckpointConfig,
-    EvalConfig,
-    LoggerConfig,
-    RayConfig,
-    StopConfig,
-    SweepConfig,
-    WandbConfig,
-)
+from raylab.config.runtime import CheckpointConfig, EvalConfig, LoggerConfig, RayConfig, StopConfig, SweepConfig
+from raylab.config.runtime import WandbConfig as WandbConfig  # re-exported (only LoggerConfig holds one)
 from raylab.config.training import LearnerConfig, ModelConfig, ParamsConfig, ReplayConfig, TopologyConfig
 from raylab.envs.config import EnvConfig
-
-__all__ = [
-    "TOPOLOGY_ALGOS", "CheckpointConfig", "EnvConfig", "EvalConfig", "LearnerConfig", "LoggerConfig", "ModelConfig",
-    "ParamsConfig", "PolicyConfig", "RayConfig", "ReplayConfig", "RunConfig", "StopConfig", "SweepConfig",
-    "TopologyConfig", "WandbConfig",
-]  # fmt: skip
 
 
 @dataclass(frozen=True)
