@@ -5,10 +5,10 @@ once and fails with a one-line ``ConfigError`` that names the fix. Nothing downs
 Ray actor, is a DictConfig (lazy interpolations break in child processes, hydra#2772). Each component's
 builder receives only its own sub-config.
 
-Modules: schema.py (``RunConfig`` and its sections), algo.py (the ``algo`` sections) and, beside the env
-families, raylab/envs/config.py (``EnvConfig``), each field with a one-line docstring; coerce.py (the generic
-mapping -> dataclass engine); checks.py (``resolve`` and the checks that span sections). Import from here:
-``from raylab.config import RunConfig, resolve``.
+Modules: schema.py (``RunConfig``), training.py and runtime.py (its sections, by theme), algo.py (the ``algo``
+sections) and, beside the env families, raylab/envs/config.py (``EnvConfig``), each field with a one-line
+docstring; coerce.py (the generic mapping -> dataclass engine); checks.py (``resolve`` and the checks
+that span sections). Import from here: ``from raylab.config import RunConfig, resolve``.
 """
 
 from raylab.config.algo import A3CConfig, AlgoConfig, APPOConfig, DQNConfig, EpsilonConfig, PPOConfig

@@ -1,7 +1,8 @@
 """``resolve``: a composed config in, a checked ``RunConfig`` out; and the checks that span sections.
 
-Each dataclass checks its own fields as it is built (raylab/config/schema.py); what needs two sections at
-once, or the env registry (is the env id known, can a return threshold ever be reached), is checked here.
+Each dataclass checks its own fields as it is built (raylab/config/schema.py and its sections' modules); what
+needs two sections at once, or the env registry (is the env id known, can a return threshold ever be
+reached), is checked here.
 """
 
 from __future__ import annotations

@@ -86,17 +86,10 @@ class ClassicPoolVectorEnv(PoolAdapter):
     their bounds (as the single-env stack's ClipAction does)."""
 
     def __init__(self, cfg: EnvConfig, num_envs: int, seed: int, name: str = "envpool"):
-        self.cfg = cfg
-        self.num_envs = int(num_envs)
-        self.seed = int(seed)
-        self.name = name
-        self.restarts = 0
-        self.pool = make_pool(cfg, self.num_envs, self.seed)
+        super().__init__(cfg, num_envs, seed, name, make_pool)
         self.single_observation_space: gym.Space = self.pool.observation_space
         self.single_action_space: gym.Space = self.pool.action_space
         self._obs = np.zeros((self.num_envs, *self.single_observation_space.shape), np.float32)
-        self._return = np.zeros(self.num_envs)
-        self._length = np.zeros(self.num_envs, np.int64)
         space = self.single_action_space
         self._box = isinstance(space, gym.spaces.Box)
         self._idle = np.zeros((self.num_envs, *space.shape), space.dtype)
@@ -117,28 +110,17 @@ class ClassicPoolVectorEnv(PoolAdapter):
             actions = np.clip(actions, space.low, space.high).astype(space.dtype, copy=False)
         try:
             obs, rew, term, trunc, _ = in_env_order(self.pool.step(actions))
-        except Exception as err:  # the pool as a whole failed: rebuild it, every partial episode is dropped
-            self._restart(err)
-            everyone = np.ones(self.num_envs, bool)
-            return VectorStep(self._obs, np.zeros(self.num_envs, np.float32), ~everyone, everyone, [], [], everyone)
+        except Exception as err:
+            return self._restart(err)
         self._obs[:] = obs
         self._return += rew
         self._length += 1
-        done = term | trunc
-        final_obs: list[tuple[int, np.ndarray]] = []
-        episodes: list[tuple[int, dict[str, float]]] = []
-        if done.any():
-            ids = np.flatnonzero(done)
-            for i in ids:
-                if trunc[i] and not term[i]:
-                    final_obs.append((int(i), self._obs[i].copy()))
-                episodes.append((int(i), {"return": float(self._return[i]), "length": float(self._length[i])}))
+        ids = np.flatnonzero(term | trunc)
+        final_obs, episodes = self._ended(ids, term, trunc)
+        if len(ids):
             reset_obs, *_, info = self.pool.step(self._idle[: len(ids)], env_id=ids)  # EnvPool's reset step
             self._obs[np.asarray(info["env_id"])] = reset_obs
             self._return[ids] = 0.0
             self._length[ids] = 0
         rewards = transform_reward(rew.astype(np.float32, copy=False), self.cfg.reward_clip, self.cfg.reward_scale)
         return VectorStep(self._obs, rewards, term, trunc, final_obs, episodes, None)
-
-    def _new_pool(self, seed: int) -> Any:
-        return make_pool(self.cfg, self.num_envs, seed)

@@ -14,6 +14,7 @@ immediately stepping just the finished envs once more. ``ProcgenEnv`` is the sin
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -124,23 +125,54 @@ def in_env_order(out: tuple) -> tuple:
 
 
 class PoolAdapter:
-    """What an adapter of one EnvPool batch (``self.pool``) does the same whatever the game: when the pool fails
-    as a whole, close it and build a new one (``_new_pool``) with a fresh seed, then reset; close it at the end."""
+    """What an adapter of one EnvPool batch (``self.pool``) does the same whatever the game: build the pool of
+    ``num_envs`` envs with ``make_pool(cfg, num_envs, seed)`` and keep the fields raylab's VectorEnv contract
+    and crash recovery read (``name``, ``seed``, ``restarts``) and each env's episode return and length; when
+    the pool fails as a whole, close it and build a new one with a fresh seed, then reset; report the episodes
+    that end; close the pool at the end. Subclasses fill ``_obs`` (the batch of observations ``step`` returns)."""
 
-    pool: Any
+    _obs: np.ndarray
 
-    def _new_pool(self, seed: int) -> Any:
-        raise NotImplementedError
+    def __init__(
+        self, cfg: EnvConfig, num_envs: int, seed: int, name: str, make_pool: Callable[[EnvConfig, int, int], Any]
+    ):
+        self.cfg = cfg
+        self.num_envs = int(num_envs)
+        self.seed = int(seed)
+        self.name = name
+        self.restarts = 0
+        self._make_pool = make_pool
+        self.pool = make_pool(cfg, self.num_envs, self.seed)
+        self._return = np.zeros(self.num_envs)
+        self._length = np.zeros(self.num_envs, np.int64)
 
     def reset(self) -> np.ndarray:
         raise NotImplementedError
 
-    def _restart(self, err: Exception) -> None:
+    def _restart(self, err: Exception) -> VectorStep:
+        """The pool as a whole failed: rebuild it with a fresh seed and return the step that says so, every env
+        restarted (its partial episode dropped)."""
+
         def start(seed: int) -> None:
-            self.pool = self._new_pool(seed)
+            self.pool = self._make_pool(self.cfg, self.num_envs, seed)
             self.reset()
 
         rebuild_batch(self, err, lambda: self.pool.close(), start)
+        everyone = np.ones(self.num_envs, bool)
+        return VectorStep(self._obs, np.zeros(self.num_envs, np.float32), ~everyone, everyone, [], [], everyone)
+
+    def _ended(
+        self, ids: np.ndarray, term: np.ndarray, trunc: np.ndarray
+    ) -> tuple[list[tuple[int, np.ndarray]], list[tuple[int, dict[str, float]]]]:
+        """VectorStep's ``final_obs`` (truncated episodes' last observations) and ``episodes`` (raw return and
+        length) of the envs ``ids`` whose episodes just ended."""
+        final_obs: list[tuple[int, np.ndarray]] = []
+        episodes: list[tuple[int, dict[str, float]]] = []
+        for i in ids:
+            if trunc[i] and not term[i]:
+                final_obs.append((int(i), self._obs[i].copy()))
+            episodes.append((int(i), {"return": float(self._return[i]), "length": float(self._length[i])}))
+        return final_obs, episodes
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -151,12 +183,7 @@ class EnvPoolVectorEnv(PoolAdapter):
     """EnvPool's batch behind raylab's VectorEnv contract, with frame stacking and reward transform built in."""
 
     def __init__(self, cfg: EnvConfig, num_envs: int, seed: int, name: str = "procgen"):
-        self.cfg = cfg
-        self.num_envs = int(num_envs)
-        self.seed = int(seed)
-        self.name = name
-        self.restarts = 0
-        self.pool = make_pool(cfg, self.num_envs, self.seed)
+        super().__init__(cfg, num_envs, seed, name, make_pool)
         frame = self.pool.observation_space
         self._channels = int(frame.shape[0])
         self._k = cfg.frame_stack
@@ -165,8 +192,6 @@ class EnvPoolVectorEnv(PoolAdapter):
         )
         self.single_action_space: gym.Space = self.pool.action_space
         self._obs = np.zeros((self.num_envs, self._k * self._channels, *frame.shape[1:]), np.uint8)
-        self._return = np.zeros(self.num_envs)
-        self._length = np.zeros(self.num_envs, np.int64)
         self._noop = np.full(self.num_envs, NOOP_ACTION)
         self._limit = cfg.max_episode_steps
 
@@ -189,10 +214,8 @@ class EnvPoolVectorEnv(PoolAdapter):
     def step(self, actions: np.ndarray) -> VectorStep:
         try:
             raw = self.pool.step(np.asarray(actions))
-        except Exception as err:  # the pool as a whole failed: rebuild it, every partial episode is dropped
-            self._restart(err)
-            everyone = np.ones(self.num_envs, bool)
-            return VectorStep(self._obs, np.zeros(self.num_envs, np.float32), ~everyone, everyone, [], [], everyone)
+        except Exception as err:
+            return self._restart(err)
         obs, rew, term, trunc, _ = in_env_order(raw)
         self._push(slice(None), obs)
         self._return += rew
@@ -201,13 +224,8 @@ class EnvPoolVectorEnv(PoolAdapter):
         if self._limit is not None:  # env.max_episode_steps, applied here (EnvPool ignores it for Procgen)
             trunc = trunc | ((self._length >= self._limit) & ~term)
         done = term | trunc
-        final_obs: list[tuple[int, np.ndarray]] = []
-        episodes: list[tuple[int, dict[str, float]]] = []
+        final_obs, episodes = self._ended(np.flatnonzero(done), term, trunc)
         if done.any():
-            for i in np.flatnonzero(done):
-                if trunc[i] and not term[i]:
-                    final_obs.append((int(i), self._obs[i].copy()))
-                episodes.append((int(i), {"return": float(self._return[i]), "length": float(self._length[i])}))
             self._start_episodes(np.flatnonzero(done & ended_in_pool), np.flatnonzero(done & ~ended_in_pool))
         rewards = transform_reward(rew.astype(np.float32), self.cfg.reward_clip, self.cfg.reward_scale)
         return VectorStep(self._obs, rewards, term, trunc, final_obs, episodes, None)
@@ -226,9 +244,6 @@ class EnvPoolVectorEnv(PoolAdapter):
             self._push(ids, reset_obs[order], fill=True)
             self._return[ids] = 0.0
             self._length[ids] = 0
-
-    def _new_pool(self, seed: int) -> Any:
-        return make_pool(self.cfg, self.num_envs, seed)
 
 
 class ProcgenEnv(gym.Env[np.ndarray, np.int64]):

@@ -33,7 +33,9 @@ def test_appo_learns_the_fake_task_and_reports_drops(tmp_path):
     # the report's count is the learner's own, and no more chunks were dropped than the workers made
     chunks = sum(worker["chunks"] for worker in summary.benchmark["workers"].values())
     assert summary.benchmark["appo"]["dropped_chunks"] == reported[-1] <= chunks
-    assert all(row["learner/lag_mean"] >= 0 for row in rows if "learner/lag_mean" in row)
+    lags = [row["learner/lag_mean"] for row in rows if "learner/lag_mean" in row]
+    assert lags, "no metrics row reports learner/lag_mean"
+    assert all(lag >= 0 for lag in lags), lags
     for worker in summary.benchmark["workers"].values():
         assert worker["chunks"] > 0 and worker["policy_version_last"] > 0
 

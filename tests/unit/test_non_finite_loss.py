@@ -36,9 +36,15 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, valu
 
 
 def test_a_finite_loss_goes_on(tmp_path):
+    """A huge but finite loss, and a NaN in a metric that is not a loss, do not stop the run: no error, no last
+    row forced out (the stopping path writes one), and the calls are counted."""
     cfg = make_config(tmp_path, *FAKE, "topology=local")
     monitor = RunMonitor(cfg, env_spaces(cfg.env))
     monitor.on_learner(
         LearnerStats(updates=1, samples=32, version=1, metrics={"loss": 1e30, "q": math.nan}, seconds=0.1)
     )
+    assert monitor.progress.updates == 1 and monitor.progress.learner_metrics["loss"] == 1e30
+    monitor.on_learner(LearnerStats(updates=2, samples=64, version=3, metrics={"loss": 0.5}, seconds=0.1))
+    assert monitor.progress.updates == 3 and monitor.progress.learner_metrics == {"loss": 0.5}
     monitor.close()
+    assert (tmp_path / "metrics.jsonl").read_text() == ""

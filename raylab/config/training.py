@@ -1,0 +1,236 @@
+"""The sections that say what a run trains and how: the network (``model``), the dataflow (``topology``, and
+A3C's parameter server, ``params``), the Learner (``learner``) and DQN's replay (``replay``). RunConfig unites
+them with the others in raylab/config/schema.py; each field's docstring is its entry in the configuration
+reference (raylab/config/reference.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from raylab.config.algorithms import TOPOLOGY_ALGOS
+from raylab.errors import check, positive_or_none
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    encoder: Literal["mlp", "nature_cnn", "impala_cnn", "custom"] = "mlp"
+    """Observation encoder: mlp for vectors; nature_cnn or impala_cnn (Procgen's residual CNN) for images;
+    custom: model.factory builds the whole network (model=custom)."""
+    hidden_sizes: tuple[int, ...] = (256, 256)
+    """Fully connected layers after the encoder's input (mlp) or convolutions (nature_cnn)."""
+    dueling: bool = False
+    """Dueling Q head: V(s) + A(s, a) - mean_a A(s, a)."""
+    norm: Literal["none", "batch"] = "none"
+    """nature_cnn: BatchNorm after each convolution (seed 001's Mario network); workers act in eval mode."""
+    log_std_init: float = 0.0
+    """Continuous (Box) actions: the starting log standard deviation of the Gaussian policy (a learned,
+    state-independent parameter per action dimension)."""
+    normalize_obs: bool = False
+    """Standardize observations with running mean and variance that the learner updates and ships inside the
+    weights (PPO, APPO; raylab/models/normalize.py). Not with A3C (its parameter servers move parameters only)."""
+    numpy_inference: bool = True
+    """PPO and APPO rollout actors act through a NumPy copy of a plain MLP actor-critic, DQN's through one of a
+    plain MLP Q network (raylab/models/numpy_policy.py: the same distribution, the same greedy actions; 2.2x
+    faster than torch at 32 envs of CartPole, where torch's per-operation overhead dominates:
+    benchmarks/policy_inference.json); false keeps torch. Other models (CNNs, dueling or quantile heads,
+    custom) always act in torch."""
+    factory: str | None = None
+    """model=custom: ``pkg.module:make_model``, called as ``make_model(spaces, head, **model.options)`` in every
+    process that builds the network (learner, rollout actors, evaluator); the contract is in
+    raylab/models/custom.py."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """model=custom: keyword arguments for model.factory."""
+
+    def __post_init__(self) -> None:
+        check(all(h > 0 for h in self.hidden_sizes), "model.hidden_sizes must be positive integers")
+        check(
+            (self.encoder == "custom") == (self.factory is not None),
+            "model.factory goes with model=custom (model.encoder=custom) and model=custom needs "
+            "model.factory=<package.module:function>",
+        )
+        check(not self.options or self.encoder == "custom", "model.options are model.factory's: use model=custom")
+
+
+@dataclass(frozen=True)
+class TopologyConfig:
+    name: str = "apex_dqn"
+    """Dataflow: local (serial, no Ray) | apex_dqn | a3c | ppo | appo; each Ray topology runs its algorithms
+    (raylab/config/algorithms.py), local runs every algorithm."""
+    num_workers: int = 2
+    """Rollout workers, or A3C workers (Ray actors, or serial workers taking turns in the local topology)."""
+    envs_per_worker: int = 8
+    """Envs stepped as one batch inside each worker."""
+    rollout_length: int = 32
+    """Steps per env in one chunk; a chunk moves rollout_length x envs_per_worker steps at once (A3C: the
+    longest segment)."""
+    chunks_in_flight: int = 1
+    """Sample calls each rollout actor has queued at once (topology=appo). 2 double-buffers at the level of
+    calls: an actor starts its next chunk the moment it finishes one instead of idling while the driver
+    takes the chunk and sends the next call; each call beyond the first adds up to a chunk of policy lag,
+    which V-trace corrects. Other topologies sample one call at a time (ppo's rounds are synchronous)."""
+    worker_cpus: float = 1.0
+    """Logical Ray CPUs reserved per rollout actor (A3C: per worker)."""
+    max_actor_restarts: int = -1
+    """How often a crashed actor is restarted, in every Ray topology: rollout actors, replay shards, the
+    learner, parameter-server shards, A3C workers (replaced by the driver) and the evaluation actor. -1 =
+    always; 0 = never (a crash ends the run in one line); n = at most n deaths per actor. The learner and
+    A3C's server come back from the latest periodic checkpoint, a replay shard empty or from its snapshot
+    (checkpoint.replay)."""
+
+    def __post_init__(self) -> None:
+        check(self.max_actor_restarts >= -1, "topology.max_actor_restarts must be -1 (always), 0 or more")
+        check(
+            self.name in TOPOLOGY_ALGOS,
+            f"unknown topology '{self.name}': choose one of {', '.join(TOPOLOGY_ALGOS)} (e.g. topology=apex_dqn)",
+        )
+        check(
+            self.num_workers >= 1,
+            f"topology.num_workers must be >= 1 (got {self.num_workers}): set topology.num_workers=1 or more",
+        )
+        check(
+            self.envs_per_worker >= 1,
+            f"topology.envs_per_worker must be >= 1 (got {self.envs_per_worker})",
+        )
+        check(self.rollout_length >= 1, f"topology.rollout_length must be >= 1 (got {self.rollout_length})")
+        check(self.chunks_in_flight >= 1, f"topology.chunks_in_flight must be >= 1 (got {self.chunks_in_flight})")
+        check(
+            self.chunks_in_flight == 1 or self.name == "appo",
+            f"topology.chunks_in_flight={self.chunks_in_flight} needs topology=appo (topology={self.name} samples "
+            "one call at a time): set topology.chunks_in_flight=1",
+        )
+        check(self.worker_cpus >= 0, "topology.worker_cpus must be >= 0")
+
+
+@dataclass(frozen=True)
+class ParamsConfig:
+    """The parameter server of the a3c topology (raylab/params)."""
+
+    num_shards: int = 1
+    """Server actors; each owns a contiguous slice of the flat parameter vector and its RMSProp statistics.
+    RMSProp is elementwise, so sharding changes where updates run, never what they compute."""
+    pushes_in_flight: int = 1
+    """Gradients a worker may have sent but not yet seen applied before it blocks (0 = synchronous: wait
+    for every push, as seed 000's mutex did). Bounds staleness: a gradient is at most this many of the
+    worker's own pushes behind, plus whatever other workers pushed meanwhile."""
+    shard_cpus: float = 0.5
+    """Logical Ray CPUs reserved per server shard."""
+    worker_nice: int = 10
+    """Niceness added to A3C worker processes (0-19): with more workers than cores, a positive value keeps
+    them from starving the server shards every worker depends on (benchmarks/a3c_worker_nice.json)."""
+
+    def __post_init__(self) -> None:
+        check(0 <= self.worker_nice <= 19, f"params.worker_nice must be in 0..19 (got {self.worker_nice})")
+        check(self.num_shards >= 1, f"params.num_shards must be >= 1 (got {self.num_shards})")
+        check(self.pushes_in_flight >= 0, f"params.pushes_in_flight must be >= 0 (got {self.pushes_in_flight})")
+        check(self.shard_cpus >= 0, "params.shard_cpus must be >= 0")
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """auto picks cuda when present."""
+    batch_size: int = 64
+    """DQN: transitions per update (PPO and APPO split their chunks into algo.minibatches instead)."""
+    lr: float = 1e-3
+    """Adam learning rate (A3C: algo.lr, applied by the parameter server)."""
+    adam_eps: float = 1e-8
+    """Adam epsilon."""
+    max_grad_norm: float | None = 10.0
+    """Clip gradients to this global norm (None = no clipping)."""
+    updates_per_call: int = 32
+    """DQN: updates per learner call, on batches sampled in one replay call; amortizes the Ray round trip."""
+    publish_every: int = 32
+    """DQN: publish new inference weights every N updates (PPO and APPO publish after every learner call)."""
+    num_threads: int = 1
+    """torch intra-op threads in the learner, and NumPy's BLAS threads in its process (the fused update)."""
+    num_cpus: float = 1.0
+    """Logical Ray CPUs for the learner actor."""
+    num_gpus: float = 0.0
+    """Ray GPUs reserved for the learner actor; 0 (with device auto or cuda) reserves one when the Ray
+    cluster has a GPU."""
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    """Mixed precision: bf16 autocast (CPU or CUDA), fp16 autocast with a GradScaler (CUDA only). It pays on
+    the CPU (bf16: 1.8x fp32 for mario_dqn's CNN); on an H100 these small CNNs are launch-bound and AMP ran at
+    0.76-0.92x fp32 (benchmarks/learner_cuda_dqn.json): there, keep fp32 (TF32) and use compile_mode."""
+    compile: bool = False
+    """torch.compile the update: the loss (forward and backward) and the optimizer step."""
+    compile_mode: Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"] = "default"
+    """torch.compile mode. On CUDA, reduce-overhead (CUDA graphs) is the one that pays for small models:
+    1.8-2.2x eager fp32 updates/s on an H100 for the DQN and PPO CNNs, where default compile gave 0.9-1.04x."""
+    grad_accumulation: int = 1
+    """Split each batch into this many micro-batches and accumulate their gradients (one optimizer step)."""
+    prefetch: bool = True
+    """A thread readies the next batch (gather, pin, copy to the device) while the current one trains: on
+    CUDA for every algorithm; on the CPU where pulling a batch waits (DQN's replay draws), not for PPO's and
+    APPO's minibatches, gathered from memory faster than the threads hand them over, nor for DQN's fused
+    update (learner.fused), which pulls its steps inline."""
+    tf32: bool = True
+    """On CUDA: TF32 matmuls/convolutions and cudnn.benchmark (no effect on CPU)."""
+    fused: Literal["auto", True, False] = "auto"
+    """A plain MLP trained fp32 on the CPU: each optimizer step (forward, loss, backward, clipping, Adam) written
+    out in NumPy instead of run through autograd, the same math on the same tensors. DQN's
+    (raylab/algos/dqn/fused.py; 3.5x faster on Snake's 128x128 MLP at batch 32, 1.4x at 256x256:
+    benchmarks/dqn_fused_update.json) and PPO's/APPO's clipped objective (raylab/algos/ppo/fused.py:
+    benchmarks/ppo_fused_update.json). auto: where it applies; true: refuse a run where it does not; false:
+    torch's autograd path always."""
+
+    def __post_init__(self) -> None:
+        check(self.batch_size >= 1, f"learner.batch_size must be >= 1 (got {self.batch_size})")
+        check(
+            self.grad_accumulation >= 1 and self.batch_size % self.grad_accumulation == 0,
+            f"learner.grad_accumulation={self.grad_accumulation} must be >= 1 and divide learner.batch_size="
+            f"{self.batch_size}: pick a divisor",
+        )
+        check(self.lr > 0, f"learner.lr must be > 0 (got {self.lr})")
+        positive_or_none(self.max_grad_norm, "learner.max_grad_norm")
+        check(self.updates_per_call >= 1, "learner.updates_per_call must be >= 1")
+        check(self.publish_every >= 1, "learner.publish_every must be >= 1")
+        check(self.num_threads >= 1, "learner.num_threads must be >= 1")
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    kind: Literal["uniform", "prioritized"] = "uniform"
+    """Sampler: uniform, or prioritized (proportional, on a sum tree; priorities from the learner's TD errors)."""
+    capacity: int = 100_000
+    """Transitions kept (ring buffer), across all shards."""
+    num_shards: int = 1
+    """Replay actors (apex_dqn); each worker writes to one shard, learner calls take turns among them."""
+    alpha: float = 0.6
+    """Prioritized: P(i) proportional to (|TD error_i| + eps) ** alpha."""
+    beta: float = 0.4
+    """Prioritized: importance-weight exponent at the start."""
+    beta_final: float = 1.0
+    """Prioritized: beta reached after beta_anneal_env_steps."""
+    beta_anneal_env_steps: int = 0
+    """Prioritized: anneal beta linearly over this many inserted transitions (0 = beta stays fixed)."""
+    priority_eps: float = 1.0e-6
+    """Prioritized: added to |TD error| so no item has zero probability."""
+    frame_dedup: Literal["auto", True, False] = "auto"
+    """Store each frame of stacked image observations once (auto: on for uint8 images with env.frame_stack > 1)."""
+    min_size: int = 1_000
+    """Transitions stored before the learner starts (n-step transitions still waiting for their last steps
+    do not count)."""
+    samples_per_insert: float = 8.0
+    """Target learner samples per inserted transition; 0 = no rate limit."""
+    error_buffer: float | None = None
+    """Limiter slack in samples; None = one chunk per worker plus one learner call."""
+
+    def __post_init__(self) -> None:
+        check(self.capacity >= 1, f"replay.capacity must be >= 1 (got {self.capacity})")
+        check(self.min_size >= 1, f"replay.min_size must be >= 1 (got {self.min_size})")
+        check(
+            self.min_size <= self.capacity,
+            f"replay.min_size={self.min_size} exceeds replay.capacity={self.capacity}: lower min_size",
+        )
+        check(self.samples_per_insert >= 0, "replay.samples_per_insert must be >= 0")
+        check(self.num_shards >= 1, f"replay.num_shards must be >= 1 (got {self.num_shards})")
+        check(0.0 <= self.alpha <= 1.0, f"replay.alpha must be in [0, 1] (got {self.alpha})")
+        check(
+            0.0 <= self.beta <= 1.0 and 0.0 <= self.beta_final <= 1.0,
+            f"replay.beta and replay.beta_final must be in [0, 1] (got {self.beta}, {self.beta_final})",
+        )
+        check(self.priority_eps > 0, f"replay.priority_eps must be > 0 (got {self.priority_eps})")
+        positive_or_none(self.error_buffer, "replay.error_buffer")
