@@ -28,9 +28,9 @@ def value(ref: Any) -> Any:
 
 
 class Transport(Protocol):
-    def wait(self, refs: Sequence[Any], timeout: float | None, every: bool = False) -> list[Any]:
+    def wait(self, refs: Sequence[Any], timeout: float | None, every: bool = False, fetch: bool = True) -> list[Any]:
         """The first of ``refs`` done (``every``: all of them) within ``timeout`` seconds (None: no limit), or
-        those done by then."""
+        those done by then; ``fetch=False``: without copying their values here yet."""
         ...
 
     def get(self, ref: Any) -> Any:
@@ -45,7 +45,7 @@ class Transport(Protocol):
 class Immediate:
     """The transport of calls that are done when made: every ref is ready, ``get`` reads its value."""
 
-    def wait(self, refs: Sequence[Any], timeout: float | None, every: bool = False) -> list[Any]:
+    def wait(self, refs: Sequence[Any], timeout: float | None, every: bool = False, fetch: bool = True) -> list[Any]:
         return list(refs)
 
     def get(self, ref: Any) -> Any:

@@ -74,14 +74,14 @@ class ServerLink:
     def wait_oldest(self) -> None:
         """Block until the oldest outstanding push is applied on every shard (``poll`` then returns it)."""
         if self._pending:
-            self.transport.wait(self._pending[0], None, every=True)  # fetching is poll's ("receive")
+            self.transport.wait(self._pending[0], None, every=True, fetch=False)  # fetching is poll's ("receive")
 
     def poll(self) -> list[ServerUpdate]:
         """Replies of the oldest outstanding pushes that are already complete, oldest first; never blocks."""
         out = []
         while self._pending:
             head = self._pending[0]
-            if len(self.transport.wait(head, 0, every=True)) < len(head):
+            if len(self.transport.wait(head, 0, every=True, fetch=False)) < len(head):
                 break
             out.append(ServerUpdate.join(self.transport.get(self._pending.popleft())))
         return out

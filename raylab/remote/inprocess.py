@@ -46,7 +46,9 @@ class NoDeath(Exception):
     """In one process no actor dies on its own: nothing raises this (the loop's ``ActorDied``)."""
 
 
-class InProcessBackend:
+class InProcessBackend(Immediate):
+    """Every call is done when made: the loop's ``wait``, ``get`` and ``put`` are ``Immediate``'s."""
+
     ActorDied: type[BaseException] = NoDeath
 
     def __init__(self) -> None:
@@ -58,15 +60,6 @@ class InProcessBackend:
     def spawn(self, spec: ActorSpec) -> LocalClient:
         """The host built here; its resources and name mean nothing in one process."""
         return LocalClient(spec.host(*spec.args), remote_methods(spec.host))
-
-    def wait(self, refs: Sequence[Any], timeout: float, every: bool = False) -> list[Any]:
-        return list(refs)
-
-    def get(self, ref: Any) -> Any:
-        return self.transport.get(ref)
-
-    def put(self, obj: Any) -> Done[Any]:
-        return Done(obj)
 
     def called_died(self, err: BaseException) -> bool:
         return False

@@ -28,8 +28,10 @@ SPREAD = "SPREAD"
 class RayTransport:
     """Waiting on and reading ObjectRefs; picklable, so an actor can be handed it with the clients it calls."""
 
-    def wait(self, refs: Sequence[Any], timeout: float | None, every: bool = False) -> list[Any]:
-        ready, _ = ray.wait(list(refs), num_returns=len(refs) if every else 1, timeout=timeout, fetch_local=False)
+    def wait(self, refs: Sequence[Any], timeout: float | None, every: bool = False, fetch: bool = True) -> list[Any]:
+        """``fetch=False``: done where they are, not yet copied here (an A3C worker blocked on the server
+        counts the copy as receiving, not waiting)."""
+        ready, _ = ray.wait(list(refs), num_returns=len(refs) if every else 1, timeout=timeout, fetch_local=fetch)
         return ready
 
     def get(self, ref: Any) -> Any:
@@ -97,7 +99,9 @@ def actor_class(host: type) -> Any:
     return _ACTOR_CLASSES[host]
 
 
-class RayBackend:
+class RayBackend(RayTransport):
+    """The loop's calls (``wait``, ``get``, ``put``) are the transport's."""
+
     ActorDied: type[BaseException] = ray.exceptions.RayActorError
     """What fetching a call's result raises when its actor died (Ray restarts it, or it is gone)."""
 
@@ -138,17 +142,6 @@ class RayBackend:
                 "no GPU in the Ray cluster: the learner runs on CPU (learner.device=auto)"
             )
         return 0.0
-
-    # -- the calls ------------------------------------------------------------------------------------------
-    def wait(self, refs: Sequence[Any], timeout: float, every: bool = False) -> list[Any]:
-        ready, _ = ray.wait(list(refs), num_returns=len(refs) if every else 1, timeout=timeout)
-        return ready
-
-    def get(self, ref: Any) -> Any:
-        return ray.get(ref)
-
-    def put(self, value: Any) -> Any:
-        return ray.put(value)
 
     def called_died(self, err: BaseException) -> bool:
         """``err`` (ActorDied) came from inside a call whose actor lives on: an actor *it* called died."""

@@ -22,7 +22,8 @@ from raylab.driver.loop import Call, Driver
 from raylab.plan import ReplayPlan
 from raylab.replay.buffer import ReplayStats
 from raylab.replay.snapshot import snapshot_path
-from raylab.topology.jobs import RolloutFlow, Update
+from raylab.topology.jobs import Update
+from raylab.topology.rollout_flow import RolloutFlow
 
 
 @dataclass

@@ -21,7 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from raylab.driver.loop import Driver
-from raylab.topology.jobs import Lane, Rollout, RolloutFlow, Update
+from raylab.topology.jobs import Lane, Rollout, Update
+from raylab.topology.rollout_flow import RolloutFlow
 from raylab.types import LearnerStats, RolloutStats
 
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 from raylab.driver.loop import Driver
-from raylab.topology.jobs import Rollout, RolloutFlow, Update
+from raylab.topology.jobs import Rollout, Update
+from raylab.topology.rollout_flow import RolloutFlow
 from raylab.types import LearnerStats, RolloutStats
 
 

@@ -168,7 +168,7 @@ class SlowTransport(Immediate):
         self.held: list = []  # the released replies stay alive: their ids are not reused
         self.blocking_waits = 0
 
-    def wait(self, refs, timeout, every=False):
+    def wait(self, refs, timeout, every=False, fetch=True):
         if timeout is None:  # the worker blocks (ServerLink.wait_oldest)
             self.blocking_waits += 1
             self.released.update(id(r) for r in refs)

@@ -75,7 +75,7 @@ class Backend:
     def spawn(self, spec: Any) -> Evaluator:  # the driver spawns only the evaluator itself
         return self._evaluator
 
-    def wait(self, refs: list[Ref], timeout: float, every: bool = False) -> list[Ref]:
+    def wait(self, refs: list[Ref], timeout: float, every: bool = False, fetch: bool = True) -> list[Ref]:
         return list(refs)
 
     def called_died(self, err: BaseException) -> bool:
