@@ -11,11 +11,11 @@ import torch
 from raylab.config import RunConfig
 from raylab.models import numpy_policy
 from raylab.models.factory import ActorCritic, build_actor_critic
-from raylab.models.numpy_policy import Mirrored, NumpyActor
-from raylab.types import EnvSpaces, Weights
+from raylab.models.numpy_policy import Mirrored, NumpyActor, VersionedWeights
+from raylab.types import EnvSpaces
 
 
-class ActorCriticPolicy:
+class ActorCriticPolicy(VersionedWeights):
     """CPU inference without autograd. ``greedy`` picks the most likely action (evaluation).
 
     ``frozen`` (the default) puts the model in eval mode without gradients: the policy owns it. False leaves
@@ -73,14 +73,6 @@ class ActorCriticPolicy:
             actions, log_probs = dist.sample_with_log_prob(params, self.generator)
             self.last_log_probs = log_probs.numpy()
             return actions.numpy()
-
-    def set_weights(self, weights: Weights) -> bool:
-        """Load ``weights`` if newer than what the policy holds; returns whether it did."""
-        if weights.version <= self.version:
-            return False
-        self._mirrored.load(weights.params)
-        self.version = weights.version
-        return True
 
 
 def rollout_policy(

@@ -9,14 +9,14 @@ replay shard's snapshot just before each checkpoint; its seconds are reported as
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from raylab.config import RunConfig
+from raylab.config import CheckpointConfig
 from raylab.driver.outputs import RunOutputs
 from raylab.driver.progress import Progress
 from raylab.driver.resume import ResumeState, rng_state
@@ -33,13 +33,17 @@ ReplaySnapshot = Callable[[Path], None]
 class CheckpointManager:
     def __init__(
         self,
-        cfg: RunConfig,
+        checkpoint: CheckpointConfig,
+        config: dict[str, Any],
         outputs: RunOutputs,
         progress: Progress,
         resume: ResumeState | None = None,
         replay_snapshot: ReplaySnapshot | None = None,
+        policy_names: Sequence[str] = (),
     ):
-        self.cfg = cfg
+        """``checkpoint``: when to write and how many to keep; ``config``: the run's config, which every
+        checkpoint holds; ``policy_names``: with several policies, whose policy is which in final.pt."""
+        self.checkpoint, self.config, self.policy_names = checkpoint, config, list(policy_names)
         self.outputs = outputs
         self.progress = progress
         self._resume = resume
@@ -63,7 +67,7 @@ class CheckpointManager:
     def maybe_save(self, state: Callable[[], dict[str, Any] | None]) -> str | None:
         """A periodic checkpoint when one is due: ``state()`` is then asked for the learner's full state (None:
         not available now, e.g. the learner is restarting, and this one is skipped). Returns its name."""
-        every = self.cfg.checkpoint.every_seconds
+        every = self.checkpoint.every_seconds
         now = time.perf_counter()
         if every is None or now - self._last < every:
             return None
@@ -94,7 +98,7 @@ class CheckpointManager:
         config."""
         self.snapshot_final()
         if isinstance(policy, list):
-            names = list(self.cfg.policies)
+            names = self.policy_names
             policy_state: dict[str, Any] = {
                 "policies": {n: _policy_state(w) for n, w in zip(names, policy, strict=True)}
             }
@@ -133,7 +137,7 @@ class CheckpointManager:
             "train_seconds": p.seconds,
             "workers": {str(k): int(v["env_steps"]) for k, v in p.workers.items()},
             "rng": rng_state(),
-            "config": self.cfg.to_dict(),
+            "config": self.config,
         }
 
     def _snapshot(self, checkpoint_name: str) -> None:
@@ -143,7 +147,7 @@ class CheckpointManager:
             self.progress.add_time("replay/snapshot_s", time.perf_counter() - start)
 
     def _rotate(self) -> None:
-        while len(self.names) > self.cfg.checkpoint.keep:
+        while len(self.names) > self.checkpoint.keep:
             old = self.names.pop(0)
             (self.directory / old).unlink(missing_ok=True)
             for snapshot in self.directory.glob(f"replay_*_{old.removesuffix('.pt')}.npz"):

@@ -60,8 +60,13 @@ class RunMonitor:
             self.outputs.write_config(cfg.to_dict())
             if loggers is None:
                 loggers = build_loggers(cfg.logger, cfg.run_dir, cfg.to_dict(), cfg.stop.env_steps)
-            self.reporter = Reporter(cfg, self.progress, self.outputs, loggers, self.resources)
-            self.checkpointer = CheckpointManager(cfg, self.outputs, self.progress, resume, replay_snapshot)
+            self.reporter = Reporter(
+                cfg.stop, cfg.eval, cfg.logger.report_every_seconds, self.progress, self.outputs, loggers,
+                self.resources,
+            )  # fmt: skip
+            self.checkpointer = CheckpointManager(
+                cfg.checkpoint, cfg.to_dict(), self.outputs, self.progress, resume, replay_snapshot, list(cfg.policies)
+            )
             if resume is not None:
                 self._restore(resume)
         except BaseException:  # no monitor to close: nothing it opened may stay open

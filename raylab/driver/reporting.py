@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from raylab.config import RunConfig
+from raylab.config import EvalConfig, StopConfig
 from raylab.driver.outputs import RunOutputs
 from raylab.driver.progress import Progress
 from raylab.driver.resources import ResourceSampler
@@ -30,18 +30,22 @@ PROGRESS_EVERY_S = 0.2
 class Reporter:
     def __init__(
         self,
-        cfg: RunConfig,
+        stop: StopConfig,
+        evaluation: EvalConfig,
+        report_every_s: float,
         progress: Progress,
         outputs: RunOutputs,
         loggers: list[Logger],
         resources: ResourceSampler,
     ):
-        self.cfg = cfg
+        """``stop``, ``evaluation``: the run's stop conditions and evaluation schedule; a row every
+        ``report_every_s`` seconds (logger.report_every_seconds)."""
+        self.stop_cfg, self.eval_cfg, self.report_every_s = stop, evaluation, report_every_s
         self.progress = progress
         self.outputs = outputs
         self.loggers = loggers
         self.resources = resources
-        self.stop = StopCondition(cfg.stop)
+        self.stop = StopCondition(stop)
         self.replay_size: int | None = None
         """Transitions in the replay (DQN), as the topology last saw them: reported as replay/size."""
         self._last_report = 0.0
@@ -60,7 +64,7 @@ class Reporter:
         if now - self._last_progress >= PROGRESS_EVERY_S:
             self._last_progress = now
             self._show_progress()
-        if force_report or now - self._last_report >= self.cfg.logger.report_every_seconds:
+        if force_report or now - self._last_report >= self.report_every_s:
             self._last_report = now
             self.report()
 
@@ -117,7 +121,7 @@ class Reporter:
 
     # -- decisions -----------------------------------------------------------------------------------------
     def eval_due(self) -> bool:
-        ev = self.cfg.eval
+        ev = self.eval_cfg
         if ev.every_seconds is not None and time.perf_counter() - self._last_eval_time >= ev.every_seconds:
             return True
         return ev.every_env_steps is not None and self.progress.env_steps - self._last_eval_steps >= ev.every_env_steps
@@ -128,7 +132,7 @@ class Reporter:
 
     def target_reached(self) -> bool:
         """The last greedy evaluation met stop.mean_return (its weights are then the run's policy)."""
-        last, target = self.progress.last_eval, self.cfg.stop.mean_return
+        last, target = self.progress.last_eval, self.stop_cfg.mean_return
         return last is not None and target is not None and last.mean >= target
 
     def stop_reason(self) -> str | None:

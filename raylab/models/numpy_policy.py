@@ -18,7 +18,7 @@ plain MLP ``QNetwork`` (one atom, no dueling head): DQN's epsilon-greedy actors,
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 from torch import nn
@@ -29,6 +29,7 @@ from raylab.models.factory import ActorCritic, QNetwork
 from raylab.models.heads import QHead
 from raylab.models.normalize import CLIP, RunningNorm
 from raylab.params.flat import load_params
+from raylab.types import Weights
 
 
 def supports(model: nn.Module) -> bool:
@@ -221,3 +222,19 @@ class Mirrored(Generic[M]):
             self._unloaded = params
         else:
             load_params(self._module, params)
+
+
+class VersionedWeights:
+    """What a policy acting through a ``Mirrored`` module does with published weights: it loads only newer
+    ones (a worker handed the weights it holds, or older, copies nothing)."""
+
+    version: int
+    _mirrored: Mirrored[Any]
+
+    def set_weights(self, weights: Weights) -> bool:
+        """Load ``weights`` if newer than what the policy holds; returns whether it did."""
+        if weights.version <= self.version:
+            return False
+        self._mirrored.load(weights.params)
+        self.version = weights.version
+        return True

@@ -38,7 +38,10 @@ def make(tmp_path: Path) -> Iterator[Make]:
         outputs = RunOutputs(cfg.run_dir)
         opened.append(outputs)
         progress = Progress()
-        return CheckpointManager(cfg, outputs, progress, resume, replay_snapshot), progress
+        manager = CheckpointManager(
+            cfg.checkpoint, cfg.to_dict(), outputs, progress, resume, replay_snapshot, list(cfg.policies)
+        )
+        return manager, progress
 
     yield build
     for outputs in opened:

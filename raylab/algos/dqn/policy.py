@@ -6,8 +6,7 @@ import numpy as np
 import torch
 
 from raylab.models.factory import QNetwork
-from raylab.models.numpy_policy import Mirrored, NumpyQ, q_linears
-from raylab.types import Weights
+from raylab.models.numpy_policy import Mirrored, NumpyQ, VersionedWeights, q_linears
 
 
 def apex_epsilons(num_slots: int, base: float = 0.4, alpha: float = 7.0) -> np.ndarray:
@@ -38,7 +37,7 @@ class EpsilonSchedule:
         return self.initial + frac * (self.final - self.initial)
 
 
-class EpsilonGreedyPolicy:
+class EpsilonGreedyPolicy(VersionedWeights):
     """Greedy in a local copy of the Q network, random with each slot's epsilon. CPU inference, no grad;
     ``numpy_inference``: through a NumPy copy of a plain MLP Q network (raylab/models/numpy_policy.py)."""
 
@@ -81,11 +80,3 @@ class EpsilonGreedyPolicy:
     def epsilon(self) -> float:
         """Mean exploration rate over the slots now."""
         return float(np.mean(self.epsilons(self.steps * len(self.epsilons.final))))
-
-    def set_weights(self, weights: Weights) -> bool:
-        """Load ``weights`` if newer than what the policy holds; returns whether it did."""
-        if weights.version <= self.version:
-            return False
-        self._mirrored.load(weights.params)
-        self.version = weights.version
-        return True
