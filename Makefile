@@ -69,11 +69,12 @@ bench-learning: install ## time-to-475 on CartPole, 3 seeds, apex_dqn vs serial 
 		--variant apex_dqn= --variant local=topology=local +experiment=cartpole_dqn $(ARGS)
 
 OLD ?= /tmp/raylab-83337f6
-bench-core: install ## before/after the framework core: cartpole_{dqn,ppo,appo,a3c}, 3 seeds (a3c 5), OLD checkout vs this one -> benchmarks/core_before_after_*.json
+CORE_OUT ?= core_before_after
+bench-core: install ## before/after a change of the core: cartpole_{dqn,ppo,appo,a3c}, 3 seeds (a3c 5), OLD checkout vs this one -> benchmarks/$(CORE_OUT)_*.json
 	@test -d $(OLD)/raylab/conf || { echo "OLD=$(OLD) needs a raylab checkout with raylab/conf: git worktree add $(OLD) 83337f6 && ln -s ../conf $(OLD)/raylab/conf"; exit 2; }
 	for x in dqn ppo appo a3c; do seeds="0 1 2"; [ $$x = a3c ] && seeds="0 1 2 3 4"; \
 		$(PY) -m raylab.bench learn --seeds $$seeds --variant old= --variant new= --source old=$(OLD) \
-		--output benchmarks/core_before_after_$$x.json +experiment=cartpole_$$x $(ARGS) || exit 1; done
+		--output benchmarks/$(CORE_OUT)_$$x.json +experiment=cartpole_$$x $(ARGS) || exit 1; done
 
 sweep-demo: install ## an 8-trial Optuna sweep of cartpole_ppo (lr, epochs, minibatches) by the time to a training return of 475 -> benchmarks/sweep_cartpole_ppo.json
 	rm -rf outputs/sweeps/cartpole_ppo

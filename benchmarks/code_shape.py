@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import re
 import subprocess
 from pathlib import Path
 from typing import Any
+
+from raylab.bench.machine import save_report
 
 REPO = Path(__file__).resolve().parents[1]
 KINDS = {
@@ -115,15 +116,17 @@ def main() -> None:
     parser.add_argument("after")
     parser.add_argument("--output", required=True)
     args = parser.parse_args()
-    report = {
-        "benchmark": "code_shape",
-        "command": f"python benchmarks/code_shape.py {args.before} {args.after} --output {args.output}",
-        "before": shape(args.before),
-        "after": shape(args.after),
-    }
-    Path(args.output).write_text(json.dumps(report, indent=1) + "\n")
+    results = {"before": shape(args.before), "after": shape(args.after)}
+    save_report(
+        args.output,
+        "code_shape",
+        "the source at two revisions, read with git show (nothing checked out or imported); the seam is "
+        "raylab/remote/ plus the in-process backend",
+        f"python benchmarks/code_shape.py {args.before} {args.after} --output {args.output}",
+        results,
+    )
     for side in ("before", "after"):
-        s = report[side]
+        s = results[side]
         print(
             f"{side} {s['revision']}: seam {s['seam_lines']} lines; kind files {s['files_naming_each_actor_kind']}; "
             f"backend kind methods {s['backend_methods_named_after_a_kind']}; "

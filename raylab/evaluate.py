@@ -175,7 +175,18 @@ def load_run_config(run_dir: Path, args: EvaluateArgs) -> Any:
     path = run_dir / "config.yaml"
     if not path.is_file():
         raise RaylabError(f"{path} not found: run_dir must be a raylab run directory (it has config.yaml)")
-    cfg = resolve(yaml.safe_load(path.read_text()), run_dir=str(run_dir))
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        where = getattr(err, "problem_mark", None)
+        at = f" at line {where.line + 1}" if where is not None else ""
+        raise RaylabError(
+            f"{path} does not parse as YAML{at}: restore it (every checkpoint holds the run's config: "
+            f"raylab.learner.load_checkpoint(...)['config']), or pass another run_dir"
+        ) from None
+    if not isinstance(data, dict):
+        raise RaylabError(f"{path} holds no config mapping: restore it, or pass another run_dir")
+    cfg = resolve(data, run_dir=str(run_dir))
     ev = dataclasses.replace(cfg.eval, episodes=args.episodes)
     return dataclasses.replace(cfg, eval=ev, seed=cfg.seed if args.seed is None else args.seed)
 
@@ -264,6 +275,11 @@ def evaluate(args: EvaluateArgs) -> dict[str, Any]:
     from raylab.learner.checkpoint import load_checkpoint
 
     run_dir = Path(args.run_dir)
+    if run_dir.is_file() and run_dir.parent.name == "checkpoints":  # a checkpoint named as the run
+        raise RaylabError(
+            f"run_dir {run_dir} is a checkpoint file, not a run directory: pass run_dir={run_dir.parent.parent} "
+            f"checkpoint={run_dir.stem}"
+        )
     if not run_dir.is_dir():
         raise RaylabError(f"run_dir {run_dir} does not exist: pass a run directory (outputs/<date>/<time>)")
     cfg = load_run_config(run_dir, args)
@@ -301,15 +317,36 @@ def evaluate(args: EvaluateArgs) -> dict[str, Any]:
         }
     if args.video:
         frames, stats, render_fps = record_episode(cfg, spaces, weights, args.max_video_steps)
-        path = Path(args.video_path or run_dir / "videos" / f"{ckpt_path.stem}.{args.video_format}")
+        path = video_path(run_dir, ckpt_path, args)
         fps = video_fps(cfg, args, render_fps)
         write_video(frames, path, fps, args.video_format)
         episode = {f"episode_{k}": v for k, v in stats.items()}
         out["video"] = {"path": str(path), "frames": len(frames), "fps": fps, **episode}
     eval_dir = run_dir / "eval"
     eval_dir.mkdir(exist_ok=True)
-    (eval_dir / f"{ckpt_path.stem}.json").write_text(json.dumps(out, indent=2) + "\n")
+    free_path(eval_dir / f"{ckpt_path.stem}.json").write_text(json.dumps(out, indent=2) + "\n")
     return out
+
+
+def free_path(path: Path) -> Path:
+    """``path``, or the first of ``<stem>-2<suffix>``, ``-3``, ... that does not exist: an earlier evaluation's
+    results and video are never written over."""
+    k = 1
+    candidate = path
+    while candidate.exists():
+        k += 1
+        candidate = path.with_name(f"{path.stem}-{k}{path.suffix}")
+    return candidate
+
+
+def video_path(run_dir: Path, ckpt_path: Path, args: EvaluateArgs) -> Path:
+    """Where the video goes: ``video_path`` (refused when it exists), else the first free name under videos/."""
+    if args.video_path:
+        path = Path(args.video_path)
+        if path.exists():
+            raise ConfigError(f"video_path={path} exists: choose a new path (nothing was written over)")
+        return path
+    return free_path(run_dir / "videos" / f"{ckpt_path.stem}.{args.video_format}")
 
 
 def main(argv: list[str] | None = None) -> None:

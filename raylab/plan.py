@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from raylab.remote.host import ActorSpec
+from raylab.remote.host import ActorSpec, Resources
 from raylab.replay.rate_limiter import SamplesPerInsertLimiter
 
 
@@ -127,6 +127,22 @@ class RunPlan:
     target: float | None
     """stop.mean_return: a greedy evaluation that meets it (confirmed) stops the run."""
     max_restarts: int
-    required_cpus: float
     actor_counts: dict[str, int] = field(default_factory=dict)
     flow: RolloutPlan | A3CPlan | None = None
+
+    def demands(self) -> list[tuple[str, Resources]]:
+        """Every actor the run starts, by name, and what it reserves: checked against the cluster before any
+        of them starts (raylab.remote.runtime.check_placeable)."""
+        out = [("the evaluator", self.evaluator.resources)]
+        flow = self.flow
+        if isinstance(flow, RolloutPlan):
+            out += [(f"rollout actor {i}", spec.resources) for i, spec in enumerate(flow.workers)]
+            for policy in flow.policies.plans:
+                out.append((f"the {policy.actor.replace('_', ' ')}", policy.learner.resources))
+                if policy.replay is not None:
+                    shards = policy.replay.shards
+                    out += [(f"replay shard {policy.replay.first + j}", s.resources) for j, s in enumerate(shards)]
+        elif isinstance(flow, A3CPlan):
+            out += [(f"parameter-server shard {k}", spec.resources) for k, spec in enumerate(flow.shards)]
+            out += [(f"a3c worker {i}", flow.worker(i, None, 0).resources) for i in range(flow.num_workers)]
+        return out

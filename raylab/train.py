@@ -49,6 +49,7 @@ def run(cfg: RunConfig, keep_ray: bool = False) -> RunSummary:
 
         algorithm(cfg.algo.name).eval_policy(cfg, spaces, 1)
     from raylab.builders.run import build_run
+    from raylab.driver.outputs import claim_run_dir
     from raylab.driver.resume import load_resume
     from raylab.metrics.loggers import check_logger_config
 
@@ -57,6 +58,8 @@ def run(cfg: RunConfig, keep_ray: bool = False) -> RunSummary:
     if cfg.resume:  # read and checked before anything is written
         resume = load_resume(cfg.resume, cfg.to_dict())
         cfg = dataclasses.replace(cfg, run_dir=str(Path(cfg.resume)))
+    else:  # a finished run is never trained over (nor a half-finished one: resume it)
+        claim_run_dir(Path(cfg.run_dir), cfg.overwrite)
 
     # the topology runs its monitor in a with block: a run that raised leaves no sampler thread, logger or file open
     summary = build_run(cfg, spaces, resume, keep_ray).run()
@@ -130,8 +133,10 @@ def check_overrides(overrides: list[str]) -> None:
     if any(arg.startswith("-") for arg in overrides):
         return  # Hydra flags (--multirun, --cfg, --help, ...): leave everything to Hydra
     plain = [o for o in overrides if not o.lstrip("+~").startswith("hydra")]
+    check_run_dir_override(overrides)
     groups = config_groups()
     for override in plain:
+        check_grammar(override, groups)
         key, _, value = override.lstrip("+~").partition("=")
         if key in groups and value and value != "null" and value not in groups[key]:
             options = groups[key]
@@ -143,6 +148,42 @@ def check_overrides(overrides: list[str]) -> None:
         compose(plain)
     except Exception as err:
         raise ConfigError(_composition_message(err, plain)) from None
+
+
+def check_run_dir_override(overrides: list[str]) -> None:
+    """``hydra.run.dir=D``, checked before Hydra creates D: not a file nor under one, and not another run's
+    (unless resume=D or overwrite=true); the run checks again once its config is resolved."""
+    from raylab.driver.outputs import check_holds_no_run, check_not_under_a_file
+
+    given = dict(o.lstrip("+").partition("=")[::2] for o in overrides if "=" in o)
+    if "hydra.run.dir" not in given:
+        return
+    run_dir = Path(given["hydra.run.dir"])
+    check_not_under_a_file(run_dir, "hydra.run.dir")
+    check_holds_no_run(run_dir, bool(given.get("resume")) or given.get("overwrite", "").lower() == "true")
+
+
+def check_grammar(override: str, groups: dict[str, list[str]]) -> None:
+    """Hydra's grammar errors, in raylab's words: a bare word (an experiment's name, a group's option), and a
+    comma list of choices without -m."""
+    key, equal, value = override.lstrip("+~").partition("=")
+    if not equal:
+        owners = [g for g, options in groups.items() if override in options]
+        if "experiment" in owners:
+            raise ConfigError(f"'{override}' is an experiment: write +experiment={override}")
+        if owners:
+            raise ConfigError(f"'{override}' is a {owners[0]}: write {owners[0]}={override}")
+        raise ConfigError(f"'{override}' is not key=value: e.g. +experiment=cartpole_dqn or learner.lr=0.001")
+    bare = value.strip()
+    if "," in bare and not bare.startswith(("[", "{", "'", '"')) and not bare.startswith(SWEEP_FUNCTIONS):
+        raise ConfigError(
+            f"{key}={value} lists several values, which only a sweep runs: add -m (python -m raylab.train -m "
+            f"{override}), or give one value"
+        )
+
+
+SWEEP_FUNCTIONS = ("choice(", "range(", "interval(", "tag(", "glob(", "int(", "float(", "str(", "bool(")
+"""Hydra's override functions, whose arguments hold commas."""
 
 
 def _composition_message(err: Exception, overrides: list[str]) -> str:
@@ -160,10 +201,30 @@ def _composition_message(err: Exception, overrides: list[str]) -> str:
         close = difflib.get_close_matches(leaf, [str(k) for k in keys], n=1)
         if close:
             fix = f"did you mean '{parent + '.' if parent else ''}{close[0]}'?"
+        elif not parent and (nested := _nested_keys(others, leaf)):
+            fix = f"did you mean {' or '.join(nested)}?"
+        elif parent.endswith("options"):  # free-form: the env's or the model factory's keyword arguments
+            fix = f"add it with +{path}=..."
         else:
-            fix = f"check its spelling, or add a new key with +{path}=..."
+            fix = "check its spelling (python -m raylab.train --cfg job lists every key)"
         return f"unknown config key '{path}': {fix}"
     return f"invalid config overrides: {text}"
+
+
+def _nested_keys(overrides: list[str], leaf: str) -> list[str]:
+    """``section.key`` for each section holding ``leaf`` (or a key close to it): a top-level key that was
+    meant for a section (``lr=0.001``: learner.lr)."""
+    try:
+        node = compose(overrides)
+    except Exception:
+        return []
+    found = []
+    for section in [str(k) for k in node]:
+        sub = node[section]
+        if OmegaConf.is_dict(sub):
+            keys = [str(k) for k in sub]
+            found += [f"{section}.{k}" for k in difflib.get_close_matches(leaf, keys, n=1, cutoff=0.8)]
+    return found
 
 
 @hydra.main(config_path=f"pkg://{CONFIG_MODULE}", config_name="config", version_base="1.3")

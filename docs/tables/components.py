@@ -150,3 +150,50 @@ def replay_snapshot(data: list[Json]) -> str:
         "of the run spent writing snapshots.\n"
     )
     return _rows(header, rows) + notes
+
+
+def fused_vs_compile(data: list[Json]) -> str:
+    """benchmarks/fused_vs_compile.py: one learner call through autograd, torch.compile and the fused step."""
+    (d,) = data
+    header = ["case", "autograd (ms per call)", "torch.compile", "fused", "compile / autograd speed-up",
+              "fused / compile speed-up", "compile warm-up"]  # fmt: skip
+    rows = []
+    for name, r in d["results"].items():
+        ms = r["ms_per_call"]
+        rows.append([
+            f"`{name}`", f"{ms['autograd']:.2f}", f"{ms['compiled']:.2f}", f"{ms['fused']:.2f}",
+            _ratio(r["compiled_over_autograd"]), _ratio(r["fused_over_compiled"]), f"{r['warmup_s']['compiled']:.0f} s",
+        ])  # fmt: skip
+    return _rows(header, rows) + f"\n{d['protocol']}.\n"
+
+
+def code_shape(data: list[Json]) -> str:
+    """benchmarks/code_shape.py: the actor seam and the package's shape at two revisions."""
+    (d,) = data
+    before, after = d["results"]["before"], d["results"]["after"]
+
+    def longest(s: Json) -> str:
+        top = s["longest_functions_topology_driver"][0]
+        return f"{top['lines']} (`{top['where'].split(':')[0].removeprefix('raylab/')}` {top['where'].split()[-1]})"
+
+    def big(s: Json) -> str:
+        return ", ".join(f"`{p.removeprefix('raylab/')}` {n}" for p, n in s["modules_over_400_lines"].items()) or "none"
+
+    def pairs(s: Json) -> str:
+        return ", ".join(" ↔ ".join(p) for p in s["package_pairs_importing_each_other"]) or "none"
+
+    def kinds(s: Json) -> str:
+        return ", ".join(f"{k} {n}" for k, n in s["files_naming_each_actor_kind"].items())
+
+    rows = [
+        ["lines of the actor seam", str(before["seam_lines"]), str(after["seam_lines"])],
+        ["files naming each actor kind's classes", kinds(before), kinds(after)],
+        ["Backend methods named after an actor kind", ", ".join(before["backend_methods_named_after_a_kind"]),
+         ", ".join(after["backend_methods_named_after_a_kind"]) or "none (one `spawn`)"],
+        ["longest function in topology/ and driver/", longest(before), longest(after)],
+        ["largest topology file (lines)", *(str(max(s["topology_files"].values())) for s in (before, after))],
+        ["modules over 400 lines", big(before), big(after)],
+        ["packages that import each other", pairs(before), pairs(after)],
+    ]  # fmt: skip
+    header = ["", f"before (`{before['revision']}`)", f"after (`{after['revision']}`)"]
+    return _rows(header, rows) + f"\n{d['protocol']}.\n"

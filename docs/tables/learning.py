@@ -82,6 +82,27 @@ def before_after(data: list[Json]) -> str:
     return _rows(header, rows)
 
 
+def throughput_before_after(data: list[Json]) -> str:
+    """``raylab.bench learn`` runs of a fixed duration (no target), variants alternating seed by seed: env steps/s
+    and learner updates/s per variant, each as a ratio to the file's first variant, and every seed's env steps/s."""
+    header = ["experiment", "variant", "runs", "env steps/s (median)", "× first", "learner updates/s (median)",
+              "× first", "env steps/s, per seed"]  # fmt: skip
+    rows = []
+    for d in data:
+        experiment = " ".join(f"`{o}`" for o in d["overrides"] if not o.startswith(("stop.", "eval.")))
+        first = next(iter(d["summary"].values()))
+        for variant, summary in d["summary"].items():
+            runs = sorted((r for r in d["runs"] if r["variant"] == variant), key=lambda r: r["seed"])
+            rows.append([
+                experiment, f"`{variant}`", str(summary["runs"]), _int(summary["median_env_steps_per_s"]),
+                _ratio(summary["median_env_steps_per_s"] / first["median_env_steps_per_s"]),
+                _int(summary["median_updates_per_s"]),
+                _ratio(summary["median_updates_per_s"] / first["median_updates_per_s"]),
+                ", ".join(_int(r["env_steps_per_s"]) for r in runs),
+            ])  # fmt: skip
+    return _rows(header, rows)
+
+
 def fixed_budget_learning(data: list[Json]) -> str:
     """``raylab.bench learn`` runs with a fixed time budget (no target), each variant against the uniformly
     random policy on the same env: multi-agent learning (snake_arena_learning.json, spread_learning.json)."""

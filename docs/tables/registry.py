@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .components import (
+    code_shape,
     dqn_fused_update,
+    fused_vs_compile,
     learner,
     policy_inference,
     ppo_fused_update,
@@ -18,7 +20,14 @@ from .components import (
     timer_overhead,
 )
 from .format import BENCHMARKS, Json, machine_line
-from .learning import before_after, fault_run, fixed_budget_learning, learn, policies_learning
+from .learning import (
+    before_after,
+    fault_run,
+    fixed_budget_learning,
+    learn,
+    policies_learning,
+    throughput_before_after,
+)
 from .peers import appo_vs_peers, e2e_cartpole, e2e_mario, ppo_vs_rllib
 from .throughput import a3c_scaling, arena, envs, sampling, sampling_revisions, sampling_sink_weights
 
@@ -68,6 +77,20 @@ TABLES: dict[str, Table] = {
         tuple(f"core_before_after_{algo}.json" for algo in ("dqn", "ppo", "appo", "a3c")),
         before_after,
         "before and after the framework core, to a greedy 475",
+    ),
+    "seam_before_after": Table(
+        tuple(f"seam_before_after_{algo}.json" for algo in ("dqn", "ppo", "appo", "a3c")),
+        before_after,
+        "before and after the one actor seam, to a greedy 475",
+    ),
+    "seam_throughput": Table(
+        tuple(f"seam_throughput_{algo}.json" for algo in ("dqn", "ppo")),
+        throughput_before_after,
+        "before and after the one actor seam, 15 s runs: throughput",
+    ),
+    "code_shape_seam": Table(("code_shape_seam.json",), code_shape, "the actor seam and the package's shape"),
+    "fused_vs_compile": Table(
+        ("fused_vs_compile.json",), fused_vs_compile, "a learner call: autograd, torch.compile and the fused step"
     ),
     "learner_cpu": Table(("learner_cpu.json",), learner, "DQN learner updates/s"),
     "learner_ppo_cpu": Table(("learner_ppo_cpu.json",), learner, "PPO learner updates/s"),

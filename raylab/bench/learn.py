@@ -300,8 +300,12 @@ def _line(r: dict[str, Any]) -> str:
     return (
         f"{r['variant']} seed {r['seed']}: {outcome} "
         f"in {r['train_seconds']:.1f} s train / {_seconds(r['process_seconds'])} process, {r['env_steps']:,} env steps "
-        f"({r['env_steps_per_s']:,.0f}/s, {r['updates_per_s']:,.0f} updates/s); final eval "
-        f"{r['final_eval_return']:.1f} ± {r['final_eval_std']:.1f}"
+        f"({r['env_steps_per_s']:,.0f}/s, {r['updates_per_s']:,.0f} updates/s); "
+        + (
+            f"final eval {r['final_eval_return']:.1f} ± {r['final_eval_std']:.1f}"
+            if r["final_eval_return"] is not None
+            else "no final eval"
+        )
         + "".join(
             f"; {name} {p['final_eval_return_mean']:.1f}"
             for name, p in (r.get("policies") or {}).items()

@@ -73,13 +73,15 @@ def timed_overrides(
 
 def run(args: argparse.Namespace, overrides: list[str]) -> int:
     from raylab.config import resolve
+    from raylab.driver.outputs import check_not_under_a_file, run_files
     from raylab.train import EXIT_INTERRUPTED, check_overrides, compose
     from raylab.train import run as train
 
     if args.duration_hours <= 0:
         raise ConfigError(f"--duration-hours must be > 0, got {args.duration_hours:g}: e.g. --duration-hours 0.25")
     out = Path(args.output_dir)
-    if (out / "benchmark_metrics.json").exists() or (out / "metrics.jsonl").exists():
+    check_not_under_a_file(out, "--output-dir")
+    if run_files(out) if out.is_dir() else []:
         raise ConfigError(f"--output-dir {out} already holds a run: choose a new directory (nothing was changed)")
     every_s = (
         args.checkpoint_every_minutes * 60.0

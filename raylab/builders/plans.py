@@ -6,10 +6,14 @@ sizes and resumed states the flow needs. This and the component builders are the
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import uuid
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import psutil
 
 from raylab.builders.components import (
     build_a3c_worker,
@@ -24,10 +28,11 @@ from raylab.builders.components import (
     replay_shard_capacity,
     replay_snapshots_to_load,
 )
-from raylab.config import RunConfig
+from raylab.config import ModelConfig, RunConfig
 from raylab.config.algorithms import ALGORITHMS
 from raylab.config.policies import policy_config, policy_map, policy_spaces
 from raylab.driver.resume import ResumeState, resumed
+from raylab.errors import ConfigError
 from raylab.plan import A3CPlan, Policies, PolicyPlan, ReplayPlan, RolloutPlan, RunPlan
 from raylab.remote.host import ActorSpec, Resources
 from raylab.remote.hosts import A3CWorkerHost, EvalHost, LearnerHost, ReplayHost, RolloutHost, ShardHost
@@ -45,26 +50,46 @@ def topology_of(cfg: RunConfig) -> str:
 def build_plan(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None) -> RunPlan:
     """The plan of the run ``cfg`` describes; a config that cannot run (a bad policy mapping, a replay that
     cannot fit in memory) fails here in one line, before Ray starts."""
+    check_model_fits(cfg.model, spaces)
     topology = topology_of(cfg)
     flow = a3c_plan(cfg, spaces, resume) if topology == "a3c" else rollout_plan(cfg, spaces, resume, topology)
     workers = cfg.topology.num_workers
     if isinstance(flow, A3CPlan):
         server = cfg.params.num_shards
         counts = {"rollout": workers, "learner": workers, "replay": 1, "driver": 1, "server": server}
-        cpus = workers * cfg.topology.worker_cpus + server * cfg.params.shard_cpus
     else:
         plans = flow.policies.plans
         shards = sum(len(p.replay.shards) for p in plans if p.replay is not None)
         counts = {"rollout": workers, "learner": len(plans), "replay": max(shards, 1), "driver": 1}
-        cpus = workers * cfg.topology.worker_cpus + sum(p.learner.resources.cpus for p in plans)
     ev = cfg.eval
     return RunPlan(
         topology=topology,
         evaluator=ActorSpec(EvalHost, (partial(build_evaluator, cfg, spaces),), Resources(cpus=0)),
         eval_episodes=ev.episodes, confirm_episodes=ev.confirm_episodes, final_episodes=ev.final_episodes,
-        target=cfg.stop.mean_return, max_restarts=cfg.topology.max_actor_restarts, required_cpus=cpus,
+        target=cfg.stop.mean_return, max_restarts=cfg.topology.max_actor_restarts,
         actor_counts=counts, flow=flow,
     )  # fmt: skip
+
+
+BYTES_PER_TRAINED_PARAMETER = 16
+"""fp32 weights, gradients and Adam's two moments."""
+
+
+def check_model_fits(model: ModelConfig, spaces: EnvSpaces) -> None:
+    """An MLP too large for this machine's memory is refused before any allocation, with its size: torch would
+    fail deep inside the first layer's allocation (model.hidden_sizes=[100000, 100000]: 160 GB)."""
+    if model.encoder != "mlp":
+        return
+    sizes = [int(np.prod(spaces.obs_shape)), *model.hidden_sizes]
+    params = sum(a * b + b for a, b in itertools.pairwise(sizes))
+    need = params * BYTES_PER_TRAINED_PARAMETER
+    free = psutil.virtual_memory().available
+    if need > free:
+        raise ConfigError(
+            f"model.hidden_sizes={list(model.hidden_sizes)} makes a network of {params / 1e9:.2f} G parameters, "
+            f"whose weights, gradients and Adam state need {need / 2**30:.0f} GiB, more than the "
+            f"{free / 2**30:.0f} GiB free here: choose smaller layers"
+        )
 
 
 def rollout_spec(

@@ -47,11 +47,16 @@ def check_cross_fields(run: RunConfig) -> None:
         f"add algo={algos[0]}, or topology={'/'.join(runners) or 'local'} for algo={run.algo.name}",
     )
     info = ALGORITHMS[run.algo.name]
-    check(
-        not info.replay or run.replay.min_size >= run.learner.batch_size,
-        f"replay.min_size={run.replay.min_size} is below learner.batch_size={run.learner.batch_size}: "
-        f"raise replay.min_size",
-    )
+    if info.replay and run.replay.min_size < run.learner.batch_size:
+        room = run.learner.batch_size <= run.replay.capacity  # else raising min_size would pass capacity
+        fix = (
+            "raise replay.min_size to at least it, or lower learner.batch_size"
+            if room
+            else (f"lower learner.batch_size (replay.capacity={run.replay.capacity} holds fewer)")
+        )
+        raise ConfigError(
+            f"replay.min_size={run.replay.min_size} is below learner.batch_size={run.learner.batch_size}: {fix}"
+        )
     check(
         not info.replay or run.replay.num_shards <= run.topology.num_workers,
         f"replay.num_shards={run.replay.num_shards} exceeds topology.num_workers={run.topology.num_workers} (each "

@@ -96,6 +96,8 @@ def coerce(tp: Any, value: Any, path: str) -> Any:
         return value
     if tp is int:
         number = _number(value, path, "an integer")
+        if isinstance(number, int):  # exact, however large (a range check, where there is one, names the fix)
+            return number
         if float(number) != int(number):
             raise ConfigError(f"{path} must be an integer (got {value!r})")
         return int(number)

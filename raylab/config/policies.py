@@ -67,7 +67,7 @@ def check_policies(cfg: RunConfig) -> None:
     if not cfg.policies:
         if cfg.policy_mapping:
             raise ConfigError(
-                "policy_mapping is set but policies is empty: add policies.<name>={} for each policy it names"
+                "policy_mapping is set but policies is empty: add '+policies.<name>={}' for each policy it names"
             )
         return
     if cfg.algo.name not in MULTI_POLICY_ALGOS:
@@ -83,7 +83,7 @@ def check_policies(cfg: RunConfig) -> None:
         if name not in cfg.policies:
             raise ConfigError(
                 f"policy_mapping.{pattern}={name} names no policy: use one of {', '.join(cfg.policies)} or add "
-                f"policies.{name}={{}}"
+                f"'+policies.{name}={{}}'"
             )
     for name in cfg.policies:
         if not name.isidentifier():

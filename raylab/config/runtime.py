@@ -130,8 +130,13 @@ class RayConfig:
     or ``{pip: [mypkg]}`` to ship your env/model package to every node; empty: none (under ``ray job submit``,
     the job's own --runtime-env-json applies)."""
 
+    placement_wait_s: float = 0.0
+    """How long a run whose actors the Ray cluster cannot hold yet (CPUs, GPUs) waits for nodes an autoscaler
+    may add, saying so every 30 s; 0: such a run fails at once, in one line naming what is missing."""
+
     def __post_init__(self) -> None:
         check(self.connect_timeout_s > 0, "ray.connect_timeout_s must be > 0")
+        check(self.placement_wait_s >= 0, "ray.placement_wait_s must be >= 0 (0: fail at once)")
         positive_or_none(self.num_cpus, "ray.num_cpus")
         positive_or_none(self.object_store_memory, "ray.object_store_memory")
 

@@ -29,6 +29,7 @@ from raylab.config.runtime import CheckpointConfig, EvalConfig, LoggerConfig, Ra
 from raylab.config.runtime import WandbConfig as WandbConfig  # re-exported (only LoggerConfig holds one)
 from raylab.config.training import LearnerConfig, ModelConfig, ParamsConfig, ReplayConfig, TopologyConfig
 from raylab.envs.config import EnvConfig
+from raylab.errors import check
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,10 @@ class PolicyConfig:
     replay: dict[str, Any] = field(default_factory=dict)
     """Overrides of the run's ``replay`` section for this policy's own replay shards (DQN), e.g.
     ``{capacity: 50000}``; ``num_shards`` is the run's for every policy."""
+
+
+MAX_SEED = 2**32 - 1
+"""numpy's and torch's generators take any seed in 0..2**32 - 1, and so do the seeds raylab derives from it."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,15 @@ class RunConfig:
     resume: str | None = None
     """A run dir to continue from its newest checkpoint, counters intact; the run then writes into that dir
     (raylab/driver/resume.py). Stop conditions count the totals: raise stop.* to train further."""
+    overwrite: bool = False
+    """A run dir that already holds a run (its config.yaml, metrics.jsonl, checkpoints) is refused, so that no
+    finished run is ever trained over; true deletes that run's outputs first and trains a new run there."""
+
+    def __post_init__(self) -> None:
+        check(
+            0 <= self.seed <= MAX_SEED,
+            f"seed must be between 0 and {MAX_SEED} (got {self.seed}): pick a seed in that range, e.g. seed=0",
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (tuples as lists), as written to config.yaml, W&B and checkpoints: secrets

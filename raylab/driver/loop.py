@@ -32,7 +32,7 @@ from raylab.driver.restarts import Restarts
 from raylab.driver.stop import INTERRUPTED, interrupted_reason
 from raylab.errors import RaylabError
 from raylab.plan import RunPlan
-from raylab.remote.host import ActorSpec
+from raylab.remote.host import ActorSpec, Resources
 from raylab.transport import Transport
 from raylab.types import EvalResult
 
@@ -55,7 +55,11 @@ class Backend(Protocol):
         """How code handed to an actor (an A3C worker's link to its shards) waits on and reads refs."""
         ...
 
-    def run(self, required_cpus: float, body: Callable[[], T]) -> T: ...
+    def run(self, demands: Sequence[tuple[str, Resources]], body: Callable[[], T]) -> T:
+        """``body()`` where the actors can run: ``demands`` (every actor the run starts, and what it reserves)
+        are checked against what the cluster holds before any of them starts."""
+        ...
+
     def spawn(self, spec: ActorSpec) -> Any: ...
     def wait(
         self, refs: Sequence[Any], timeout: float | None, every: bool = False, fetch: bool = True
@@ -237,7 +241,7 @@ class Driver:
 
     # -- the run -------------------------------------------------------------------------------------------
     def run(self) -> RunSummary:
-        return self.backend.run(self.plan.required_cpus, self._run)
+        return self.backend.run(self.plan.demands(), self._run)
 
     def _run(self) -> RunSummary:
         with self.open_monitor(self.flow.beside_checkpoints(self)) as self.monitor:

@@ -224,12 +224,7 @@ class RunMonitor:
             checkpoints=self.checkpointer.files(),
         )
         if p.policies:
-            policies = {name: track.summary() for name, track in p.policies.items()}
-            for name, returns in ((final_eval.policies or {}) if final_eval else {}).items():
-                policies[name]["final_eval_return_mean"] = float(returns.mean()) if len(returns) else None
-            for name, more in (extra or {}).get("policies", {}).items():  # the topology's (learner restarts)
-                policies[name].update(more)
-            extra = {**(extra or {}), "policies": policies}
+            extra = {**(extra or {}), "policies": self._policies_section(final_eval, extra or {})}
         benchmark = benchmark_report(self.cfg, p, facts, final_eval, extra)
         self.outputs.write_benchmark(benchmark)
         self.close()
@@ -242,6 +237,16 @@ class RunMonitor:
             eval_return_mean=final_eval.mean if final_eval else None,
             benchmark=benchmark,
         )
+
+    def _policies_section(self, final_eval: EvalResult | None, extra: dict[str, Any]) -> dict[str, Any]:
+        """Several policies: benchmark_metrics.json's ``policies``, each one's counters, final evaluation and
+        what the topology adds (its learner's restarts)."""
+        policies = {name: track.summary() for name, track in self.progress.policies.items()}
+        for name, returns in ((final_eval.policies or {}) if final_eval else {}).items():
+            policies[name]["final_eval_return_mean"] = float(returns.mean()) if len(returns) else None
+        for name, more in extra.get("policies", {}).items():
+            policies[name].update(more)
+        return policies
 
     def close(self) -> None:
         """Stop the sampler, close the loggers and metrics.jsonl; safe to call more than once."""

@@ -5,13 +5,61 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from raylab.errors import ConfigError
 from raylab.learner.checkpoint import save_checkpoint
+
+RUN_FILES = ("config.yaml", "metrics.jsonl", "benchmark_metrics.json", "checkpoints")
+"""What marks a directory as a run's (Hydra's own .hydra/ does not: Hydra writes it into every run dir)."""
+
+
+def run_files(run_dir: Path) -> list[str]:
+    """The files of a run ``run_dir`` already holds (none: it holds no run)."""
+    return [name for name in RUN_FILES if (run_dir / name).exists()]
+
+
+def check_not_under_a_file(path: Path, what: str) -> None:
+    """ConfigError naming the fix when ``path`` is a file or lies under one."""
+    for parent in [path, *path.parents]:
+        if parent.exists() and not parent.is_dir():
+            where = "is" if parent == path else f"is under {parent}, which is"
+            raise ConfigError(f"{what} {path} {where} a file, not a directory: choose another {what}")
+
+
+def check_holds_no_run(run_dir: Path, allowed: bool = False) -> list[str]:
+    """The run files ``run_dir`` holds; ConfigError naming the three ways in when it holds any and a new run
+    would train over them (``allowed``: overwrite=true)."""
+    held = run_files(run_dir) if run_dir.is_dir() else []
+    if held and not allowed:
+        raise ConfigError(
+            f"{run_dir} already holds a run ({held[0]}), which this one would train over: continue it with "
+            f"resume={run_dir}, choose a new hydra.run.dir, or replace it with overwrite=true (nothing was changed)"
+        )
+    return held
+
+
+def claim_run_dir(run_dir: Path, overwrite: bool) -> None:
+    """Make sure a new run may write into ``run_dir``: not a file nor under one, writable, and holding no other
+    run (nothing in it is touched), unless ``overwrite``, which deletes that run's outputs first."""
+    check_not_under_a_file(run_dir, "hydra.run.dir")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=run_dir):
+            pass
+    except OSError as err:
+        reason = os.strerror(err.errno) if err.errno else str(err)
+        raise ConfigError(
+            f"cannot write hydra.run.dir {run_dir} ({reason}): choose a directory you can write"
+        ) from None
+    for name in check_holds_no_run(run_dir, overwrite):
+        target = run_dir / name
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
 
 
 class RunOutputs:

@@ -91,6 +91,12 @@ def _newest(run_dir: Path) -> tuple[Path, dict[str, Any] | None]:
 def load_resume(run_dir: str | Path, config: dict[str, Any]) -> ResumeState:
     """Read ``run_dir``'s newest checkpoint and check it against ``config`` (the new run's, as a dict)."""
     run_dir = Path(run_dir)
+    if run_dir.is_file():
+        run = run_dir.parent.parent if run_dir.parent.name == "checkpoints" else run_dir.parent
+        raise RaylabError(
+            f"resume={run_dir} is a file: resume takes the run dir (resume={run}), and continues from its newest "
+            f"checkpoint"
+        )
     if not run_dir.is_dir():
         raise RaylabError(f"resume={run_dir} does not exist: pass the run dir of the run to continue")
     path, state = _newest(run_dir)

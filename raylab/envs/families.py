@@ -70,6 +70,17 @@ class EnvFamily:
         return None
 
 
+ENV_PROVIDERS = {
+    "ALE/": "ale-py: pip install ale-py (it registers ALE/<Game>-v5 when imported: env.id=ale_py:ALE/Pong-v5)",
+    "MiniGrid-": "minigrid: pip install minigrid, then env.id=minigrid:MiniGrid-<...>",
+    "BabyAI-": "minigrid: pip install minigrid, then env.id=minigrid:BabyAI-<...>",
+    "popgym-": "popgym: pip install popgym, then env.id=popgym:popgym-<...>",
+    "procgen": "EnvPool: use env=procgen env.id=<game>",
+    "SuperMarioBros": "gym-super-mario-bros: use env=mario",
+}
+"""Env id prefixes gymnasium knows only once another package registered them, and how to get that package."""
+
+
 class GymnasiumFamily(EnvFamily):
     """Any env registered with gymnasium, by id; ``pkg.module:Id-v0`` imports ``pkg.module`` first (gymnasium's
     own form), in every process that builds the env, so a user's package registers its ids there."""
@@ -86,6 +97,9 @@ class GymnasiumFamily(EnvFamily):
             return
         close = difflib.get_close_matches(env_id, list(gym.registry), n=3)
         hint = f"did you mean {' or '.join(close)}?" if close else "see gymnasium.pprint_registry()"
+        provider = next((p for prefix, p in ENV_PROVIDERS.items() if env_id.startswith(prefix)), None)
+        if provider is not None and not close:
+            hint = f"{env_id.split('/')[0].split('-')[0]} envs come from {provider}"
         if env_id != cfg.id:
             hint = f"importing {cfg.id.partition(':')[0]} did not register it ({hint})"
         raise ConfigError(f"unknown env id '{env_id}' for env=gymnasium: {hint} (set env.id=<registered id>)")

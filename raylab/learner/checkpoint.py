@@ -49,7 +49,20 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:
-        raise RaylabError(f"checkpoint {path} is corrupt or not a raylab checkpoint ({type(err).__name__})") from err
+        raise RaylabError(
+            f"checkpoint {path} is corrupt or not a raylab checkpoint ({type(err).__name__}): {_fix(path)}"
+        ) from err
     if not isinstance(state, dict):
         raise RaylabError(f"checkpoint {path} is not a raylab checkpoint: expected a dict")
     return state
+
+
+def _fix(path: Path) -> str:
+    """What to do about an unreadable checkpoint: use another one of its run, which is named."""
+    others = sorted(p.name for p in path.parent.glob("*.pt") if p != path)
+    if others:
+        return (
+            f"move it aside (mv {path} {path}.bad) to resume from the newest other one, or evaluate another with "
+            f"checkpoint={others[-1].removesuffix('.pt')} (there: {', '.join(others)})"
+        )
+    return "it is the run's only checkpoint: retrain, or pass another run"

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from raylab.remote.host import ActorSpec, Returns, count, remote_methods
+from raylab.remote.host import ActorSpec, Resources, Returns, count, remote_methods
 from raylab.transport import Done, Immediate, value
 
 T = TypeVar("T")
@@ -54,7 +54,7 @@ class InProcessBackend(Immediate):
     def __init__(self) -> None:
         self.transport = Immediate()
 
-    def run(self, required_cpus: float, body: Callable[[], T]) -> T:
+    def run(self, demands: Sequence[tuple[str, Resources]], body: Callable[[], T]) -> T:
         return body()
 
     def spawn(self, spec: ActorSpec) -> LocalClient:

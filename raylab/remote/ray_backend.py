@@ -19,7 +19,15 @@ import ray
 
 from raylab.config import RayConfig
 from raylab.remote.host import ActorSpec, Resources, Returns, count, remote_methods
-from raylab.remote.runtime import actor_life, cluster_fits, placement, run_on_ray, wait_back, wait_ready
+from raylab.remote.runtime import (
+    actor_life,
+    check_placeable,
+    cluster_fits,
+    placement,
+    run_on_ray,
+    wait_back,
+    wait_ready,
+)
 
 T = TypeVar("T")
 SPREAD = "SPREAD"
@@ -115,9 +123,14 @@ class RayBackend(RayTransport):
         holds it."""
         self._warned_no_gpu = False
 
-    def run(self, required_cpus: float, body: Callable[[], T]) -> T:
-        self.required_cpus = required_cpus
-        return run_on_ray(self.ray_cfg, required_cpus, body, keep=self.keep_ray)
+    def run(self, demands: Sequence[tuple[str, Resources]], body: Callable[[], T]) -> T:
+        self.required_cpus = sum(res.cpus for _, res in demands)
+
+        def placed() -> T:
+            check_placeable(demands, self.ray_cfg.placement_wait_s)
+            return body()
+
+        return run_on_ray(self.ray_cfg, self.required_cpus, placed, keep=self.keep_ray)
 
     def spawn(self, spec: ActorSpec) -> RayClient:
         res = spec.resources

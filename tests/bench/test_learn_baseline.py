@@ -70,3 +70,13 @@ def test_a_run_to_a_training_return_counts_as_reached_when_that_stopped_it(tmp_p
     assert runs["hit"]["reached"] and not runs["cap"]["reached"]
     assert runs["hit"]["target"] is None and runs["hit"]["train_target"] == 475.0
     assert learn.summarize(list(runs.values()))["reached"] == 1
+
+
+def test_a_run_without_a_final_evaluation_gets_its_line():
+    """eval.final_episodes=0 (a throughput run) has no final evaluation: its line says so (it raised)."""
+    run = {
+        "variant": "new", "seed": 0, "ok": True, "target": None, "train_seconds": 15.0, "process_seconds": 25.0,
+        "env_steps": 200_000, "env_steps_per_s": 13_333.0, "updates_per_s": 1_600.0, "final_eval_return": None,
+        "final_eval_std": None,
+    }  # fmt: skip
+    assert learn._line(run).endswith("(13,333/s, 1,600 updates/s); no final eval")

@@ -13,9 +13,9 @@ import pytest
 ENV = {**os.environ, "WANDB_MODE": "disabled", "HYDRA_FULL_ERROR": "0"}
 
 
-def train(*args, tmp_path):
+def train(*args, tmp_path, run_dir=None):
     return subprocess.run(
-        [sys.executable, "-m", "raylab.train", *args, f"hydra.run.dir={tmp_path}/run"],
+        [sys.executable, "-m", "raylab.train", *args, f"hydra.run.dir={run_dir or tmp_path / 'run'}"],
         capture_output=True, text=True, env=ENV, timeout=300,
     )  # fmt: skip
 
@@ -71,6 +71,20 @@ def test_smoke_run_in_serial_mode(tmp_path):
         (["env=fake", "ray.address=nohost"], "ray.address 'nohost' is not host:port, ray://host:port or auto"),
         (["+experiment=cartpole_dqn", "topology=local", "learner.lr=1e38", "stop.mean_return=null"],
          "became nan by update"),
+        (["seed=-1"], "seed must be between 0 and 4294967295 (got -1): pick a seed in that range"),
+        (["seed=99999999999999999999999"], "seed must be between 0 and 4294967295 (got 99999999999999999999999)"),
+        (["cartpole_dqn"], "'cartpole_dqn' is an experiment: write +experiment=cartpole_dqn"),
+        (["nature_cnn"], "'nature_cnn' is a model: write model=nature_cnn"),
+        (["lr=0.001"], "unknown config key 'lr': did you mean learner.lr?"),
+        (["+experiment=cartpole_dqn,cartpole_ppo"], "lists several values, which only a sweep runs: add -m"),
+        (["env.id=ALE/Pong-v5"], "ALE envs come from ale-py: pip install ale-py"),
+        (["learner.batch_size=128", "replay.min_size=64", "replay.capacity=100"],
+         "is below learner.batch_size=128: lower learner.batch_size (replay.capacity=100 holds fewer)"),
+        (["model.hidden_sizes=[100000,100000]"], "makes a network of 10.00 G parameters, whose weights, gradients"),
+        (["env=fake", "topology.num_workers=4", "ray.num_cpus=2"],
+         "the run reserves 5 CPUs (4 rollout actors x 1, the learner 1) and the Ray cluster has 2: lower"),
+        (["env=fake", "learner.num_gpus=1"], "the learner asks for 1 GPU (learner.num_gpus) and the Ray cluster has 0"),
+        (["resume=README.md"], "resume=README.md is a file: resume takes the run dir"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_line_that_names_the_fix(args, expected, tmp_path):
@@ -221,3 +235,24 @@ def test_bench_scaling_writes_rows_json_and_png(tmp_path):
     for mode in ("pushes_in_flight=1", "pushes_in_flight=0"):
         assert report["summary"][mode]["1"]["initial_speedup"] == 1.0
     assert "plateau (pushes_in_flight=1)" in proc.stdout and out.with_suffix(".png").stat().st_size > 0
+
+
+def test_a_finished_run_is_never_trained_over(tmp_path):
+    """hydra.run.dir pointing at a run (here a finished one) is refused before anything is written; resume= or
+    overwrite=true are the ways in, and a run dir under a plain file is one line too."""
+    run = tmp_path / "run"
+    first = train("env=fake", "topology=local", "stop.env_steps=500", tmp_path=tmp_path)
+    assert first.returncode == 0, first.stderr
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    again = train("env=fake", "topology=local", "stop.env_steps=500", tmp_path=tmp_path)
+    assert again.returncode == 2 and again.stderr.count("\n") == 1, again.stderr
+    assert f"{run} already holds a run (config.yaml)" in again.stderr and "resume=" in again.stderr
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before  # nothing touched
+    replaced = train("env=fake", "topology=local", "stop.env_steps=500", "overwrite=true", tmp_path=tmp_path)
+    assert replaced.returncode == 0, replaced.stderr
+    rows = (run / "metrics.jsonl").read_text().splitlines()
+    assert json.loads(rows[0])["env_steps"] <= json.loads(rows[-1])["env_steps"] <= 1000  # one run, not two
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    under = train("env=fake", tmp_path=tmp_path, run_dir=blocker / "run")
+    assert under.returncode == 2 and f"is under {blocker}, which is a file" in under.stderr, under.stderr

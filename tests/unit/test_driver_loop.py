@@ -69,7 +69,7 @@ class Backend:
     def __init__(self, evaluator: Evaluator):
         self._evaluator = evaluator
 
-    def run(self, required_cpus: float, body: Any) -> Any:
+    def run(self, demands: Any, body: Any) -> Any:
         return body()
 
     def spawn(self, spec: Any) -> Evaluator:  # the driver spawns only the evaluator itself

@@ -1,0 +1,96 @@
+"""Two ways a run used to go wrong without a word: actors the cluster can never hold (the run waited for ever)
+and a run dir that holds another run (it was trained over). Both are refused up front, in one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from raylab.driver.outputs import check_holds_no_run, claim_run_dir
+from raylab.errors import ConfigError
+from raylab.remote.host import Resources
+from raylab.remote.runtime import check_placeable, unplaceable
+
+RUN = [
+    ("the evaluator", Resources(cpus=0)),
+    *[(f"rollout actor {i}", Resources(cpus=1, spread=True)) for i in range(4)],
+    ("the learner", Resources(cpus=1)),
+    ("replay shard 0", Resources(cpus=0)),
+]
+
+
+def test_a_run_that_fits_is_placeable():
+    assert unplaceable(RUN, [{"CPU": 5.0}]) is None
+    assert unplaceable(RUN, [{"CPU": 2.0}, {"CPU": 3.0}]) is None  # spread over two nodes
+
+
+def test_too_few_cpus_names_what_the_run_reserves_and_the_fix():
+    why = unplaceable(RUN, [{"CPU": 2.0}])
+    assert why is not None and why.startswith(
+        "the run reserves 5 CPUs (4 rollout actors x 1, the learner 1) and the Ray cluster has 2: lower "
+        "topology.num_workers or topology.worker_cpus"
+    )
+
+
+def test_a_gpu_the_cluster_lacks():
+    run = [*RUN[:-2], ("the learner", Resources(cpus=1, gpus=1.0))]
+    why = unplaceable(run, [{"CPU": 16.0}])
+    assert why is not None and why.startswith("the learner asks for 1 GPU (learner.num_gpus) and the Ray cluster has 0")
+    assert unplaceable(run, [{"CPU": 16.0, "GPU": 1.0}]) is None
+    auto = [*RUN[:-2], ("the learner", Resources(cpus=1, gpu_if_any=1.0))]  # learner.device=auto: never missing
+    assert unplaceable(auto, [{"CPU": 16.0}]) is None
+
+
+def test_an_actor_larger_than_any_node():
+    run = [("rollout actor 0", Resources(cpus=3)), ("the learner", Resources(cpus=1))]
+    why = unplaceable(run, [{"CPU": 2.0}, {"CPU": 2.0}])
+    assert why is not None and why.startswith("rollout actor 0 reserves 3 CPUs and the largest Ray node has 2")
+
+
+def test_check_placeable_fails_at_once_without_a_wait(monkeypatch):
+    from raylab.remote import runtime
+
+    monkeypatch.setattr(runtime, "cluster_nodes", lambda: [{"CPU": 2.0}])
+    with pytest.raises(Exception, match="the run reserves 5 CPUs") as err:
+        check_placeable(RUN, 0.0)
+    assert "\n" not in str(err.value)
+
+
+def test_check_placeable_waits_for_the_cluster_to_grow(monkeypatch, capsys):
+    """With ray.placement_wait_s an autoscaler's new node is waited for, and the wait is said."""
+    from raylab.remote import runtime
+
+    sizes = iter([[{"CPU": 2.0}], [{"CPU": 2.0}], [{"CPU": 2.0}, {"CPU": 4.0}]])
+    monkeypatch.setattr(runtime, "cluster_nodes", lambda: next(sizes))
+    monkeypatch.setattr(runtime.time, "sleep", lambda s: None)
+    check_placeable(RUN, 600.0)
+    assert "waiting up to" in capsys.readouterr().out
+
+
+def test_a_dir_holding_a_run_is_refused_and_untouched(tmp_path):
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "final.pt").write_bytes(b"weights")
+    (tmp_path / "metrics.jsonl").write_text("{}\n")
+    with pytest.raises(ConfigError, match=r"already holds a run \(metrics.jsonl\).*resume=.*overwrite=true"):
+        claim_run_dir(tmp_path, overwrite=False)
+    assert (tmp_path / "checkpoints" / "final.pt").read_bytes() == b"weights"
+    claim_run_dir(tmp_path, overwrite=True)  # explicit: the old run's outputs go
+    assert not (tmp_path / "checkpoints").exists() and not (tmp_path / "metrics.jsonl").exists()
+    assert check_holds_no_run(tmp_path) == []
+
+
+def test_a_run_dir_under_a_file_or_unwritable(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(ConfigError, match=r"is under .*/f, which is a file, not a directory"):
+        claim_run_dir(tmp_path / "f" / "run", overwrite=False)
+
+
+def test_an_unwritable_run_dir(tmp_path, monkeypatch):
+    """(Simulated: the tests may run as root, who can write anywhere.)"""
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", refuse)
+    with pytest.raises(ConfigError, match=r"cannot write hydra\.run\.dir .* \(Permission denied\): choose a directory"):
+        claim_run_dir(tmp_path / "run", overwrite=False)
