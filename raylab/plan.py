@@ -127,6 +127,8 @@ class RunPlan:
     target: float | None
     """stop.mean_return: a greedy evaluation that meets it (confirmed) stops the run."""
     max_restarts: int
+    placement_wait_s: float = 0.0
+    """ray.placement_wait_s: how long actors the cluster cannot hold yet are waited for (0: fail at once)."""
     actor_counts: dict[str, int] = field(default_factory=dict)
     flow: RolloutPlan | A3CPlan | None = None
 

@@ -15,7 +15,7 @@ from raylab.config import RunConfig
 from raylab.params.link import ServerLink
 from raylab.params.server import ServerStats
 from raylab.remote.ray_backend import RayBackend
-from raylab.remote.runtime import fetch, init_ray, shutdown_ray
+from raylab.remote.runtime import init_ray, shutdown_ray
 from raylab.rollout.a3c import WorkerReport
 from raylab.types import EnvSpaces
 
@@ -34,7 +34,7 @@ class ScalingHarness:
         required = max_workers * cfg.topology.worker_cpus + len(initial) * cfg.params.shard_cpus
         self.started = init_ray(cfg.ray, required)
         self.bounds = bounds
-        backend = RayBackend(cfg.ray, cfg.topology.max_actor_restarts)
+        self.backend = backend = RayBackend(cfg.ray, cfg.topology.max_actor_restarts)
         backend.required_cpus = required
         self.shards = [backend.spawn(shard_spec(cfg, params, k)) for k, params in enumerate(initial)]
         link = ServerLink(self.shards, bounds, backend.transport)
@@ -42,25 +42,25 @@ class ScalingHarness:
         backend.wait_ready(self.shards + self.workers, "benchmark actors")
 
     def measure(self, flat: np.ndarray, num_workers: int, total_segments: int, pushes_in_flight: int) -> dict:
-        """One row: an actor's user error is raised as its own RaylabError (raylab.remote.runtime.fetch)."""
+        """One row: an actor's user error is raised as its own RaylabError (the Ray backend's ``get``)."""
         if not 1 <= num_workers <= len(self.workers) or total_segments < num_workers or pushes_in_flight < 0:
             raise ValueError(f"bad row: {num_workers} workers, {total_segments} segments, {pushes_in_flight} in flight")
         b = self.bounds
-        fetch([s.load(flat[b[k] : b[k + 1]]) for k, s in enumerate(self.shards)])
+        self.backend.get([s.load(flat[b[k] : b[k + 1]]) for k, s in enumerate(self.shards)])
         workers = self.workers[:num_workers]
-        fetch([w.configure(pushes_in_flight) for w in workers])
-        fetch([w.restart() for w in workers])
-        fetch([s.stats(True) for s in self.shards])
+        self.backend.get([w.configure(pushes_in_flight) for w in workers])
+        self.backend.get([w.restart() for w in workers])
+        self.backend.get([s.stats(True) for s in self.shards])
         quotas = [
             total_segments // num_workers + (1 if i < total_segments % num_workers else 0) for i in range(num_workers)
         ]
         start = time.perf_counter()
         run_refs = [w.run(q, None) for w, q in zip(workers, quotas, strict=True)]
         flush_refs = [w.flush() for w in workers]  # queued right behind each run: the clock stops at the last push
-        reports: list[WorkerReport] = fetch(run_refs)
-        flushed: list[WorkerReport] = fetch(flush_refs)
+        reports: list[WorkerReport] = self.backend.get(run_refs)
+        flushed: list[WorkerReport] = self.backend.get(flush_refs)
         total_s = time.perf_counter() - start
-        server: list[ServerStats] = fetch([s.stats(True) for s in self.shards])
+        server: list[ServerStats] = self.backend.get([s.stats(True) for s in self.shards])
         row = {"workers": num_workers, "pushes_in_flight": pushes_in_flight, "total_s": total_s}
         return {**row, **_row(reports, flushed, server)}
 

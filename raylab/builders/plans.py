@@ -67,6 +67,7 @@ def build_plan(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = N
         evaluator=ActorSpec(EvalHost, (partial(build_evaluator, cfg, spaces),), Resources(cpus=0)),
         eval_episodes=ev.episodes, confirm_episodes=ev.confirm_episodes, final_episodes=ev.final_episodes,
         target=cfg.stop.mean_return, max_restarts=cfg.topology.max_actor_restarts,
+        placement_wait_s=cfg.ray.placement_wait_s,
         actor_counts=counts, flow=flow,
     )  # fmt: skip
 

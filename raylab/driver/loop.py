@@ -27,6 +27,7 @@ from typing import Any, Protocol, TypeVar
 
 from raylab.driver.checkpoints import ReplaySnapshot
 from raylab.driver.monitor import RunMonitor
+from raylab.driver.placement import check_placeable
 from raylab.driver.report import RunSummary
 from raylab.driver.restarts import Restarts
 from raylab.driver.stop import INTERRUPTED, interrupted_reason
@@ -58,6 +59,10 @@ class Backend(Protocol):
     def run(self, demands: Sequence[tuple[str, Resources]], body: Callable[[], T]) -> T:
         """``body()`` where the actors can run: ``demands`` (every actor the run starts, and what it reserves)
         are checked against what the cluster holds before any of them starts."""
+        ...
+
+    def nodes(self) -> list[dict[str, float]] | None:
+        """The resources of each live node where the actors run (None: no cluster, nothing is reserved)."""
         ...
 
     def spawn(self, spec: ActorSpec) -> Any: ...
@@ -244,6 +249,8 @@ class Driver:
         return self.backend.run(self.plan.demands(), self._run)
 
     def _run(self) -> RunSummary:
+        if self.backend.nodes() is not None:  # nothing starts where it cannot be placed
+            check_placeable(self.plan.demands(), lambda: self.backend.nodes() or [], self.plan.placement_wait_s)
         with self.open_monitor(self.flow.beside_checkpoints(self)) as self.monitor:
             self.actors = self.flow.create(self)
             """{name: client} of every actor (placement, readiness, peak memory)."""

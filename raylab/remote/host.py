@@ -1,22 +1,9 @@
-"""The actor seam's declaration: a host is a plain class whose remotely callable methods say so.
-
-    class Counter(Host):
-        def __init__(self, start: int):
-            self.n = start
-
-        @remote()
-        def add(self, k: int) -> int: ...
-
-        @remote(returns=lambda *parts: len(parts) + 1)
-        def split(self, *parts: int) -> tuple[int, ...]: ...
-
-    client = backend.spawn(ActorSpec(Counter, (0,)))    # a Ray actor, or the object itself in this process
-    ref = client.add(2)                                  # a ref (Ray), or Done(2) (in process)
-
-Both backends (raylab.remote.ray_backend on Ray, raylab.remote.inprocess in one process) make their one generic
-client from this declaration: a call forwards to the method with the declared number of return values (a
-number, or a function of the call's arguments for a variable count), each its own ref. Adding an actor kind is
-one host class; nothing else names it. No Ray here: a host runs and is tested without it.
+"""The actor seam's declaration: a host is a plain class whose remotely callable methods say so, with
+``@remote()`` (``returns=n``, or a function of the call's arguments, for several return values, each sent
+back as its own ref). Both backends (raylab.remote.ray_backend on Ray, raylab.remote.inprocess in one
+process) make their one generic client from this declaration and start a host with ``spawn(ActorSpec)``:
+``client.add(2)`` is a ref on Ray, ``Done(2)`` in one process. Adding an actor kind is one host class, nothing
+else names it (tests/integration/test_toy_actor.py adds one). No Ray here: a host runs and is tested without it.
 """
 
 from __future__ import annotations

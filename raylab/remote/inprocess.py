@@ -57,6 +57,9 @@ class InProcessBackend(Immediate):
     def run(self, demands: Sequence[tuple[str, Resources]], body: Callable[[], T]) -> T:
         return body()
 
+    def nodes(self) -> list[dict[str, float]] | None:
+        return None  # no cluster: nothing is reserved
+
     def spawn(self, spec: ActorSpec) -> LocalClient:
         """The host built here; its resources and name mean nothing in one process."""
         return LocalClient(spec.host(*spec.args), remote_methods(spec.host))

@@ -21,10 +21,11 @@ from raylab.config import RayConfig
 from raylab.remote.host import ActorSpec, Resources, Returns, count, remote_methods
 from raylab.remote.runtime import (
     actor_life,
-    check_placeable,
     cluster_fits,
+    cluster_nodes,
     placement,
     run_on_ray,
+    user_error,
     wait_back,
     wait_ready,
 )
@@ -43,7 +44,11 @@ class RayTransport:
         return ready
 
     def get(self, ref: Any) -> Any:
-        return ray.get(ref)
+        """``ray.get``; an actor's user error (a RaylabError it raised) comes back as itself, one line."""
+        try:
+            return ray.get(ref)
+        except ray.exceptions.RayError as err:
+            raise user_error(err) or err from None
 
     def put(self, obj: Any) -> Any:
         return ray.put(obj)
@@ -125,12 +130,10 @@ class RayBackend(RayTransport):
 
     def run(self, demands: Sequence[tuple[str, Resources]], body: Callable[[], T]) -> T:
         self.required_cpus = sum(res.cpus for _, res in demands)
+        return run_on_ray(self.ray_cfg, self.required_cpus, body, keep=self.keep_ray)
 
-        def placed() -> T:
-            check_placeable(demands, self.ray_cfg.placement_wait_s)
-            return body()
-
-        return run_on_ray(self.ray_cfg, self.required_cpus, placed, keep=self.keep_ray)
+    def nodes(self) -> list[dict[str, float]]:
+        return cluster_nodes()
 
     def spawn(self, spec: ActorSpec) -> RayClient:
         res = spec.resources

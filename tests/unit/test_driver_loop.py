@@ -72,6 +72,9 @@ class Backend:
     def run(self, demands: Any, body: Any) -> Any:
         return body()
 
+    def nodes(self) -> list[dict[str, float]]:
+        return [{"CPU": 64.0}]
+
     def spawn(self, spec: Any) -> Evaluator:  # the driver spawns only the evaluator itself
         return self._evaluator
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from raylab.driver.outputs import check_holds_no_run, claim_run_dir
+from raylab.driver.placement import check_placeable, unplaceable
 from raylab.errors import ConfigError
 from raylab.remote.host import Resources
-from raylab.remote.runtime import check_placeable, unplaceable
 
 RUN = [
     ("the evaluator", Resources(cpus=0)),
@@ -46,23 +46,19 @@ def test_an_actor_larger_than_any_node():
     assert why is not None and why.startswith("rollout actor 0 reserves 3 CPUs and the largest Ray node has 2")
 
 
-def test_check_placeable_fails_at_once_without_a_wait(monkeypatch):
-    from raylab.remote import runtime
-
-    monkeypatch.setattr(runtime, "cluster_nodes", lambda: [{"CPU": 2.0}])
+def test_check_placeable_fails_at_once_without_a_wait():
     with pytest.raises(Exception, match="the run reserves 5 CPUs") as err:
-        check_placeable(RUN, 0.0)
+        check_placeable(RUN, lambda: [{"CPU": 2.0}], 0.0)
     assert "\n" not in str(err.value)
 
 
 def test_check_placeable_waits_for_the_cluster_to_grow(monkeypatch, capsys):
     """With ray.placement_wait_s an autoscaler's new node is waited for, and the wait is said."""
-    from raylab.remote import runtime
+    from raylab.driver import placement
 
     sizes = iter([[{"CPU": 2.0}], [{"CPU": 2.0}], [{"CPU": 2.0}, {"CPU": 4.0}]])
-    monkeypatch.setattr(runtime, "cluster_nodes", lambda: next(sizes))
-    monkeypatch.setattr(runtime.time, "sleep", lambda s: None)
-    check_placeable(RUN, 600.0)
+    monkeypatch.setattr(placement.time, "sleep", lambda s: None)
+    check_placeable(RUN, lambda: next(sizes), 600.0)
     assert "waiting up to" in capsys.readouterr().out
 
 
