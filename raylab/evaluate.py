@@ -1,7 +1,8 @@
 """Evaluate a finished (or running) run: ``python -m raylab.evaluate run_dir=outputs/... episodes=10 video=true``.
 
-Loads the run's config.yaml and a checkpoint (final.pt by default: the run's policy; or a periodic
-checkpoints/step_*.pt, whose learner state holds the policy too), runs the greedy policy for ``episodes``
+Loads the run's config.yaml and a checkpoint (final.pt by default: the run's newest weights; best.pt: the
+best policy its evaluations found, the one that met its target; or a periodic checkpoints/step_*.pt, whose
+learner state holds the policy too), runs the greedy policy for ``episodes``
 fresh episodes on the run's own preprocessing, prints mean ± std of the raw game return, and with
 ``video=true`` records one more episode as an mp4 (or gif) of the game's RGB frames. No display is needed:
 frames come from ``render_mode="rgb_array"`` (classic-control envs draw them with pygame, off screen).
@@ -34,7 +35,8 @@ DEFAULT_FPS = 30
 class EvaluateArgs:
     run_dir: str
     checkpoint: str = "final.pt"
-    """A file under <run_dir>/checkpoints, a path, or "latest" (the newest periodic or final checkpoint)."""
+    """A file under <run_dir>/checkpoints (final, best, step_…), a path, or "latest" (the newest periodic or
+    final checkpoint)."""
     episodes: int = 10
     video: bool = False
     video_format: str = "mp4"
@@ -102,6 +104,11 @@ def find_checkpoint(run_dir: Path, name: str) -> Path:
         if path.is_file():
             return path
     found = ", ".join(sorted(p.name for p in ckpt_dir.glob("*.pt"))) or "none"
+    if name in ("best", "best.pt") and (ckpt_dir / "final.pt").is_file():
+        raise RaylabError(
+            f"{run_dir} kept no best.pt: its run evaluated no policy while training (eval.every_seconds, "
+            f"eval.every_env_steps), or it predates best.pt: evaluate its newest weights with checkpoint=final"
+        )
     raise RaylabError(f"checkpoint '{name}' not found in {ckpt_dir} (found: {found}): pass checkpoint=<one of them>")
 
 

@@ -50,6 +50,7 @@ def run(cfg: RunConfig, keep_ray: bool = False) -> RunSummary:
         algorithm(cfg.algo.name).eval_policy(cfg, spaces, 1)
     from raylab.builders.run import build_run
     from raylab.driver.outputs import claim_run_dir
+    from raylab.driver.report import result_words
     from raylab.driver.resume import load_resume
     from raylab.metrics.loggers import check_logger_config
 
@@ -63,12 +64,7 @@ def run(cfg: RunConfig, keep_ray: bool = False) -> RunSummary:
 
     # the topology runs its monitor in a with block: a run that raised leaves no sampler thread, logger or file open
     summary = build_run(cfg, spaces, resume, keep_ray).run()
-    ev = summary.benchmark["eval"]
-    result = (
-        f"eval return {ev['return_mean']:.1f} ± {ev['return_std']:.1f} over {ev['episodes']} episodes, "
-        if (ev["episodes"])
-        else ""
-    )
+    result = result_words(summary.benchmark)
     print(
         f"raylab: done ({summary.stop_reason}): {result}{summary.env_steps:,} env steps and "
         f"{summary.updates:,} updates in {summary.train_seconds:.1f} s; outputs in {summary.run_dir}",

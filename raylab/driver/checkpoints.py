@@ -1,8 +1,9 @@
 """CheckpointManager: a run's checkpoints under <run_dir>/checkpoints/.
 
 Periodic ``step_<env steps>.pt`` every checkpoint.every_seconds (the newest checkpoint.keep are kept, their
-replay snapshots rotated with them), ``final.pt`` at the end, and the learner state a crashed learner (or
-A3C's server) restarts from. With checkpoint.replay, the topology's replay-snapshot callback writes every
+replay snapshots rotated with them), ``final.pt`` at the end (the newest weights and the full training
+state), ``best.pt`` beside it (the best policy evaluated: raylab.driver.best), and the learner state a crashed
+learner (or A3C's server) restarts from. With checkpoint.replay, the topology's replay-snapshot callback writes every
 replay shard's snapshot just before each checkpoint; its seconds are reported as timing/replay/snapshot_s.
 """
 
@@ -17,6 +18,7 @@ import numpy as np
 import torch
 
 from raylab.config import CheckpointConfig
+from raylab.driver.best import BestRecord
 from raylab.driver.outputs import RunOutputs
 from raylab.driver.progress import Progress
 from raylab.driver.resume import ResumeState, rng_state
@@ -24,6 +26,7 @@ from raylab.learner.checkpoint import load_checkpoint
 from raylab.types import Weights
 
 FINAL = "final.pt"
+BEST = "best.pt"
 
 ReplaySnapshot = Callable[[Path], None]
 """Writes every replay shard's snapshot for the checkpoint at the given path (raylab.replay.snapshot's
@@ -55,6 +58,7 @@ class CheckpointManager:
             self.names = sorted(f.name for f in self.directory.glob("step_*.pt"))
         self._last = 0.0
         self._final_snapshot_taken = False
+        self._best_written = False
 
     @property
     def directory(self) -> Path:
@@ -93,22 +97,40 @@ class CheckpointManager:
             self._snapshot(FINAL)
 
     def save_final(self, learner_state: dict[str, Any], policy: Weights | list[Weights]) -> None:
-        """checkpoints/final.pt: the learner state, the run's policy (``policy``: its inference weights and
+        """checkpoints/final.pt: the learner state, the newest policy (``policy``: its inference weights and
         version; several policies: one per policy, saved as ``policy.policies.<name>``), the counters and the
         config."""
         self.snapshot_final()
-        if isinstance(policy, list):
-            names = self.policy_names
-            policy_state: dict[str, Any] = {
-                "policies": {n: _policy_state(w) for n, w in zip(names, policy, strict=True)}
-            }
-        else:
-            policy_state = _policy_state(policy)
+        policy_state = self._policy_layout(policy)
         self.outputs.save_checkpoint(FINAL, {"learner": learner_state, "policy": policy_state, **self._counters()})
 
+    def save_best(self, policy: Weights | list[Weights], record: BestRecord) -> None:
+        """checkpoints/best.pt: the best policy evaluated (final.pt's policy layout, no learner state), the
+        evaluation that chose it (``best``), the counters and the config."""
+        state = {"policy": self._policy_layout(policy), "best": record.to_dict(), **self._counters()}
+        self.outputs.save_checkpoint(BEST, state)
+        self._best_written = True
+
+    def load_best(self) -> tuple[list[Weights], BestRecord] | None:
+        """A resumed run's best.pt (its policies, in the run's order, and its record); None: there is none."""
+        path = self.directory / BEST
+        if self._resume is None or not path.is_file():
+            return None
+        state = load_checkpoint(path)
+        layout = state["policy"]
+        parts = [layout["policies"][n] for n in self.policy_names] if "policies" in layout else [layout]
+        weights = [Weights(int(p["version"]), {k: v.numpy() for k, v in p["params"].items()}) for p in parts]
+        return weights, BestRecord.from_dict(state["best"])
+
+    def _policy_layout(self, policy: Weights | list[Weights]) -> dict[str, Any]:
+        if isinstance(policy, list):
+            return {"policies": {n: _policy_state(w) for n, w in zip(self.policy_names, policy, strict=True)}}
+        return _policy_state(policy)
+
     def files(self) -> list[str]:
-        """Every checkpoint this run leaves, final.pt last (benchmark_metrics.json's ``checkpoints``)."""
-        return [*self.names, FINAL]
+        """Every checkpoint this run leaves, final.pt (then best.pt) last (benchmark_metrics.json's
+        ``checkpoints``)."""
+        return [*self.names, FINAL, *([BEST] if self._best_written else [])]
 
     def last_periodic(self) -> Path | None:
         return self.directory / self.names[-1] if self.names else None

@@ -8,9 +8,9 @@
              eval due? ─────────────── EvalJob(flow.eval_weights())
              backend.wait(refs in flight) ── job.done(driver, value)  |  job.failed(driver, err) (actor died)
              gauges, restarts/*, tick (periodic checkpoint of flow.state())
-       then: flow.drain (learner calls in flight), the run's policy (the evaluated weights that met
-             stop.mean_return, else flow.latest_weights()), the final evaluation (not after an
-             interruption), peak memory, monitor.finish with flow.extra()
+       then: flow.drain (learner calls in flight), the newest weights (flow.latest_weights(): final.pt) and
+             the best evaluated ones (raylab.driver.best: best.pt), the final evaluation of each (one when
+             they are the same version; none after an interruption), peak memory, monitor.finish
 
 A job is one call in flight: it knows its ref and what to do when the call is done or its actor died; the
 driver never asks what kind of job it holds. Restarts (raylab.driver.restarts) go through ``heard`` and
@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from raylab.driver.best import BestPolicy, final_choice
 from raylab.driver.checkpoints import ReplaySnapshot
 from raylab.driver.monitor import RunMonitor
 from raylab.driver.placement import check_placeable
@@ -35,7 +36,7 @@ from raylab.errors import RaylabError
 from raylab.plan import RunPlan
 from raylab.remote.host import ActorSpec, Resources
 from raylab.transport import Transport
-from raylab.types import EvalResult
+from raylab.types import EvalResult, Weights
 
 WAIT_TIMEOUT_S = 0.1
 PROBE_EVERY_S = 0.5
@@ -177,7 +178,8 @@ class EvalJob(Call):
 
     def done(self, driver: Driver, result: EvalResult) -> None:
         driver.monitor.on_eval(result)
-        driver.evaluated, driver.evaluating = self.weights, False
+        driver.best.offer(self.weights, result, driver.monitor.progress.env_steps)
+        driver.evaluating = False
 
     def failed(self, driver: Driver, err: BaseException) -> None:  # the next one is due an interval later
         driver.lost(self.kind, self.name, self.tag, err)
@@ -201,8 +203,8 @@ class Driver:
         self.evaluating = False
         self.stopping = False
         """The loop ended: calls still landing start no new work."""
-        self.evaluated: Any = None
-        """The weights of the latest evaluation that came back."""
+        self.best = BestPolicy(plan.target)
+        """The refs of the best weights evaluated (best.pt)."""
 
     # -- for the topologies' jobs --------------------------------------------------------------------------
     def submit(self, job: Job) -> None:
@@ -260,6 +262,9 @@ class Driver:
             if placement:  # in one process: none to record
                 self.monitor.record_placement(placement)
             self.flow.start(self)
+            earlier = self.monitor.checkpointer.load_best()  # a resumed run's best.pt
+            if earlier is not None:
+                self.best.restore([self.backend.put(w) for w in earlier[0]], earlier[1])
             self.monitor.start()
             stop = self._loop()
             self.monitor.stopped()
@@ -317,14 +322,22 @@ class Driver:
         flow, backend, monitor = self.flow, self.backend, self.monitor
         self.stopping = True
         flow.drain(self)
-        target = monitor.target_reached() and self.evaluated is not None
-        policy_refs = self.evaluated if target else flow.latest_weights(self)
-        final_eval = None
-        if self.plan.final_episodes and stop not in INTERRUPTED:
-            final_eval = backend.get(self.evaluator.evaluate(self.plan.final_episodes, None, 0, *policy_refs))
-        policies = backend.get(list(policy_refs))
+        newest_refs = flow.latest_weights(self)
+        newest: list[Weights] = backend.get(list(newest_refs))
+        refs, record = self.best.refs, self.best.record
+        evaluate = bool(self.plan.final_episodes) and stop not in INTERRUPTED
+        newest_eval = self._final_eval(newest_refs) if evaluate else None
+        kept = None
+        if refs is not None and record is not None:
+            best: list[Weights] = backend.get(list(refs))
+            same = [w.version for w in best] == [w.version for w in newest]  # then one evaluation
+            kept = (best, record, (newest_eval if same else self._final_eval(refs)) if evaluate else None)
+        outcome = final_choice(kept, newest, newest_eval, monitor.progress.env_steps)
         state = flow.final_state(self)
         peak = backend.peak_memory_bytes(list(self.actors.values()))
         extra = {**flow.extra(self, state), "restarts": self.restarts.metrics()}
-        policy = policies[0] if len(policies) == 1 else policies  # final.pt's layout: one policy, or one per name
-        return monitor.finish(stop, state, policy, final_eval, extra_peak_memory_bytes=peak, extra=extra)
+        layout = newest[0] if len(newest) == 1 else newest  # final.pt's layout: one policy, or one per name
+        return monitor.finish(stop, state, layout, newest_eval, extra_peak_memory_bytes=peak, extra=extra, best=outcome)
+
+    def _final_eval(self, refs: Sequence[Any]) -> EvalResult:
+        return self.backend.get(self.evaluator.evaluate(self.plan.final_episodes, None, 0, *refs))

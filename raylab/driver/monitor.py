@@ -16,10 +16,11 @@ from typing import Any
 
 from raylab.config import RunConfig
 from raylab.config.policies import policy_map
+from raylab.driver.best import BestOutcome
 from raylab.driver.checkpoints import CheckpointManager, ReplaySnapshot
 from raylab.driver.outputs import RunOutputs
 from raylab.driver.progress import Progress
-from raylab.driver.report import RunFacts, RunSummary, benchmark_report
+from raylab.driver.report import RunFacts, RunSummary, benchmark_report, eval_section
 from raylab.driver.reporting import Reporter
 from raylab.driver.resources import ResourceSampler
 from raylab.driver.resume import ResumeState, set_rng_state
@@ -154,10 +155,6 @@ class RunMonitor:
     def eval_started(self) -> None:
         self.reporter.eval_started()
 
-    def target_reached(self) -> bool:
-        """The last greedy evaluation met stop.mean_return (its weights are then the run's policy)."""
-        return self.reporter.target_reached()
-
     def stop_reason(self) -> str | None:
         return self.reporter.stop_reason()
 
@@ -184,16 +181,18 @@ class RunMonitor:
         self,
         stop_reason: str,
         learner_state: dict[str, Any],
-        policy: Weights,
+        policy: Weights | list[Weights],
         final_eval: EvalResult | None,
         extra_peak_memory_bytes: int = 0,
         extra: dict[str, Any] | None = None,
+        best: BestOutcome | None = None,
     ) -> RunSummary:
-        """Final report row, checkpoint and benchmark_metrics.json; closes the loggers.
+        """Final report row, checkpoints and benchmark_metrics.json; closes the loggers.
 
         ``extra`` adds topology-specific sections (a3c: per-worker wait, server apply times, restarts).
-        ``policy`` is the run's result: the weights that met stop.mean_return when that stopped the run,
-        the learner's last weights otherwise. ``learner_state`` is the full training state, for resuming.
+        ``policy``: the newest weights (final.pt, with ``learner_state``, the full training state, for
+        resuming), ``final_eval`` their final evaluation. ``best``: the best policy evaluated (best.pt), whose
+        final evaluation is the run's result (``eval``; the newest weights' is ``eval_newest``).
         """
         p = self.progress
         self.stopped()  # in case the topology did not say so
@@ -209,6 +208,9 @@ class RunMonitor:
         final_rates = last_full_rates if (last_full_rates and tail_is_short) else p.last_rates
         end_time = dt.datetime.now()
         self.checkpointer.save_final(learner_state, policy)
+        if best is not None:
+            self.checkpointer.save_best(best.policy, best.record)
+        result = best.final_eval if best is not None else final_eval
         process_peaks = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 + extra_peak_memory_bytes
         facts = RunFacts(
             stop_reason=stop_reason,
@@ -223,9 +225,10 @@ class RunMonitor:
             in_process=self.in_process,
             checkpoints=self.checkpointer.files(),
         )
+        extra = {**(extra or {}), **_best_sections(best, final_eval)}
         if p.policies:
-            extra = {**(extra or {}), "policies": self._policies_section(final_eval, extra or {})}
-        benchmark = benchmark_report(self.cfg, p, facts, final_eval, extra)
+            extra["policies"] = self._policies_section(result, extra)
+        benchmark = benchmark_report(self.cfg, p, facts, result, extra)
         self.outputs.write_benchmark(benchmark)
         self.close()
         return RunSummary(
@@ -234,7 +237,7 @@ class RunMonitor:
             env_steps=p.env_steps,
             updates=p.updates,
             train_seconds=train_seconds,
-            eval_return_mean=final_eval.mean if final_eval else None,
+            eval_return_mean=result.mean if result else None,
             benchmark=benchmark,
         )
 
@@ -259,3 +262,9 @@ class RunMonitor:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _best_sections(best: BestOutcome | None, newest_eval: EvalResult | None) -> dict[str, Any]:
+    """benchmark_metrics.json's ``best`` (the evaluation that chose best.pt's policy; null: none was
+    evaluated) and ``eval_newest`` (final.pt's policy's final evaluation, beside ``eval``: best.pt's)."""
+    return {"best": best.record.to_dict() if best else None, "eval_newest": eval_section(newest_eval)}

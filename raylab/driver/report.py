@@ -81,7 +81,7 @@ def benchmark_report(
             "agent_steps_per_s": p.env_steps / seconds,
             "learner_updates_per_s": p.updates / seconds,
         },
-        "eval": _eval(final_eval),
+        "eval": eval_section(final_eval),
         "evals": p.evals,
         "workers": {str(k): v for k, v in sorted(p.workers.items())},
         "replay": None,  # a flow with a replay reports it in ``extra`` (ReplayStats.report), which keeps this place
@@ -120,10 +120,28 @@ def _resource_usage(usage: ResourceUsage, process_peaks: int) -> dict[str, Any]:
     }
 
 
-def _eval(final_eval: EvalResult | None) -> dict[str, Any]:
+def eval_section(final_eval: EvalResult | None) -> dict[str, Any]:
+    """A final evaluation: its mean, std, episodes and the weights version it ran on."""
     return {
         "return_mean": final_eval.mean if final_eval else None,
         "return_std": final_eval.std if final_eval else None,
         "episodes": int(final_eval.returns.size) if final_eval else 0,
         "policy_version": final_eval.version if final_eval else None,
     }
+
+
+def result_words(benchmark: dict[str, Any]) -> str:
+    """The console's words for a run's final evaluations: best.pt's (the run's result), and final.pt's (the
+    newest weights) when they are another version; "" when none ran."""
+    ev, newest, best = benchmark["eval"], benchmark.get("eval_newest") or {}, benchmark.get("best")
+    if not ev["episodes"]:
+        return ""
+    words = f"eval return {ev['return_mean']:.1f} ± {ev['return_std']:.1f} over {ev['episodes']} episodes"
+    if best is None:  # nothing was evaluated while training: the newest weights are the result
+        return f"{words} (final.pt, version {ev['policy_version']}), "
+    if newest.get("policy_version") == ev["policy_version"]:
+        return f"{words} (best.pt = final.pt, version {ev['policy_version']}), "
+    return (
+        f"{words} (best.pt, version {ev['policy_version']}); newest weights {newest['return_mean']:.1f} ± "
+        f"{newest['return_std']:.1f} (final.pt, version {newest['policy_version']}), "
+    )

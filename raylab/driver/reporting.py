@@ -130,11 +130,6 @@ class Reporter:
         self._last_eval_time = time.perf_counter()
         self._last_eval_steps = self.progress.env_steps
 
-    def target_reached(self) -> bool:
-        """The last greedy evaluation met stop.mean_return (its weights are then the run's policy)."""
-        last, target = self.progress.last_eval, self.stop_cfg.mean_return
-        return last is not None and target is not None and last.mean >= target
-
     def stop_reason(self) -> str | None:
         p = self.progress
         last = p.last_eval

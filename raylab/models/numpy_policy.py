@@ -231,9 +231,10 @@ class VersionedWeights:
     version: int
     _mirrored: Mirrored[Any]
 
-    def set_weights(self, weights: Weights) -> bool:
-        """Load ``weights`` if newer than what the policy holds; returns whether it did."""
-        if weights.version <= self.version:
+    def set_weights(self, weights: Weights, exact: bool = False) -> bool:
+        """Load ``weights`` if newer than what the policy holds (``exact``: unless they are the version it
+        holds, e.g. an evaluation of older weights); returns whether it did."""
+        if weights.version == self.version or (weights.version < self.version and not exact):
             return False
         self._mirrored.load(weights.params)
         self.version = weights.version

@@ -42,10 +42,10 @@ class Evaluator:
         A PolicySet takes one Weights per policy."""
         if isinstance(self.policy, PolicySet):
             assert weights is not None and not isinstance(weights, Weights)
-            self.policy.load(weights)
+            self.policy.load(weights, exact=True)  # the version handed, even an older one (best.pt)
         elif weights is not None:
             assert isinstance(weights, Weights)
-            self.policy.set_weights(weights)
+            self.policy.set_weights(weights, exact=True)
         returns, lengths, slots = self._episodes(episodes)
         if confirm_target is not None and confirm_episodes > 0 and returns.mean() >= confirm_target:
             more = self._episodes(confirm_episodes)

@@ -61,16 +61,17 @@ class PolicySet:
         self.last_log_probs = log_probs
         return actions
 
-    def set_weights(self, weights: Weights) -> bool:
+    def set_weights(self, weights: Weights, exact: bool = False) -> bool:
         raise TypeError("a PolicySet takes one Weights per policy: call load(parts)")
 
-    def load(self, parts: Sequence[Weights | None]) -> bool:
-        """Load policy k's ``parts[k]`` (None: keep what it has); whether any policy loaded newer weights."""
+    def load(self, parts: Sequence[Weights | None], exact: bool = False) -> bool:
+        """Load policy k's ``parts[k]`` (None: keep what it has; ``exact``: older weights too); whether any
+        policy loaded them."""
         assert len(parts) == len(self.policies), f"{len(parts)} weights for {len(self.policies)} policies"
         loaded = False
         for policy, weights in zip(self.policies, parts, strict=True):
             if weights is not None:
-                loaded = policy.set_weights(weights) or loaded
+                loaded = policy.set_weights(weights, exact) or loaded
         return loaded
 
 
@@ -113,5 +114,5 @@ class RandomPolicy:
     def act(self, obs: np.ndarray) -> np.ndarray:
         return self.rng.integers(0, self.num_actions, len(obs))
 
-    def set_weights(self, weights: Weights) -> bool:
+    def set_weights(self, weights: Weights, exact: bool = False) -> bool:
         return False

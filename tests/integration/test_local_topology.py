@@ -67,11 +67,31 @@ def test_benchmark_metrics_follow_seed_003_format(fake_run):
 
 def test_it_learns_the_fake_task(fake_run):
     _, summary = fake_run
-    # 4 actions, 20 steps: random earns 5 per episode, reading the observation earns 20
-    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 18
+    # 4 actions, 20 steps: random earns 5 per episode, reading the observation earns 20; the newest weights
+    # (final.pt) are held to it, not only the best evaluated ones (the run's result)
+    assert summary.benchmark["eval_newest"]["return_mean"] >= 18
     bm = summary.benchmark
     assert bm["performance"]["initial_reward"] < 10
     assert np.isfinite(bm["average_fps"]) and bm["average_fps"] > 0
+
+
+def test_best_pt_holds_the_best_evaluated_version_and_is_the_result(fake_run):
+    """best.pt is the periodic evaluation with the highest mean (the newer on a tie), unless the newest
+    weights' final evaluation beats its final evaluation; the run's ``eval`` is the final evaluation of that
+    very version, ``eval_newest`` that of final.pt's newest weights."""
+    _, summary = fake_run
+    bm, ckpt = summary.benchmark, Path(summary.run_dir) / "checkpoints"
+    evals, best = bm["evals"], bm["best"]
+    assert len(evals) >= 2
+    top = max(e["return_mean"] for e in evals)
+    chosen = [e for e in evals if e["return_mean"] == top][-1]
+    final = load_checkpoint(ckpt / "final.pt")
+    newest = final["policy"]["version"]
+    assert bm["eval_newest"]["policy_version"] == newest == final["learner"]["version"]
+    assert best["version"] == (chosen["version"] if best["chosen_by"] == "periodic" else newest)
+    assert bm["eval"]["policy_version"] == best["version"] == load_checkpoint(ckpt / "best.pt")["policy"]["version"]
+    assert bm["eval"]["return_mean"] >= bm["eval_newest"]["return_mean"]
+    assert bm["eval_newest"]["episodes"] == 8 and bm["checkpoints"][-2:] == ["final.pt", "best.pt"]
 
 
 def test_runs_the_apex_dqn_flow_on_the_one_driver_loop_in_process(fake_run):
@@ -122,7 +142,10 @@ def test_periodic_checkpoints_keep_the_newest(algo, tmp_path):
     summary = run(cfg)
     periodic = sorted((tmp_path / "checkpoints").glob("step_*.pt"))
     assert len(periodic) == 2, periodic  # more were written (every 0.3 s of 2.5 s); the oldest were deleted
-    assert summary.benchmark["checkpoints"] == [p.name for p in periodic] + ["final.pt"]
+    # the one final evaluation is the only one: the newest weights are the best evaluated, in best.pt too
+    assert summary.benchmark["checkpoints"] == [p.name for p in periodic] + ["final.pt", "best.pt"]
+    assert sorted(p.name for p in (tmp_path / "checkpoints").glob("*.pt")) == sorted(summary.benchmark["checkpoints"])
+    assert summary.benchmark["best"]["chosen_by"] == "final"
     newest = load_checkpoint(periodic[-1])
     assert 0 < newest["counters"]["env_steps"] <= summary.env_steps
     assert newest["config"]["checkpoint"]["keep"] == 2 and newest["learner"]
@@ -142,7 +165,7 @@ def test_prioritized_replay_with_frame_dedup_learns(tmp_path):
         "eval.final_episodes=8", "learner.grad_accumulation=2",
     )  # fmt: skip
     summary = run(cfg)
-    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 18  # random: 5
+    assert summary.benchmark["eval_newest"]["return_mean"] >= 18  # random: 5; final.pt's newest weights
     replay = summary.benchmark["replay"]
     assert replay["priority_updates"] >= 0.9 * replay["sampled"]  # every sampled item got its TD error back
     assert replay["frames"] > 0 and replay["size"] == 3000
@@ -160,4 +183,4 @@ def test_qr_dqn_learns_the_fake_task(tmp_path):
         "eval.final_episodes=8",
     )  # fmt: skip
     summary = run(cfg)
-    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 18  # random: 5
+    assert summary.benchmark["eval_newest"]["return_mean"] >= 18  # random: 5; final.pt's newest weights

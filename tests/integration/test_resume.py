@@ -55,8 +55,22 @@ def test_resume_continues_counters_and_learner(case, tmp_path):
     # written before its first update: rows are timed), and goes on past it
     assert resumed_rows[0]["updates"] >= first.updates and resumed_rows[-1]["updates"] > first.updates
     # the learner's state came back: the final policy version continues from the first run's
-    assert bm["eval"]["policy_version"] > (saved["policy"]["version"] if "policy" in saved else 0)
+    assert bm["eval_newest"]["policy_version"] > (saved["policy"]["version"] if "policy" in saved else 0)
     assert not (tmp_path / "ignored" / "checkpoints").exists()
+
+
+def test_a_resumed_run_keeps_the_best_policy_of_its_first_part(tmp_path):
+    """The first part evaluates and keeps best.pt; the resumed part evaluates nothing (no periodic, no final
+    evaluation), so the first part's best stays the run's best.pt."""
+    evaluated = ("topology=local", "eval.every_env_steps=500", "eval.episodes=2")
+    run(make_config(tmp_path, *SHORT, *evaluated, "stop.env_steps=2000"))
+    first = load_checkpoint(tmp_path / "checkpoints" / "best.pt")
+    later = ("topology=local", "stop.env_steps=6000", "eval.final_episodes=0", f"resume={tmp_path}")
+    second = run(make_config(tmp_path / "ignored", *SHORT, *later))
+    kept = load_checkpoint(tmp_path / "checkpoints" / "best.pt")
+    assert kept["best"] == first["best"] and kept["policy"]["version"] == first["policy"]["version"]
+    assert second.benchmark["best"] == first["best"]
+    assert load_checkpoint(tmp_path / "checkpoints" / "final.pt")["policy"]["version"] > first["best"]["version"]
 
 
 def test_resumed_exploration_continues_where_it_was(tmp_path):
@@ -84,7 +98,7 @@ def test_ray_topologies_resume_their_learner(overrides, tmp_path):
     _, saved, second = resume_pair(tmp_path, overrides)
     bm = json.loads((tmp_path / "benchmark_metrics.json").read_text())
     assert bm["resumed_from"] and second.env_steps >= 4000
-    assert bm["eval"]["policy_version"] > saved["policy"]["version"]  # the learner (or server) state came back
+    assert bm["eval_newest"]["policy_version"] > saved["policy"]["version"]  # the learner (or server) state came back
 
 
 SNAPSHOT_CASES = {
@@ -116,7 +130,7 @@ def test_replay_snapshots_resume_with_the_replay_and_learn_at_once(overrides, tm
     assert second.stop_reason.startswith("env steps") and second.env_steps >= target
     assert second.updates > first.updates  # learned within 1,000 new steps: the replay came back
     bm = json.loads((tmp_path / "benchmark_metrics.json").read_text())
-    assert bm["eval"]["policy_version"] > saved["policy"]["version"]  # the learner state came back too
+    assert bm["eval_newest"]["policy_version"] > saved["policy"]["version"]  # the learner state came back too
     ckpts = tmp_path / "checkpoints"
     periodic = sorted(p.stem for p in ckpts.glob("step_*.pt"))
     assert (ckpts / "replay_0_final.npz").is_file()

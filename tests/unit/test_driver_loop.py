@@ -53,14 +53,18 @@ class Actor:
 
 
 class Evaluator(Actor):
+    """Scores ``mean`` once the rollout actor has answered a call (weights version >= 1: every scripted death
+    of it is behind), 0 before, so that the target cannot end a run before the deaths it checks."""
+
     def __init__(self, deaths: int, mean: float):
         super().__init__(deaths)
-        self.mean, self.calls = mean, 0
+        self.mean, self.versions = mean, []
 
     def evaluate(self, episodes: int, target: float | None, confirm: int, *weights: Ref) -> Ref:
-        self.calls += 1
         version = weights[0].value.version
-        return self.call(EvalResult(version, np.full(episodes, self.mean), np.ones(episodes)))
+        self.versions.append(version)
+        score = self.mean if version >= 1 else 0.0
+        return self.call(EvalResult(version, np.full(episodes, score), np.ones(episodes)))
 
 
 class Backend:
@@ -177,7 +181,13 @@ def test_jobs_settle_themselves_and_a_dead_evaluator_comes_back(tmp_path):
     restarts = summary.benchmark["restarts"]
     assert restarts["restarts/rollout"] == 2 and restarts["restarts/eval"] == 1
     assert summary.eval_return_mean == 10.0 and summary.benchmark["eval"]["episodes"] == 3  # the final evaluation
-    assert evaluator.calls == 3  # the one lost to its death, the one that met the target, the final one
+    # the evaluations: one lost to its death, then the one that met the target, then the final ones: the
+    # weights that met it (best.pt, the result) and the newest (final.pt), another version
+    bm = summary.benchmark
+    best, newest = bm["best"]["version"], bm["eval_newest"]["policy_version"]
+    assert bm["best"]["met_target"] and bm["eval"]["policy_version"] == best < newest
+    assert evaluator.versions[-3] == best and sorted(evaluator.versions[-2:]) == [best, newest]
+    assert bm["eval_newest"]["episodes"] == 3
     assert summary.benchmark["counter"] == {"done": flow.done} and flow.done >= 1
     assert summary.benchmark["placement"]["actors"] == {"rollout_0": "node-0", "eval": "node-0"}
     rows = [json.loads(line) for line in (Path(summary.run_dir) / "metrics.jsonl").read_text().splitlines()]
