@@ -8,6 +8,7 @@ A page asks for a generated part with a line of its own (indented, the part is i
     <!-- raylab:docstring PATH -->          the module docstring of PATH (e.g. raylab/topology/ppo.py)
     <!-- raylab:docstring-text PATH -->     the same, verbatim in a text block (docstrings that draw tables)
     <!-- raylab:groups -->                 the config groups in conf/ and their options
+    <!-- raylab:applicability -->          the keys that apply to some runs only: raylab/config/applicability.py
     <!-- raylab:experiments -->            the named jobs in conf/experiment/ and what each one says it is
     <!-- raylab:console PATH -->            console lines the logger prints for a committed metrics.jsonl
     <!-- raylab:text PATH -->               a committed text file, verbatim (a benchmark's own report)
@@ -33,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's raylab, whichever one the environment has installed; docs.tables
 
 from docs import tables  # noqa: E402
-from raylab.config import reference  # noqa: E402
+from raylab.config import applicability, reference  # noqa: E402
 
 BENCHMARKS = ROOT / "benchmarks"
 ASSETS = "assets/benchmarks"
@@ -72,6 +73,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
             return experiments()
         if kind == "groups":
             return groups()
+        if kind == "applicability":
+            return applicability.markdown_table()
         if kind == "console" and arg:
             return console(arg)
         if kind == "text" and arg and (ROOT / arg).is_file():

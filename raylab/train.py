@@ -82,11 +82,6 @@ def check_spaces(cfg: RunConfig, spaces: EnvSpaces) -> None:
             f"algo={cfg.algo.name} needs discrete actions but {cfg.env.id} has {spaces.action_space}: "
             f"choose an env with a Discrete action space, or algo=ppo / appo / a3c (Gaussian policy)"
         )
-    if cfg.model.normalize_obs and cfg.algo.name in ("dqn", "a3c"):
-        raise ConfigError(
-            f"model.normalize_obs applies to algo=ppo and algo=appo (their learner owns the statistics), not "
-            f"algo={cfg.algo.name}: remove it"
-        )
 
 
 def config_groups() -> dict[str, list[str]]:

@@ -21,7 +21,7 @@ from raylab.algos.dqn.builder import dqn_config
 from raylab.algos.objective import Objective
 from raylab.algos.registry import algorithm
 from raylab.config import RunConfig
-from raylab.config.learner_options import check_learner_options
+from raylab.config.applicability import check_applicable
 from raylab.config.policies import policy_config, policy_map, policy_spaces
 from raylab.envs.registry import EVAL_WORKER_INDEX, make_vector_env
 from raylab.errors import ConfigError
@@ -186,7 +186,7 @@ def build_learner(cfg: RunConfig, spaces: EnvSpaces) -> Learner:
     """The learner of every algorithm that has one, with every learner option."""
     import torch
 
-    check_learner_options(cfg.algo.name, cfg.learner)
+    check_applicable(cfg)
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.learner.num_threads)
     limit_blas_threads(cfg.learner.num_threads)

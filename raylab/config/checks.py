@@ -11,10 +11,10 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from raylab.config.algo import APPOConfig, DQNConfig, PPOConfig
+from raylab.config.algo import APPOConfig, PPOConfig
 from raylab.config.algorithms import ALGORITHMS, LOCAL_TOPOLOGY, TOPOLOGY_ALGOS
+from raylab.config.applicability import check_applicable
 from raylab.config.coerce import build, to_container
-from raylab.config.learner_options import check_learner_options
 from raylab.config.policies import check_policies
 from raylab.config.schema import RunConfig
 from raylab.envs.registry import check_env_config, max_return
@@ -69,15 +69,7 @@ def check_cross_fields(run: RunConfig) -> None:
             f"algo.minibatches={run.algo.minibatches} exceeds the {steps} steps of one round of rollouts: lower "
             f"algo.minibatches or raise topology.rollout_length",
         )
-    check(
-        not run.checkpoint.replay or info.replay,
-        f"checkpoint.replay=true snapshots a replay, and algo={run.algo.name} has none: set checkpoint.replay=false",
-    )
-    check(
-        run.eval.greedy or not isinstance(run.algo, DQNConfig),
-        "eval.greedy=false samples from a policy, and algo=dqn has none: set algo.epsilon.eval instead",
-    )
-    check_learner_options(run.algo.name, run.learner)
+    check_applicable(run)
     check_policies(run)
     check_env_config(run.env)
     stop = run.stop

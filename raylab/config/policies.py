@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from raylab.config.applicability import check_applicable
 from raylab.config.coerce import build, plain
 from raylab.config.schema import RunConfig
 from raylab.errors import ConfigError
@@ -88,7 +89,7 @@ def check_policies(cfg: RunConfig) -> None:
     for name in cfg.policies:
         if not name.isidentifier():
             raise ConfigError(f"policy name {name!r} must be an identifier (letters, digits, _): rename it")
-        policy_config(cfg, name)
+        check_applicable(policy_config(cfg, name), f"policies.{name}.")
 
 
 def policy_map(cfg: RunConfig, spaces: EnvSpaces) -> PolicyMap:

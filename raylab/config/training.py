@@ -46,11 +46,9 @@ class ModelConfig:
     def __post_init__(self) -> None:
         check(all(h > 0 for h in self.hidden_sizes), "model.hidden_sizes must be positive integers")
         check(
-            (self.encoder == "custom") == (self.factory is not None),
-            "model.factory goes with model=custom (model.encoder=custom) and model=custom needs "
-            "model.factory=<package.module:function>",
+            self.encoder != "custom" or self.factory is not None,
+            "model=custom needs model.factory=<package.module:function>",
         )
-        check(not self.options or self.encoder == "custom", "model.options are model.factory's: use model=custom")
 
 
 @dataclass(frozen=True)
@@ -95,11 +93,6 @@ class TopologyConfig:
         )
         check(self.rollout_length >= 1, f"topology.rollout_length must be >= 1 (got {self.rollout_length})")
         check(self.chunks_in_flight >= 1, f"topology.chunks_in_flight must be >= 1 (got {self.chunks_in_flight})")
-        check(
-            self.chunks_in_flight == 1 or self.name == "appo",
-            f"topology.chunks_in_flight={self.chunks_in_flight} needs topology=appo (topology={self.name} samples "
-            "one call at a time): set topology.chunks_in_flight=1",
-        )
         check(self.worker_cpus >= 0, "topology.worker_cpus must be >= 0")
 
 
@@ -188,6 +181,11 @@ class LearnerConfig:
         check(self.updates_per_call >= 1, "learner.updates_per_call must be >= 1")
         check(self.publish_every >= 1, "learner.publish_every must be >= 1")
         check(self.num_threads >= 1, "learner.num_threads must be >= 1")
+        check(
+            self.compile or self.compile_mode == "default",
+            f"learner.compile_mode={self.compile_mode} applies only to a compiled learner: add learner.compile=true "
+            "or remove learner.compile_mode",
+        )
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The Learner: one class for every algorithm (an Objective), update_many(data) -> stats, versioned weights;
-checkpoints; the learner options each algorithm accepts.
+checkpoints. Which learner options apply to which algorithm is the config's table (raylab/config/applicability.py).
 
-Attributes load lazily, so that ``raylab.config`` can use ``raylab.config.learner_options`` without importing torch.
+Attributes load lazily: importing ``raylab.learner`` imports no torch until one is used.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from raylab.algos.objective import LossOutput, Objective, Plan, StepInput
-    from raylab.config.learner_options import check_learner_options
     from raylab.learner.checkpoint import load_checkpoint, save_checkpoint
     from raylab.learner.device import resolve_device
     from raylab.learner.learner import Learner
@@ -22,14 +21,13 @@ _WHERE = {
     "Objective": "raylab.algos.objective",
     "Plan": "raylab.algos.objective",
     "StepInput": "raylab.algos.objective",
-    "check_learner_options": "raylab.config.learner_options",
     "load_checkpoint": "raylab.learner.checkpoint",
     "resolve_device": "raylab.learner.device",
     "save_checkpoint": "raylab.learner.checkpoint",
 }
 
 __all__ = [
-    "Learner", "LossOutput", "Objective", "Plan", "StepInput", "check_learner_options", "load_checkpoint",
+    "Learner", "LossOutput", "Objective", "Plan", "StepInput", "load_checkpoint",
     "resolve_device", "save_checkpoint",
 ]  # fmt: skip
 

@@ -135,10 +135,10 @@ def build_q_network(cfg: ModelConfig, spaces: EnvSpaces, atoms: int = 1) -> QNet
     """Q network with ``atoms`` outputs per action (the number of quantiles for QR-DQN)."""
     num_actions = _num_actions(spaces)
     if cfg.encoder == "custom":
-        if atoms != 1 or cfg.dueling:
+        if atoms != 1:
             raise ConfigError(
-                "model=custom returns Q values itself: set algo.loss=huber and model.dueling=false, "
-                "or build quantiles/dueling into your module and use a built-in model"
+                "model=custom returns Q values itself: set algo.loss=huber, "
+                "or build quantiles into your module and use a built-in model"
             )
         return CustomQNetwork(build_custom(cfg, spaces, "q"))
     encoder = build_encoder(cfg, spaces)
@@ -163,8 +163,6 @@ def build_actor_critic(cfg: ModelConfig, spaces: EnvSpaces) -> ActorCritic:
 
 def build_encoder(cfg: ModelConfig, spaces: EnvSpaces) -> Encoder:
     encoder: Encoder
-    if cfg.norm == "batch" and cfg.encoder != "nature_cnn":
-        raise ConfigError("model.norm=batch is available for model=nature_cnn only: set model.norm=none")
     if cfg.encoder in ("nature_cnn", "impala_cnn"):
         if len(spaces.obs_shape) != 3:
             raise ConfigError(

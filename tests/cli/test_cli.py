@@ -42,7 +42,7 @@ def test_smoke_run_in_serial_mode(tmp_path):
         (["topology.num_workers=-3"], "set topology.num_workers=1 or more"),
         (["env.backend=envpool", "env.id=Pendulum-v1", "algo=ppo", "topology=ppo"], "moves differently from gymnasium"),
         (["env.backend=envpool", "env.id=LunarLander-v3"], "has no port of LunarLander-v3: use one of CartPole-v0"),
-        (["topology.chunks_in_flight=2"], "needs topology=appo (topology=apex_dqn samples one call at a time)"),
+        (["topology.chunks_in_flight=2"], "chunks_in_flight=2 applies to topology=appo (its actors queue sample"),
         (["+experiment=cartpole_appo", "topology.chunks_in_flight=0"], "topology.chunks_in_flight must be >= 1"),
         (["+experiment=cartpole_dqn", "stop.mean_return=1000"], "can never trigger"),
         (["stop.env_steps=null", "stop.seconds=null"], "no stop condition"),
@@ -58,14 +58,14 @@ def test_smoke_run_in_serial_mode(tmp_path):
         (["+experiment=snake_arena_ppo", "env.frame_stack=4"], "is multi-agent and takes no frame preprocessing"),
         (["replay.capacity=100000000000"], "lower replay.capacity"),
         (["learner.lrr=0.1"], "unknown config key 'learner.lrr': did you mean 'learner.lr'?"),
-        (["eval.greedy=false"], "eval.greedy=false samples from a policy, and algo=dqn has none"),
+        (["eval.greedy=false"], "not algo=dqn: remove it, or set algo.epsilon.eval instead"),
         (["topology=local", "learner.precision=fp16"], "needs CUDA (GradScaler): use learner.precision=bf16 on CPU"),
         (["learner.grad_accumulation=3"], "must be >= 1 and divide learner.batch_size=64: pick a divisor"),
-        (["+experiment=cartpole_a3c", "learner.precision=bf16"], "learner.precision=bf16 does not apply to algo=a3c"),
+        (["+experiment=cartpole_a3c", "learner.precision=bf16"], "learner.precision=bf16 applies to algo=dqn/ppo/appo"),
         (["topology=local", "replay.frame_dedup=true"], "set replay.frame_dedup=auto"),
         (["replay.num_shards=3"], "set replay.num_shards <= 2"),
-        (["+experiment=cartpole_ppo", "checkpoint.replay=true"], "algo=ppo has none: set checkpoint.replay=false"),
-        (["topology=local", "model.norm=batch"], "model.norm=batch is available for model=nature_cnn only"),
+        (["+experiment=cartpole_ppo", "checkpoint.replay=true"], "checkpoint.replay=true applies to algo=dqn"),
+        (["topology=local", "model.norm=batch"], "model.norm=batch applies to model=nature_cnn"),
         (["env=fake", "ray.address=127.0.0.1:1", "ray.connect_timeout_s=2"],
          "cannot reach Ray at '127.0.0.1:1' within 2 s (Connection refused): start the cluster (ray start --head)"),
         (["env=fake", "ray.address=nohost"], "ray.address 'nohost' is not host:port, ray://host:port or auto"),
@@ -93,6 +93,15 @@ def test_bad_input_is_one_line_that_names_the_fix(args, expected, tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("raylab: error: ") and expected in lines[0]
+
+
+def test_a_key_that_does_not_apply_is_refused_not_ignored(tmp_path):
+    """PPO has no Q head: model.dueling=true is refused (raylab/config/applicability.py), not trained without."""
+    proc = train("+experiment=cartpole_ppo", "model.dueling=true", tmp_path=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (
+        "raylab: error: model.dueling=true applies to algo=dqn (its Q head), not algo=ppo: remove it"
+    )
 
 
 SLOW = pytest.mark.slow  # the same path as apex_dqn's; kept out of the 15-minute default tier

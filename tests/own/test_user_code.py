@@ -13,7 +13,7 @@ import torch
 
 from raylab import user_code
 from raylab.algos.registry import algorithm
-from raylab.config import EnvConfig, ModelConfig
+from raylab.config import EnvConfig, ModelConfig, resolve
 from raylab.envs.registry import check_env_config, env_spaces, make_render_env, make_vector_env
 from raylab.errors import ConfigError
 from raylab.models import build_actor_critic, build_q_network
@@ -261,9 +261,8 @@ def test_custom_model_mistakes_are_one_line(user_module):
 
 
 def test_custom_model_refuses_what_a_built_in_head_does():
-    cfg = ModelConfig(encoder="custom", factory=MODEL, dueling=True)
-    with pytest.raises(ConfigError, match="model=custom returns Q values itself"):
-        build_q_network(cfg, SPACES)
+    with pytest.raises(ConfigError, match=r"model\.dueling=true applies to model=mlp/nature_cnn/impala_cnn"):
+        resolve({"model": {"encoder": "custom", "factory": MODEL, "dueling": True}})
     with pytest.raises(ConfigError, match="model=custom returns Q values itself"):
         build_q_network(ModelConfig(encoder="custom", factory=MODEL), SPACES, atoms=8)
 
@@ -272,13 +271,13 @@ def test_custom_model_refuses_what_a_built_in_head_does():
     ("kwargs", "expected"),
     [
         ({"encoder": "custom"}, "model=custom needs model.factory"),
-        ({"factory": MODEL}, "model.factory goes with model=custom"),
-        ({"options": {"hidden": 3}}, "model.options are model.factory's: use model=custom"),
+        ({"factory": MODEL}, "model.factory=.* applies to model=custom .*: remove it, or add model=custom"),
+        ({"options": {"hidden": 3}}, r"model.options={'hidden': 3} applies to model=custom \(keyword arguments"),
     ],
 )
 def test_model_config_pairs_factory_and_custom(kwargs, expected):
     with pytest.raises(ConfigError, match=expected):
-        ModelConfig(**kwargs)
+        resolve({"model": kwargs})
 
 
 @pytest.mark.parametrize("algo", ["dqn", "ppo", "appo", "a3c"])

@@ -54,3 +54,15 @@ def test_docstrings_become_markdown(hooks):
     md = hooks.docstring_markdown("Title with ``code`` and <tag>.\n    drawing -> <arrow>\nafter")
     assert md.splitlines() == ["Title with `code` and &lt;tag>.", "", "    drawing -> <arrow>", "after"]
     assert re.search(r"\| `cartpole_dqn` \|", hooks.experiments())
+
+
+def test_the_applicability_table_is_the_one_the_check_reads(hooks):
+    """docs/configuration.md shows raylab/config/applicability.py's TABLE, generated at build time: every key."""
+    from raylab.config.applicability import TABLE, markdown_table
+
+    page = (DOCS / "configuration.md").read_text()
+    assert "<!-- raylab:applicability -->" in page
+    out = expand(hooks, page, "configuration.md")
+    assert markdown_table() in out
+    for entry in TABLE:
+        assert f"| `{entry.key}` (default `" in out

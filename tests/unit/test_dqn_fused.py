@@ -15,9 +15,9 @@ import torch
 
 from raylab.algos.dqn import DQN
 from raylab.algos.dqn.policy import EpsilonGreedyPolicy, EpsilonSchedule
-from raylab.config import DQNConfig, LearnerConfig, ModelConfig
+from raylab.config import DQNConfig, LearnerConfig, ModelConfig, resolve
 from raylab.errors import ConfigError
-from raylab.learner import Learner, check_learner_options
+from raylab.learner import Learner
 from raylab.models import build_q_network, numpy_policy
 from raylab.types import Batch, EnvSpaces, Weights
 
@@ -213,10 +213,18 @@ def test_what_is_not_fused_falls_back_under_auto_and_is_refused_under_true(opts,
 
 
 def test_fused_is_an_option_of_the_algorithms_with_a_learner():
+    def config(algo: str, fused: bool) -> dict:
+        return {
+            "algo": {"name": algo},
+            "topology": {"name": "local"},
+            "learner": {"fused": fused},
+            "stop": {"seconds": 1},
+        }
+
     for algo in ("dqn", "ppo", "appo"):  # PPO's and APPO's fused step: tests/unit/test_ppo_fused.py
-        check_learner_options(algo, LearnerConfig(fused=True))
-    with pytest.raises(ConfigError, match="does not apply to algo=a3c"):
-        check_learner_options("a3c", LearnerConfig(fused=False))
+        resolve(config(algo, True))
+    with pytest.raises(ConfigError, match=r"learner\.fused=false applies to algo=dqn/ppo/appo .*, not algo=a3c"):
+        resolve(config("a3c", False))
 
 
 # -- acting: NumPy Q values for epsilon-greedy workers (model.numpy_inference) ----------------------------------

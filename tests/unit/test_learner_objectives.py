@@ -31,9 +31,19 @@ import torch
 from raylab.algos.dqn import DQN
 from raylab.algos.ppo.appo import APPO
 from raylab.algos.ppo.objective import PPO
-from raylab.config import APPOConfig, DQNConfig, LearnerConfig, ModelConfig, PPOConfig
+from raylab.config import (
+    A3CConfig,
+    APPOConfig,
+    DQNConfig,
+    LearnerConfig,
+    ModelConfig,
+    PPOConfig,
+    RunConfig,
+    TopologyConfig,
+)
+from raylab.config.applicability import check_applicable
 from raylab.errors import ConfigError
-from raylab.learner import Learner, LossOutput, check_learner_options
+from raylab.learner import Learner, LossOutput
 from raylab.learner.prefetch import Prefetcher, StreamPrefetcher, prefetcher_class
 from raylab.models import build_q_network
 from raylab.models.encoders import MLPEncoder
@@ -379,23 +389,27 @@ def test_results_do_not_alias_what_a_later_update_overwrites(algo, grad_accumula
 )
 def test_learner_speed_options_with_a3c_are_refused_in_one_line(option):
     learner = LearnerConfig(**option)
-    with pytest.raises(ConfigError, match=r"does not apply to algo=a3c .*: remove it") as err:
-        check_learner_options("a3c", learner)
+    with pytest.raises(ConfigError, match=r"applies to algo=dqn/ppo/appo .*, not algo=a3c: remove it") as err:
+        check_applicable(on(A3CConfig(), "a3c", learner))
     assert "\n" not in str(err.value) and f"learner.{next(iter(option))}=" in str(err.value)
-    for algo in ("dqn", "ppo", "appo"):
-        check_learner_options(algo, learner)  # they all apply there
-    check_learner_options("a3c", LearnerConfig())  # defaults are fine
+    for algo, topology in ((DQNConfig(), "apex_dqn"), (PPOConfig(), "ppo"), (APPOConfig(), "appo")):
+        check_applicable(on(algo, topology, learner))  # they all apply there
+    check_applicable(on(A3CConfig(), "a3c", LearnerConfig()))  # defaults are fine
+
+
+def on(algo, topology: str, learner: LearnerConfig) -> RunConfig:
+    return RunConfig(algo=algo, topology=TopologyConfig(name=topology), learner=learner)
 
 
 def test_refusal_comes_from_the_config_and_the_builder(tmp_path):
-    with pytest.raises(ConfigError, match=r"learner\.precision=bf16, learner\.compile=true do not apply to algo=a3c"):
+    with pytest.raises(ConfigError, match=r"learner\.precision=bf16 applies to algo=dqn/ppo/appo .*, not algo=a3c"):
         make_config(tmp_path, *FAKE, "algo=a3c", "topology=a3c", "learner.precision=bf16", "learner.compile=true")
     cfg = make_config(tmp_path, *FAKE, "algo=a3c", "topology=a3c")
     bad = dataclasses.replace(cfg, learner=LearnerConfig(precision="bf16"))
     from raylab.builders import build_learner
     from raylab.envs import env_spaces
 
-    with pytest.raises(ConfigError, match=r"learner\.precision=bf16 does not apply to algo=a3c"):
+    with pytest.raises(ConfigError, match=r"learner\.precision=bf16 applies to .*, not algo=a3c"):
         build_learner(bad, env_spaces(cfg.env))
     with pytest.raises(ConfigError, match=r"add learner\.compile=true or remove learner\.compile_mode"):
         make_config(tmp_path, *FAKE, "learner.compile_mode=reduce-overhead")

@@ -16,6 +16,8 @@ from raylab.types import Chunk, EnvSpaces, Episodes, LearnerStats, PolicyRollout
 from tests.conftest import make_config
 
 RIVALS = ("+experiment=snake_arena_rivals_ppo", "logger.console=false")
+LEARNER_DEFAULTS = ("learner.lr=0.001", "learner.adam_eps=1e-8", "learner.max_grad_norm=10.0")
+"""The experiment's Adam settings back at their defaults: algo=a3c has no Learner and refuses them off it."""
 ARENA4 = EnvSpaces(
     (410,), np.dtype(np.float32), 3, "Discrete(3)", agents=4, agent_ids=tuple(f"snake_{i}" for i in range(4))
 )
@@ -42,7 +44,7 @@ def test_one_policy_when_none_are_configured(tmp_path):
     [
         (("+policy_mapping.snake_0=green",), "policy_mapping.snake_0=green names no policy"),
         (
-            ("algo=a3c", "~algo.gae_lambda", "~algo.epochs", "~algo.minibatches", "topology=a3c"),
+            ("algo=a3c", "~algo.gae_lambda", "~algo.epochs", "~algo.minibatches", "topology=a3c", *LEARNER_DEFAULTS),
             "algo=a3c runs one policy for every agent",
         ),
         (("+policies.blue.algo.name=appo",), "every policy runs the run's algo=ppo"),
