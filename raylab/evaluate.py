@@ -362,6 +362,11 @@ def main(argv: list[str] | None = None) -> None:
     except RaylabError as err:
         print(f"raylab: error: {err}", file=sys.stderr, flush=True)
         sys.exit(EXIT_USAGE)
+    except Exception as err:  # not the user's input: one line naming the log that holds the traceback
+        from raylab import failures
+
+        print(f"raylab: error: {failures.one_line(err, failures.write_log(err, 'evaluate'))}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
     print(
         f"raylab: {out['checkpoint']} (policy version {out['policy_version']}): return "
         f"{out['return_mean']:.1f} ± {out['return_std']:.1f} over {out['episodes']} episodes",

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from raylab import failures
 from raylab.config import RunConfig, resolve
 from raylab.config.store import register as register_config_defaults
 from raylab.driver.stop import terminate, terminated
@@ -61,6 +62,7 @@ def run(cfg: RunConfig, keep_ray: bool = False) -> RunSummary:
         cfg = dataclasses.replace(cfg, run_dir=str(Path(cfg.resume)))
     else:  # a finished run is never trained over (nor a half-finished one: resume it)
         claim_run_dir(Path(cfg.run_dir), cfg.overwrite)
+    failures.own_run_dir(Path(cfg.run_dir))  # a failure's traceback goes to its train.log from here on
 
     # the topology runs its monitor in a with block: a run that raised leaves no sampler thread, logger or file open
     summary = build_run(cfg, spaces, resume, keep_ray).run()
@@ -226,6 +228,7 @@ def _hydra_main(dict_cfg: DictConfig) -> float | None:
 
     hydra_cfg = HydraConfig.get()
     sweeping = hydra_cfg.mode == RunMode.MULTIRUN
+    failures.reset()
     try:
         cfg = resolve(dict_cfg, run_dir=hydra_cfg.runtime.output_dir)
         if sweeping:
@@ -234,11 +237,15 @@ def _hydra_main(dict_cfg: DictConfig) -> float | None:
             sweep.check(cfg, OmegaConf.to_container(hydra_cfg.sweeper, resolve=False))  # type: ignore[arg-type]
         summary = run(cfg, keep_ray=sweeping)  # a sweep's trials share one Ray
     except RaylabError as err:
+        failures.log_if_owned(err, "train")  # a run that owns its dir keeps the traceback in train.log
         print(f"raylab: error: {err}", file=sys.stderr, flush=True)
         sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:  # outside the training loop (start-up, final evaluation): nothing to save
         print(f"raylab: {'terminated' if terminated() else 'interrupted'}", file=sys.stderr, flush=True)
         sys.exit(0 if terminated() else EXIT_INTERRUPTED)
+    except Exception as err:  # not the user's input: one line naming the log that holds the traceback
+        print(f"raylab: error: {failures.one_line(err, failures.write_log(err, 'train'))}", file=sys.stderr)
+        sys.exit(failures.exit_code())
     if summary.stop_reason == "interrupted":
         sys.exit(EXIT_INTERRUPTED)
     if sweeping:

@@ -39,6 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     except RaylabError as err:
         print(f"raylab bench: error: {err}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as err:  # not the user's input: one line naming the log that holds the traceback
+        from raylab import failures
+
+        print(f"raylab bench: error: {failures.one_line(err, failures.write_log(err, 'bench'))}", file=sys.stderr)
+        return failures.exit_code()
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import resource
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from raylab import failures
 from raylab.config import RunConfig
 from raylab.config.policies import policy_map
 from raylab.driver.best import BestOutcome
@@ -106,6 +107,7 @@ class RunMonitor:
     def start(self) -> None:
         """Call when every component is up: training time and throughput count from here."""
         self.start_time = dt.datetime.now()
+        failures.training_started()
         self.progress.restart_clock()
         self.reporter.start()
         self.checkpointer.start()

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from raylab.errors import ConfigError
+from raylab.errors import ConfigError, RaylabError
 from raylab.learner.checkpoint import save_checkpoint
 
 RUN_FILES = ("config.yaml", "metrics.jsonl", "benchmark_metrics.json", "checkpoints")
@@ -83,7 +83,19 @@ class RunOutputs:
         atomic_write(self.benchmark_path, json.dumps(_finite(metrics), indent=2) + "\n")
 
     def save_checkpoint(self, name: str, state: dict[str, Any]) -> Path:
-        return save_checkpoint(self.checkpoint_dir / name, state)
+        """Write checkpoints/<name> atomically; a write that fails (a full disk, a lost mount) leaves the
+        checkpoints written before intact and ends the run in one line naming the fix."""
+        path = self.checkpoint_dir / name
+        try:
+            return save_checkpoint(path, state)
+        except OSError as err:
+            reason = os.strerror(err.errno) if err.errno else str(err)
+            kept = sorted(p.name for p in self.checkpoint_dir.glob("*.pt") if p.name != name)
+            raise RaylabError(
+                f"could not write checkpoint {path} ({reason}): free space or fix the mount under "
+                f"{self.checkpoint_dir}, then continue with resume={self.run_dir} (the checkpoints written "
+                f"before are intact: {', '.join(kept) or 'none yet'})"
+            ) from err
 
     def close(self) -> None:
         self._metrics.close()
