@@ -44,7 +44,11 @@ class ModelConfig:
     """model=custom: keyword arguments for model.factory."""
 
     def __post_init__(self) -> None:
-        check(all(h > 0 for h in self.hidden_sizes), "model.hidden_sizes must be positive integers")
+        check(
+            all(h > 0 for h in self.hidden_sizes),
+            f"model.hidden_sizes must be positive layer widths (got {list(self.hidden_sizes)}): e.g. "
+            "model.hidden_sizes=[256,256]",
+        )
         check(
             (self.encoder == "custom") == (self.factory is not None),
             "model.factory goes with model=custom (model.encoder=custom) and model=custom needs "
@@ -188,6 +192,9 @@ class LearnerConfig:
         check(self.updates_per_call >= 1, "learner.updates_per_call must be >= 1")
         check(self.publish_every >= 1, "learner.publish_every must be >= 1")
         check(self.num_threads >= 1, "learner.num_threads must be >= 1")
+        check(self.adam_eps > 0, f"learner.adam_eps must be > 0 (got {self.adam_eps}): e.g. learner.adam_eps=1e-8")
+        check(self.num_gpus >= 0, f"learner.num_gpus must be >= 0 (got {self.num_gpus}): 0 trains on CPU")
+        check(self.num_cpus >= 0, f"learner.num_cpus must be >= 0 (got {self.num_cpus})")
 
 
 @dataclass(frozen=True)
