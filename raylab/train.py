@@ -150,9 +150,10 @@ def _unknown_option(group: str, value: str, options: list[str]) -> str:
     """``group=value`` names no file in conf/<group>: the closest option (any case), and all of them."""
     plus = "+" if group in NULL_DEFAULT_GROUPS else ""
     lower = {o.lower(): o for o in options}
-    close = difflib.get_close_matches(value.lower(), list(lower), n=1) or [
-        o for o in lower if o.startswith(value.lower())
-    ][:1]
+    close = (
+        difflib.get_close_matches(value.lower(), list(lower), n=1)
+        or [o for o in lower if o.startswith(value.lower())][:1]
+    )
     example = lower[close[0]] if close else options[0]
     guess = f"did you mean {plus}{group}={example}? " if close else ""
     return f"unknown {group} '{value}': {guess}choose one of {', '.join(options)} (e.g. {plus}{group}={example})"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 def count(text: str) -> int:
     """An integer >= 1 (workers, seeds' rounds, repeats, snakes, ...)."""
-    value = _number(text, int)
+    value = int(_number(text, int))
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value

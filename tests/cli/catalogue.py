@@ -61,7 +61,7 @@ TRAIN_GROUPS = [
     Case(T, "topology=ring", "unknown topology 'ring': choose one of a3c, apex_dqn", "topology", False),
     Case(T, "nature_cnn", "'nature_cnn' is a model: write model=nature_cnn", "model"),
     Case(T, "learner.lr", "'learner.lr' is not key=value: e.g. +experiment=cartpole_dqn or learner.lr=0.001", "learner"),
-]
+]  # fmt: skip
 
 TRAIN_KEYS = [
     Case(T, "learner.lrr=0.1", "unknown config key 'learner.lrr': did you mean 'learner.lr'?", "learner", False),
@@ -75,7 +75,7 @@ TRAIN_KEYS = [
     Case(T, "run_dir={out}/x", "unknown config key 'run_dir': the run dir is Hydra's: write hydra.run.dir=<dir>", "run_dir"),
     Case(T, "policies.a.model.hidden_sizes=[64]", "add it with +policies.a.model.hidden_sizes=...", "policies"),
     Case(T, "learner.lr=1,2", "learner.lr=1,2 lists several values, which only a sweep runs: add -m", "learner"),
-]
+]  # fmt: skip
 
 TRAIN_ENV = [
     Case(T, "env.id=CartPol-v1", "did you mean CartPole-v1", "env", False),
@@ -103,7 +103,7 @@ TRAIN_ENV = [
     Case(T, "env=snake +env.options.size=12", "unknown env.options.size for env=snake: valid options are dim", "env"),
     Case(T, "env=mario env.id=SuperMarioBros-1-1-v9", "valid ids are SuperMarioBros-v0..v3", "env", False),
     Case(T, "env=pettingzoo env.id=mpe2.nope_v3", "env=pettingzoo: cannot import mpe2.nope_v3", "env"),
-]
+]  # fmt: skip
 
 TRAIN_MODEL_ALGO = [
     Case(T, "model.hidden_sizes=256", "model.hidden_sizes must be a list (got 256)", "model"),
@@ -128,7 +128,7 @@ TRAIN_MODEL_ALGO = [
     Case(T, f"{APPO} algo.entropy_coef=-0.01", "algo.entropy_coef must be >= 0 (got -0.01)", "algo"),
     Case(T, "algo=ppo", "topology=apex_dqn runs dqn, not algo=ppo: add algo=dqn, or topology=ppo", "algo"),
     Case(T, "eval.greedy=false", "eval.greedy=false samples from a policy, and algo=dqn has none", "eval", False),
-]
+]  # fmt: skip
 
 TRAIN_LEARNER_REPLAY_TOPOLOGY = [
     Case(T, "learner.lr=-1", "learner.lr must be > 0 (got -1.0)", "learner"),
@@ -162,7 +162,7 @@ TRAIN_LEARNER_REPLAY_TOPOLOGY = [
     Case(T, "params.num_shards=0", "params.num_shards must be >= 1 (got 0)", "params"),
     Case(T, f"{A3C} params.pushes_in_flight=-1", "params.pushes_in_flight must be >= 0 (got -1)", "params"),
     Case(T, f"{A3C} params.shard_cpus=-1", "params.shard_cpus must be >= 0", "params"),
-]
+]  # fmt: skip
 
 TRAIN_RUN = [
     Case(T, "stop.env_steps=0", "stop.env_steps must be > 0 or null (got 0)", "stop"),
@@ -197,7 +197,7 @@ TRAIN_RUN = [
     Case(T, "+policies.a.model.hidden_sizes=[64]", "policies a need policy_mapping: set policy_mapping", "policies"),
     Case(T, f"{RIVALS} +policies.rival.lr=0.5", "unknown config key 'policies.rival.lr': valid keys: algo", "policies"),
     Case(T, "sweep.objective=loss", "sweep.objective must be one of eval_return, time_to_target", "sweep"),
-]
+]  # fmt: skip
 
 EVALUATE = [
     Case(E, "", "run_dir is required: python -m raylab.evaluate run_dir=", "evaluate", False),
@@ -220,7 +220,7 @@ EVALUATE = [
     Case(E, "run_dir={run} seed=x", "seed must be an integer, got 'x'", "evaluate"),
     Case(E, "run_dir={run} checkpoint=step_9.pt", "checkpoint 'step_9.pt' not found in", "evaluate", False),
     Case(E, "run_dir={run}", "is corrupt or not a raylab checkpoint (UnpicklingError)", "evaluate", False),
-]
+]  # fmt: skip
 
 BENCH = [
     Case("bench", "nope", "argument command: invalid choice: 'nope' (choose from", "bench"),
@@ -261,9 +261,18 @@ BENCH = [
     Case("bench snake_dqn_loop", "--output {out}/l.json --rounds 0", "argument --rounds: must be >= 1, got 0", "bench"),
     Case("bench timer_overhead", "--output {out}/l.json --seconds 0", "argument --seconds: must be > 0 seconds, got 0", "bench"),
     Case("bench replay_snapshot", "--output {out}/l.json --repeats 0", "argument --repeats: must be >= 1, got 0", "bench"),
-]
+]  # fmt: skip
 
-CASES = [*TRAIN_GROUPS, *TRAIN_KEYS, *TRAIN_ENV, *TRAIN_MODEL_ALGO, *TRAIN_LEARNER_REPLAY_TOPOLOGY, *TRAIN_RUN, *EVALUATE, *BENCH]
+CASES = [
+    *TRAIN_GROUPS,
+    *TRAIN_KEYS,
+    *TRAIN_ENV,
+    *TRAIN_MODEL_ALGO,
+    *TRAIN_LEARNER_REPLAY_TOPOLOGY,
+    *TRAIN_RUN,
+    *EVALUATE,
+    *BENCH,
+]
 
 SUBPROCESS = [CASES.index(c) for c in (TRAIN_GROUPS[0], TRAIN_RUN[-1], EVALUATE[3], BENCH[5])]
 """The cases also run as real ``python -m`` processes: the in-process path gives the same line and status."""
