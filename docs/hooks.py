@@ -12,6 +12,7 @@ A page asks for a generated part with a line of its own (indented, the part is i
     <!-- raylab:experiments -->            the named jobs in conf/experiment/ and what each one says it is
     <!-- raylab:console PATH -->            console lines the logger prints for a committed metrics.jsonl
     <!-- raylab:text PATH -->               a committed text file, verbatim (a benchmark's own report)
+    <!-- raylab:catalogue -->               the catalogue of bad inputs: tests/cli/catalogue.py
 
 Any other ``raylab:`` marker fails the build. The benchmark PNGs and JSON are copied into the site under
 assets/benchmarks/ (pages link them there); nothing is copied into docs/ by hand.
@@ -75,6 +76,10 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
             return groups()
         if kind == "applicability":
             return applicability.markdown_table()
+        if kind == "catalogue":
+            from tests.cli import catalogue
+
+            return catalogue.markdown()
         if kind == "console" and arg:
             return console(arg)
         if kind == "text" and arg and (ROOT / arg).is_file():

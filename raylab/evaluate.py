@@ -62,6 +62,8 @@ def parse_args(argv: list[str]) -> EvaluateArgs:
     values: dict[str, Any] = {}
     for arg in argv:
         key, eq, value = arg.lstrip("+").partition("=")
+        if arg.startswith("-"):
+            raise ConfigError(f"options are key=value, without dashes: write {arg.lstrip('-')}, e.g. episodes=3")
         if not eq:
             raise ConfigError(f"expected key=value, got '{arg}': e.g. python -m raylab.evaluate run_dir=outputs/<run>")
         if key not in FIELDS:
@@ -72,6 +74,9 @@ def parse_args(argv: list[str]) -> EvaluateArgs:
     args = EvaluateArgs(**values)
     if args.episodes < 1:
         raise ConfigError(f"episodes must be >= 1, got {args.episodes}")
+    for name in ("fps", "max_video_steps"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            raise ConfigError(f"{name} must be >= 1, got {getattr(args, name)}")
     if args.video_format not in ("mp4", "gif"):
         raise ConfigError(f"unknown video_format '{args.video_format}': choose mp4 or gif")
     return args
@@ -287,6 +292,8 @@ def evaluate(args: EvaluateArgs) -> dict[str, Any]:
             f"run_dir {run_dir} is a checkpoint file, not a run directory: pass run_dir={run_dir.parent.parent} "
             f"checkpoint={run_dir.stem}"
         )
+    if run_dir.is_file():
+        raise RaylabError(f"run_dir {run_dir} is a file, not a run directory: pass run_dir=<the run's dir>")
     if not run_dir.is_dir():
         raise RaylabError(f"run_dir {run_dir} does not exist: pass a run directory (outputs/<date>/<time>)")
     cfg = load_run_config(run_dir, args)

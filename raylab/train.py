@@ -132,15 +132,24 @@ def check_overrides(overrides: list[str]) -> None:
         check_grammar(override, groups)
         key, _, value = override.lstrip("+~").partition("=")
         if key in groups and value and value != "null" and value not in groups[key]:
-            options = groups[key]
-            raise ConfigError(
-                f"unknown {key} '{value}': choose one of {', '.join(options)} "
-                f"(e.g. {'+' if key in ('experiment', 'debug') else ''}{key}={options[0]})"
-            )
+            raise ConfigError(_unknown_option(key, value, groups[key]))
     try:
         compose(plain)
     except Exception as err:
         raise ConfigError(_composition_message(err, plain)) from None
+
+
+def _unknown_option(group: str, value: str, options: list[str]) -> str:
+    """``group=value`` names no file in conf/<group>: the closest option (any case), and all of them."""
+    plus = "+" if group in NULL_DEFAULT_GROUPS else ""
+    lower = {o.lower(): o for o in options}
+    close = (
+        difflib.get_close_matches(value.lower(), list(lower), n=1)
+        or [o for o in lower if o.startswith(value.lower())][:1]
+    )
+    example = lower[close[0]] if close else options[0]
+    guess = f"did you mean {plus}{group}={example}? " if close else ""
+    return f"unknown {group} '{value}': {guess}choose one of {', '.join(options)} (e.g. {plus}{group}={example})"
 
 
 def check_run_dir_override(overrides: list[str]) -> None:
@@ -196,7 +205,9 @@ def _composition_message(err: Exception, overrides: list[str]) -> str:
             fix = f"did you mean '{parent + '.' if parent else ''}{close[0]}'?"
         elif not parent and (nested := _nested_keys(others, leaf)):
             fix = f"did you mean {' or '.join(nested)}?"
-        elif parent.endswith("options"):  # free-form: the env's or the model factory's keyword arguments
+        elif path == "run_dir":  # RunConfig.run_dir is the Hydra run dir
+            fix = "the run dir is Hydra's: write hydra.run.dir=<dir>"
+        elif parent.endswith("options") or parent.startswith(("policies", "policy_mapping")):  # free-form keys
             fix = f"add it with +{path}=..."
         else:
             fix = "check its spelling (python -m raylab.train --cfg job lists every key)"
@@ -238,6 +249,7 @@ def _hydra_main(dict_cfg: DictConfig) -> float | None:
         summary = run(cfg, keep_ray=sweeping)  # a sweep's trials share one Ray
     except RaylabError as err:
         failures.log_if_owned(err, "train")  # a run that owns its dir keeps the traceback in train.log
+        drop_refused_run_dir(Path(hydra_cfg.runtime.output_dir))
         print(f"raylab: error: {err}", file=sys.stderr, flush=True)
         sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:  # outside the training loop (start-up, final evaluation): nothing to save
@@ -255,6 +267,22 @@ def _hydra_main(dict_cfg: DictConfig) -> float | None:
     return None
 
 
+_EXISTING_RUN_DIRS: set[Path] = set()
+"""hydra.run.dir values that existed before this command: a refused run never removes them."""
+
+
+def drop_refused_run_dir(run_dir: Path) -> None:
+    """A run refused before it wrote anything leaves no run dir behind: the one Hydra made for it holds only
+    Hydra's log file(s), which go with it (a run dir with config.yaml, checkpoints, ... is kept)."""
+    if run_dir.resolve() in _EXISTING_RUN_DIRS or not run_dir.is_dir():
+        return
+    entries = list(run_dir.iterdir())
+    if all(e.is_file() and e.suffix == ".log" for e in entries):
+        for entry in entries:
+            entry.unlink()
+        run_dir.rmdir()
+
+
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     """The first SIGTERM stops the run like Ctrl-C (outputs written, exit 0); later ones are ignored so that
     the final checkpoint and metrics are not cut short."""
@@ -266,6 +294,8 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 def main() -> None:
     signal.signal(signal.SIGTERM, _on_sigterm)
     sys.argv[1:] = normalize_overrides(sys.argv[1:])
+    given = [o.partition("=")[2] for o in sys.argv[1:] if o.lstrip("+").startswith("hydra.run.dir=")]
+    _EXISTING_RUN_DIRS.update(Path(d).resolve() for d in given if Path(d).exists())
     try:
         check_overrides(sys.argv[1:])
     except RaylabError as err:

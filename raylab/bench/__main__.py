@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from raylab.errors import EXIT_USAGE, RaylabError
 
@@ -26,14 +27,24 @@ COMMANDS = {
 imported (several import torch and Ray), so a mistyped argument is answered at once."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, whose mistakes end in one line naming the fix (not the usage block), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} ({self.prog} --help lists the arguments)\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m raylab.bench", description=__doc__)
+    parser = OneLineParser(prog="python -m raylab.bench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     chosen = [argv[0]] if argv and argv[0] in COMMANDS else list(COMMANDS)
     for name in chosen:
         importlib.import_module(f"raylab.bench.{COMMANDS[name]}").add_parser(commands)
     args, overrides = parser.parse_known_args(argv)
+    flags = [o for o in overrides if o.startswith("-")]
+    if flags:  # the rest are config overrides (key=value); a mistyped --flag is not one
+        commands.choices[args.command].error(f"unrecognized arguments: {' '.join(flags)}")
     try:
         return int(args.func(args, overrides) or 0)
     except RaylabError as err:

@@ -35,18 +35,19 @@ from typing import Any
 import numpy as np
 
 from raylab.bench import plots
+from raylab.bench.checks import count, duration, output_file
 from raylab.bench.machine import machine_info
 
 
 def add_parser(commands: Any) -> None:
     p = commands.add_parser("arena", help="snake arena agent steps/s with N snakes per board: raw, worker, e2e")
-    p.add_argument("--snakes", type=int, nargs="+", default=[1, 4, 16])
-    p.add_argument("--slots", type=int, default=64, help="snakes per rollout worker (boards = slots / snakes)")
-    p.add_argument("--seconds", type=float, default=3.0, help="measuring time per stage per round")
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--snakes", type=count, nargs="+", default=[1, 4, 16])
+    p.add_argument("--slots", type=count, default=64, help="snakes per rollout worker (boards = slots / snakes)")
+    p.add_argument("--seconds", type=duration, default=3.0, help="measuring time per stage per round")
+    p.add_argument("--rounds", type=count, default=3)
     p.add_argument("--e2e-seconds", type=float, default=40.0, help="training time of each end-to-end run (0: none)")
     p.add_argument("--e2e-repeats", type=int, default=1)
-    p.add_argument("--output", required=True, help="JSON to write; the PNG goes next to it")
+    p.add_argument("--output", type=output_file, required=True, help="JSON to write; the PNG goes next to it")
     p.set_defaults(func=run)
 
 

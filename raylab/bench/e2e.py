@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from raylab.bench import plots
+from raylab.bench.checks import duration, output_file
 from raylab.bench.machine import machine_info
 from raylab.driver.outputs import atomic_write
 from raylab.errors import ConfigError
@@ -47,12 +48,12 @@ FAMILY_OF = {"cartpole_dqn": "cartpole", "mario_dqn": "mario", "snake_dqn": "sna
 def add_parser(commands: Any) -> None:
     p = commands.add_parser("e2e", help="apex_dqn end to end with its stage breakdown, beside RLlib's DQN")
     p.add_argument("--experiment", default="cartpole_dqn")
-    p.add_argument("--seconds", type=float, default=120.0, help="training time per run")
+    p.add_argument("--seconds", type=duration, default=120.0, help="training time per run")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     p.add_argument("--target", type=float, default=475.0, help="training-return target (last 100 episodes)")
     p.add_argument("--eval-every", type=float, default=5.0, help="raylab's greedy eval interval, s (0 = off)")
     p.add_argument("--rllib-python", default=None, help="python of a venv with ray[rllib] (CartPole only)")
-    p.add_argument("--output", required=True, help="JSON to write; the PNG goes next to it")
+    p.add_argument("--output", type=output_file, required=True, help="JSON to write; the PNG goes next to it")
     p.add_argument("--runs-dir", default=None)
     p.set_defaults(func=run)
 
@@ -132,6 +133,11 @@ def _target_time(curve: list[dict[str, float]], target: float) -> float | None:
 
 
 def run(args: argparse.Namespace, overrides: list[str]) -> int:
+    from raylab.train import check_overrides
+
+    check_overrides([f"+experiment={args.experiment}", *overrides])  # before the first run starts
+    if args.rllib_python and not Path(args.rllib_python).is_file():
+        raise ConfigError(f"--rllib-python {args.rllib_python} is not a file: give a venv's python with ray[rllib]")
     output = Path(args.output)
     runs_dir = Path(args.runs_dir or Path("outputs") / "bench" / output.stem)
     variants = ["raylab"] + (["rllib"] if args.rllib_python else [])

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from raylab.bench import plots
+from raylab.bench.checks import count, duration, output_file
 from raylab.bench.machine import machine_info
 
 FAMILIES = {
@@ -39,9 +40,9 @@ STAGES = ("raw", "wrapped", "vector", "worker")
 def add_parser(commands: Any) -> None:
     p = commands.add_parser("envs", help="single-process raw steps/s per env family (raw, wrapped, vector, worker)")
     p.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
-    p.add_argument("--seconds", type=float, default=3.0, help="measuring time per stage per round")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--output", required=True, help="JSON to write; the PNG goes next to it")
+    p.add_argument("--seconds", type=duration, default=3.0, help="measuring time per stage per round")
+    p.add_argument("--rounds", type=count, default=3)
+    p.add_argument("--output", type=output_file, required=True, help="JSON to write; the PNG goes next to it")
     p.set_defaults(func=run)
 
 

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from raylab.bench import plots
+from raylab.bench.checks import output_file
 from raylab.bench.machine import machine_info
+from raylab.errors import ConfigError
 
 
 def add_parser(commands: Any) -> None:
@@ -43,7 +45,7 @@ def add_parser(commands: Any) -> None:
         help="run variant NAME from the raylab source tree DIR (its PYTHONPATH), e.g. old=/tmp/raylab-83337f6: "
         "a before/after comparison of two commits in one alternating run",
     )
-    p.add_argument("--output", required=True, help="JSON to write; the PNG goes next to it")
+    p.add_argument("--output", type=output_file, required=True, help="JSON to write; the PNG goes next to it")
     p.add_argument("--runs-dir", default=None, help="where the runs' output dirs go (default: outputs/bench/<name>)")
     p.add_argument(
         "--random-episodes",
@@ -71,13 +73,17 @@ def add_parser(commands: Any) -> None:
 def parse_variant(text: str) -> tuple[str, list[str]]:
     name, _, overrides = text.partition("=")
     if not name:
-        raise SystemExit(f"raylab bench: error: --variant needs NAME=OVERRIDES, got '{text}'")
+        raise ConfigError(f"--variant needs NAME=OVERRIDES, got '{text}': e.g. --variant serial='topology=local'")
     return name, overrides.split()
 
 
 def run(args: argparse.Namespace, overrides: list[str]) -> int:
+    from raylab.train import check_overrides
+
     variants = [parse_variant(v) for v in args.variant] or [("default", [])]
     sources = dict(parse_source(s, [name for name, _ in variants]) for s in args.source)
+    for _, extra in variants:  # every run's overrides, checked before the first run starts
+        check_overrides([*overrides, *extra])
     output = Path(args.output)
     runs_dir = Path(args.runs_dir or Path("outputs") / "bench" / output.stem)
     results: list[dict[str, Any]] = []
@@ -202,9 +208,9 @@ def against_random(run_dir: Path, policies: list[str], episodes: int) -> dict[st
 def parse_source(text: str, variants: list[str]) -> tuple[str, Path]:
     name, _, tree = text.partition("=")
     if name not in variants or not (Path(tree) / "raylab" / "__init__.py").is_file():
-        raise SystemExit(f"raylab bench: error: --source needs NAME=DIR, a --variant NAME and DIR/raylab: got '{text}'")
+        raise ConfigError(f"--source needs NAME=DIR, a --variant NAME and DIR/raylab: got '{text}'")
     if not (Path(tree) / "raylab" / "conf").exists():  # an editable install maps raylab.conf to its own conf/
-        raise SystemExit(f"raylab bench: error: {tree}/raylab/conf is missing: ln -s ../conf {tree}/raylab/conf")
+        raise ConfigError(f"{tree}/raylab/conf is missing: ln -s ../conf {tree}/raylab/conf")
     return name, Path(tree).resolve()
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from raylab.bench import plots
+from raylab.bench.checks import count, duration, output_file
 from raylab.bench.machine import machine_info
 from raylab.bench.timer_overhead import train_run
 from raylab.replay.buffer import PrioritizedSpec, ReplayBuffer
@@ -39,14 +40,14 @@ RUN = ("+experiment=cartpole_dqn", "stop.mean_return=null", "eval.every_seconds=
 
 def add_parser(commands: Any) -> None:
     p = commands.add_parser("replay_snapshot", help="cost of checkpoint.replay: per snapshot, and a run on vs off")
-    p.add_argument("--repeats", type=int, default=3, help="snapshot writes and loads per layout")
+    p.add_argument("--repeats", type=count, default=3, help="snapshot writes and loads per layout")
     p.add_argument("--cartpole-capacity", type=int, default=50_000, help="cartpole_dqn's replay.capacity")
     p.add_argument("--mario-capacity", type=int, default=100_000, help="mario_dqn's replay.capacity")
     p.add_argument("--rounds", type=int, default=3, help="training runs per setting (alternating); 0: none")
-    p.add_argument("--seconds", type=float, default=30.0, help="training seconds per run")
+    p.add_argument("--seconds", type=duration, default=30.0, help="training seconds per run")
     p.add_argument("--checkpoint-every", type=float, default=5.0, help="checkpoint.every_seconds of the runs")
     p.add_argument("--runs-dir", default=None, help="where the runs write (default outputs/bench/<output stem>)")
-    p.add_argument("--output", required=True, help="JSON to write; the PNG goes next to it")
+    p.add_argument("--output", type=output_file, required=True, help="JSON to write; the PNG goes next to it")
     p.set_defaults(func=run)
 
 

@@ -33,16 +33,17 @@ from typing import Any
 import numpy as np
 
 from raylab.bench import plots
+from raylab.bench.checks import count, duration, output_file
 from raylab.bench.machine import machine_info
 
 
 def add_parser(commands: Any) -> None:
     p = commands.add_parser("sampling", help="rollout actors alone (a sink for a learner) vs the env-only rate")
-    p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    p.add_argument("--calls", type=int, nargs="+", default=[1], help="sample calls each actor has in flight")
-    p.add_argument("--seconds", type=float, default=8.0, help="measuring time per measurement per round")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--output", required=True, help="JSON to write; the PNG goes next to it")
+    p.add_argument("--workers", type=count, nargs="+", default=[1, 2])
+    p.add_argument("--calls", type=count, nargs="+", default=[1], help="sample calls each actor has in flight")
+    p.add_argument("--seconds", type=duration, default=8.0, help="measuring time per measurement per round")
+    p.add_argument("--rounds", type=count, default=3)
+    p.add_argument("--output", type=output_file, required=True, help="JSON to write; the PNG goes next to it")
     p.set_defaults(func=run)
 
 

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from raylab.bench import plots
+from raylab.bench.checks import count, output_file
 from raylab.bench.machine import machine_info
 from raylab.driver.outputs import atomic_write
 
@@ -61,9 +62,9 @@ EXTRA = {
 
 def add_parser(commands: Any) -> None:
     p = commands.add_parser("snake_dqn_loop", help="seed 004's Snake DQN loop: env steps/s in one process")
-    p.add_argument("--rounds", type=int, default=5, help="measurements per variant (alternating)")
+    p.add_argument("--rounds", type=count, default=5, help="measurements per variant (alternating)")
     p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
-    p.add_argument("--output", required=True, help="JSON to write; the PNG goes next to it")
+    p.add_argument("--output", type=output_file, required=True, help="JSON to write; the PNG goes next to it")
     p.set_defaults(func=run)
 
 

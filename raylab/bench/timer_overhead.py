@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from raylab.bench import plots
+from raylab.bench.checks import count, duration, output_file
 from raylab.bench.machine import machine_info
 from raylab.metrics.timing import StageTimer
 
@@ -58,12 +59,12 @@ class GeneratorStageTimer:
 
 def add_parser(commands: Any) -> None:
     p = commands.add_parser("timer_overhead", help="cost of per-stage timing: ns per stage, and a run on vs off")
-    p.add_argument("--rounds", type=int, default=3, help="end-to-end runs per variant and setting (alternating)")
-    p.add_argument("--seconds", type=float, default=20.0, help="training seconds per run")
+    p.add_argument("--rounds", type=count, default=3, help="end-to-end runs per variant and setting (alternating)")
+    p.add_argument("--seconds", type=duration, default=20.0, help="training seconds per run")
     p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     p.add_argument("--micro-iterations", type=int, default=200_000)
     p.add_argument("--runs-dir", default=None, help="where the runs write (default outputs/bench/<output stem>)")
-    p.add_argument("--output", required=True, help="JSON to write; the PNG goes next to it")
+    p.add_argument("--output", type=output_file, required=True, help="JSON to write; the PNG goes next to it")
     p.set_defaults(func=run)
 
 

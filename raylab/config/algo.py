@@ -125,6 +125,7 @@ class PPOConfig:
         check(0.0 <= self.gamma <= 1.0, f"algo.gamma must be in [0, 1] (got {self.gamma})")
         check(0.0 <= self.gae_lambda <= 1.0, f"algo.gae_lambda must be in [0, 1] (got {self.gae_lambda})")
         check(self.clip > 0, f"algo.clip must be > 0 (got {self.clip})")
+        check(self.entropy_coef >= 0, f"algo.entropy_coef must be >= 0 (got {self.entropy_coef})")
         positive_or_none(self.value_clip, "algo.value_clip")
         check(self.epochs >= 1, f"algo.epochs must be >= 1 (got {self.epochs})")
         check(self.minibatches >= 1, f"algo.minibatches must be >= 1 (got {self.minibatches})")
@@ -158,6 +159,7 @@ class APPOConfig:
     def __post_init__(self) -> None:
         check(0.0 <= self.gamma <= 1.0, f"algo.gamma must be in [0, 1] (got {self.gamma})")
         check(self.clip > 0, f"algo.clip must be > 0 (got {self.clip})")
+        check(self.entropy_coef >= 0, f"algo.entropy_coef must be >= 0 (got {self.entropy_coef})")
         check(self.rho_bar > 0 and self.c_bar > 0, "algo.rho_bar and algo.c_bar must be > 0")
         check(self.max_policy_lag >= 0, f"algo.max_policy_lag must be >= 0 (got {self.max_policy_lag})")
         check(self.chunks_per_update >= 1, "algo.chunks_per_update must be >= 1")

@@ -11,6 +11,9 @@ from typing import Any, Literal
 
 from raylab.errors import check, positive_or_none
 
+MIN_OBJECT_STORE = 75 * 1024 * 1024
+"""Ray refuses a smaller object store (ray.init raises ValueError)."""
+
 
 @dataclass(frozen=True)
 class WandbConfig:
@@ -139,6 +142,11 @@ class RayConfig:
         check(self.placement_wait_s >= 0, "ray.placement_wait_s must be >= 0 (0: fail at once)")
         positive_or_none(self.num_cpus, "ray.num_cpus")
         positive_or_none(self.object_store_memory, "ray.object_store_memory")
+        check(
+            self.object_store_memory is None or self.object_store_memory >= MIN_OBJECT_STORE,
+            f"ray.object_store_memory={self.object_store_memory} is below Ray's minimum of {MIN_OBJECT_STORE} bytes "
+            "(75 MiB): give bytes, e.g. ray.object_store_memory=2000000000, or null",
+        )
 
 
 @dataclass(frozen=True)

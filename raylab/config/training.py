@@ -44,7 +44,11 @@ class ModelConfig:
     """model=custom: keyword arguments for model.factory."""
 
     def __post_init__(self) -> None:
-        check(all(h > 0 for h in self.hidden_sizes), "model.hidden_sizes must be positive integers")
+        check(
+            all(h > 0 for h in self.hidden_sizes),
+            f"model.hidden_sizes must be positive layer widths (got {list(self.hidden_sizes)}): e.g. "
+            "model.hidden_sizes=[256,256]",
+        )
         check(
             self.encoder != "custom" or self.factory is not None,
             "model=custom needs model.factory=<package.module:function>",
@@ -186,6 +190,9 @@ class LearnerConfig:
             f"learner.compile_mode={self.compile_mode} applies only to a compiled learner: add learner.compile=true "
             "or remove learner.compile_mode",
         )
+        check(self.adam_eps > 0, f"learner.adam_eps must be > 0 (got {self.adam_eps}): e.g. learner.adam_eps=1e-8")
+        check(self.num_gpus >= 0, f"learner.num_gpus must be >= 0 (got {self.num_gpus}): 0 trains on CPU")
+        check(self.num_cpus >= 0, f"learner.num_cpus must be >= 0 (got {self.num_cpus})")
 
 
 @dataclass(frozen=True)

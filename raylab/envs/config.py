@@ -74,6 +74,11 @@ class EnvConfig:
         check(self.frame_stack >= 1, f"env.frame_stack must be >= 1 (got {self.frame_stack})")
         check(self.noop_max >= 0, f"env.noop_max must be >= 0 (got {self.noop_max})")
         positive_or_none(self.reward_clip, "env.reward_clip")
+        check(self.reward_scale != 0, "env.reward_scale=0 makes every reward 0: set env.reward_scale=1 (or another)")
+        check(
+            self.factory is None or self.family == "custom",
+            f"env.factory goes with env=custom, not env={self.family}: add env=custom (or remove env.factory)",
+        )
         check(
             self.normalize_reward_gamma is None or 0.0 <= self.normalize_reward_gamma < 1.0,
             f"env.normalize_reward_gamma must be in [0, 1) or null (got {self.normalize_reward_gamma})",
