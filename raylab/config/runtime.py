@@ -135,7 +135,9 @@ class RayConfig:
 
     placement_wait_s: float = 0.0
     """How long a run whose actors the Ray cluster cannot hold yet (CPUs, GPUs) waits for nodes an autoscaler
-    may add, saying so every 30 s; 0: such a run fails at once, in one line naming what is missing."""
+    may add, saying so every 30 s; 0: such a run fails at once, in one line naming what is missing. The same
+    holds for an actor Ray restarts later: one not back after 10 s while the cluster can no longer hold the
+    run (a node left) ends it after this long."""
 
     def __post_init__(self) -> None:
         check(self.connect_timeout_s > 0, "ray.connect_timeout_s must be > 0")

@@ -28,7 +28,7 @@ from typing import Any, Protocol, TypeVar
 from raylab.driver.best import BestPolicy, final_choice
 from raylab.driver.checkpoints import ReplaySnapshot
 from raylab.driver.monitor import RunMonitor
-from raylab.driver.placement import check_placeable
+from raylab.driver.placement import RestartWatch, check_placeable
 from raylab.driver.report import RunSummary
 from raylab.driver.restarts import Restarts
 from raylab.driver.stop import INTERRUPTED, interrupted_reason
@@ -165,6 +165,7 @@ class Probe(Call):
     then: Callable[[], None] = lambda: None
 
     def done(self, driver: Driver, life: int) -> None:
+        driver.restart_watch.back(self.name)
         driver.heard(self.kind, self.name, life)
         self.then()
 
@@ -198,6 +199,8 @@ class Driver:
         ``hook`` writes (the flow's ``beside_checkpoints``)."""
         self.plan, self.flow, self.backend, self.open_monitor = plan, flow, backend, open_monitor
         self.restarts = Restarts()
+        self.restart_watch = RestartWatch(plan.demands(), backend.nodes, plan.placement_wait_s)
+        """A restarting actor the cluster can no longer hold ends the run (raylab.driver.placement)."""
         self.pending: dict[Any, Job] = {}
         self.timers: list[tuple[float, Callable[[], None]]] = []
         self.evaluating = False
@@ -241,6 +244,7 @@ class Driver:
 
     def when_back(self, client: Any, kind: str, name: str, then: Callable[[], None]) -> None:
         """Run ``then`` once the restarting actor answers again (without blocking the loop)."""
+        self.restart_watch.restarting(name)
         self.submit(Probe(client.get_life(), kind, name, 0, client=client, then=then))
 
     def in_flight(self, kind: type[T]) -> list[T]:
@@ -277,6 +281,7 @@ class Driver:
                 self.flow.step(self)
                 self._evaluate_if_due()
                 self._wait()
+                self.restart_watch.check()
                 monitor.gauge({**self.flow.gauges(self), **self.restarts.metrics()})
                 monitor.tick(state=lambda: self.flow.state(self))
                 stop = monitor.stop_reason()

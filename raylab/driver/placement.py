@@ -72,3 +72,54 @@ def _by_kind(demands: Sequence[tuple[str, Resources]]) -> str:
             kinds.setdefault(name.rstrip("0123456789 "), []).append(res.cpus)
     parts = [f"{len(c)} {kind}s x {c[0]:g}" if len(c) > 1 else f"{kind} {c[0]:g}" for kind, c in kinds.items()]
     return ", ".join(parts)
+
+
+class RestartWatch:
+    """The same check for actors a run starts later: Ray restarts a crashed actor wherever it fits, and one
+    that has not come back after ``grace_s`` while the cluster can no longer hold the run (a node left) ends
+    the run in one line once ``wait_s`` (ray.placement_wait_s) has passed, saying so every 30 s meanwhile,
+    instead of waiting for ever. ``nodes()``: each live node's resources (None: no cluster)."""
+
+    GRACE_S = 10.0
+    """How long a restart may take before the cluster is asked whether it can still hold the run."""
+
+    def __init__(
+        self,
+        demands: Sequence[tuple[str, Resources]],
+        nodes: Callable[[], list[dict[str, float]] | None],
+        wait_s: float,
+    ):
+        self.demands, self.nodes, self.wait_s = list(demands), nodes, wait_s
+        self.since: dict[str, float] = {}
+        """Restarting actors and when each went down."""
+        self._short_since: float | None = None
+        self._noted = -math.inf
+        self._next_check = 0.0
+
+    def restarting(self, name: str) -> None:
+        self.since.setdefault(name, time.monotonic())
+
+    def back(self, name: str) -> None:
+        self.since.pop(name, None)
+
+    def check(self) -> None:
+        """Cheap; call every loop iteration (the cluster is asked at most once a second)."""
+        now = time.monotonic()
+        if not self.since or now < self._next_check:
+            return
+        self._next_check = now + 1.0
+        name, down = min(self.since.items(), key=lambda item: item[1])
+        nodes = self.nodes()
+        missing = unplaceable(self.demands, nodes) if nodes is not None and now - down >= self.GRACE_S else None
+        if missing is None:
+            self._short_since = None
+            return
+        short = self._short_since = self._short_since if self._short_since is not None else now
+        where = f"{name} has waited {now - down:.0f} s to restart, and the cluster can no longer hold the run"
+        if now - short >= self.wait_s:
+            raise RaylabError(
+                f"{where} (a node left?): {missing}; or bring the node back and continue with resume=<run dir>"
+            )
+        if now - self._noted >= PLACEMENT_NOTE_EVERY_S:
+            self._noted = now
+            print(f"raylab: {where}: waiting up to {self.wait_s - (now - short):.0f} s for it to grow", flush=True)

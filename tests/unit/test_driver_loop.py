@@ -5,6 +5,8 @@ policy (topology.max_actor_restarts) holds for every actor. No Ray."""
 from __future__ import annotations
 
 import json
+import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ import pytest
 from raylab.builders.plans import build_plan
 from raylab.driver.loop import Call, Driver, Flow
 from raylab.driver.monitor import RunMonitor
+from raylab.driver.placement import RestartWatch
 from raylab.envs.registry import env_spaces
 from raylab.errors import RaylabError
 from raylab.types import EvalResult, Weights
@@ -29,6 +32,8 @@ class Died(Exception):
 class Ref:
     value: Any = None
     error: BaseException | None = None
+    pending: bool = False
+    """Never ready (an actor Ray cannot place again)."""
 
 
 class Actor:
@@ -76,14 +81,16 @@ class Backend:
     def run(self, demands: Any, body: Any) -> Any:
         return body()
 
+    cpus = 64.0
+
     def nodes(self) -> list[dict[str, float]]:
-        return [{"CPU": 64.0}]
+        return [{"CPU": self.cpus}]
 
     def spawn(self, spec: Any) -> Evaluator:  # the driver spawns only the evaluator itself
         return self._evaluator
 
     def wait(self, refs: list[Ref], timeout: float, every: bool = False, fetch: bool = True) -> list[Ref]:
-        return list(refs)
+        return [ref for ref in refs if not ref.pending]
 
     def called_died(self, err: BaseException) -> bool:
         return False
@@ -217,3 +224,40 @@ def test_max_actor_restarts_n_allows_n_deaths_per_actor(who, tmp_path):
     assert str(err.value).startswith(
         f"{who} died 3 times (last: the actor died unexpectedly), more than topology.max_actor_restarts=2"
     )
+
+
+class Stranded(Actor):
+    """An actor whose node leaves the cluster with it: its first call fails, and it never comes back."""
+
+    def __init__(self, backend: Backend):
+        super().__init__(deaths=1)
+        self.backend = backend
+
+    def call(self, value: Any) -> Ref:
+        self.backend.cpus = 0.5  # the node left: the cluster cannot hold the run any more
+        return super().call(value)
+
+    def get_life(self) -> Ref:
+        return Ref(pending=True)
+
+
+def test_an_actor_the_cluster_can_no_longer_hold_ends_the_run_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(RestartWatch, "GRACE_S", 1.0)
+    cfg = make_config(
+        tmp_path, *FAKE, "topology=apex_dqn", "stop.seconds=120", "eval.every_seconds=null",
+        "logger.report_every_seconds=0.1",
+    )  # fmt: skip
+    backend = Backend(Evaluator(0, mean=10.0))
+    flow = Counter(0)
+    flow.worker = Stranded(backend)
+
+    def open_monitor(beside_checkpoints: Any) -> RunMonitor:
+        return RunMonitor(cfg, env_spaces(cfg.env), replay_snapshot=beside_checkpoints)
+
+    start = time.monotonic()
+    with pytest.raises(RaylabError) as err:
+        Driver(build_plan(cfg, env_spaces(cfg.env)), flow, backend, open_monitor).run()
+    message = str(err.value)
+    assert "\n" not in message and time.monotonic() - start < 60
+    assert re.match(r"rollout_0 has waited \d+ s to restart, and the cluster can no longer hold the run", message)
+    assert "the Ray cluster has 0.5" in message and "resume=<run dir>" in message
