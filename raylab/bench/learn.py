@@ -86,6 +86,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         check_overrides([*overrides, *extra])
     output = Path(args.output)
     runs_dir = Path(args.runs_dir or Path("outputs") / "bench" / output.stem)
+    check_no_runs_over(runs_dir, [f"{name}_seed{seed}" for seed in args.seeds for name, _ in variants], args.reuse)
     results: list[dict[str, Any]] = []
     for k, seed in enumerate(args.seeds):
         for name, extra in variants if k % 2 == 0 else variants[::-1]:  # who goes first alternates too
@@ -218,6 +219,22 @@ def _describe(tree: Path) -> dict[str, str]:
     """The source tree and its commit (when it is a git checkout)."""
     head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     return {"path": str(tree), "commit": head.stdout.strip() if head.returncode == 0 else "unknown"}
+
+
+def check_no_runs_over(runs_dir: Path, names: list[str], reuse: bool) -> None:
+    """Before the first run: none of them would train over a run an earlier benchmark left (a finished one is
+    taken back with --reuse; one it did not finish would be trained over even then)."""
+    from raylab.driver.outputs import run_files
+
+    for name in names:
+        run_dir = runs_dir / name
+        held = run_files(run_dir) if run_dir.is_dir() else []
+        if held and not (reuse and (run_dir / "benchmark_metrics.json").exists()):
+            again = "" if reuse else "take its finished runs back with --reuse, "
+            raise ConfigError(
+                f"{run_dir} already holds a run ({held[0]}) that this benchmark would train over: {again}choose "
+                f"another --runs-dir, or move {runs_dir} aside (nothing was changed)"
+            )
 
 
 def run_one(variant: str, overrides: list[str], seed: int, run_dir: Path, source: Path | None = None) -> dict[str, Any]:

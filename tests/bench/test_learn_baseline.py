@@ -7,10 +7,12 @@ import json
 
 import gymnasium as gym
 import numpy as np
+import pytest
 
 from raylab.bench import learn
 from raylab.config import EnvConfig
 from raylab.envs.registry import make_vector_env
+from raylab.errors import ConfigError
 
 
 def test_random_actions_in_a_box_are_drawn_within_the_envs_own_bounds():
@@ -80,3 +82,24 @@ def test_a_run_without_a_final_evaluation_gets_its_line():
         "final_eval_std": None,
     }  # fmt: skip
     assert learn._line(run).endswith("(13,333/s, 1,600 updates/s); no final eval")
+
+
+def test_a_benchmark_never_trains_over_the_runs_an_earlier_one_left(tmp_path, monkeypatch):
+    """Without --reuse, a runs dir holding an earlier benchmark's run is refused before the first run; with
+    it, a run that earlier benchmark did not finish is refused too (it would be trained over)."""
+    left = tmp_path / "runs" / "ppo_seed1"
+    left.mkdir(parents=True)
+    (left / "metrics.jsonl").write_text("{}\n")
+    monkeypatch.setattr(learn, "run_one", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
+    args = argparse.Namespace(
+        variant=["ppo="], source=[], seeds=[0, 1], output=str(tmp_path / "out.json"),
+        runs_dir=str(tmp_path / "runs"), random_episodes=0, against_random=False, reuse=False,
+    )  # fmt: skip
+    for reuse in (False, True):
+        args.reuse = reuse
+        with pytest.raises(ConfigError) as err:
+            learn.run(args, ["env=fake"])
+        message = str(err.value)
+        assert message.startswith(f"{left} already holds a run (metrics.jsonl) that this benchmark would train over")
+        assert ("--reuse" in message) != reuse and "nothing was changed" in message
+    assert (left / "metrics.jsonl").read_text() == "{}\n" and not (tmp_path / "out.json").exists()
