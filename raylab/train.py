@@ -162,7 +162,24 @@ def check_run_dir_override(overrides: list[str]) -> None:
         return
     run_dir = Path(given["hydra.run.dir"])
     check_not_under_a_file(run_dir, "hydra.run.dir")
+    check_can_create(run_dir)
     check_holds_no_run(run_dir, bool(given.get("resume")) or given.get("overwrite", "").lower() == "true")
+
+
+def check_can_create(run_dir: Path) -> None:
+    """ConfigError naming the fix when ``run_dir`` cannot be created or written (a read-only or virtual file
+    system, no permission): tried with a temp dir in its nearest existing parent, which is removed again."""
+    import os
+    import tempfile
+
+    parent = next((p for p in [run_dir, *run_dir.parents] if p.exists()), Path("."))
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".raylab-", dir=parent))
+    except OSError as err:
+        reason = os.strerror(err.errno) if err.errno else str(err)
+        raise ConfigError(
+            f"cannot write hydra.run.dir {run_dir} ({reason} in {parent}): choose a directory you can write"
+        ) from None
 
 
 def check_grammar(override: str, groups: dict[str, list[str]]) -> None:

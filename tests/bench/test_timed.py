@@ -52,7 +52,9 @@ def check_outputs(out, mode: str) -> dict:
     assert bm["config"]["stop"]["env_steps"] is None and bm["config"]["eval"]["every_seconds"] is None
     periodic = sorted((out / "checkpoints").glob("step_*.pt"))
     assert periodic and (out / "checkpoints" / "final.pt").exists() and len(periodic) <= 3
-    assert bm["checkpoints"] == [p.name for p in periodic] + ["final.pt"]
+    best = ["best.pt"] if bm["best"] is not None else []  # kept whenever anything was evaluated
+    assert bm["checkpoints"] == [p.name for p in periodic] + ["final.pt", *best]
+    assert (out / "checkpoints" / "best.pt").exists() == bool(best)
     saved = torch.load(periodic[-1], weights_only=True)
     assert 0 < saved["counters"]["env_steps"] <= bm["total_timesteps"] and saved["learner"]["version"] > 0
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]

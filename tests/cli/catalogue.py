@@ -194,6 +194,7 @@ TRAIN_RUN = [
     Case(T, "resume={file}", "is a file: resume takes the run dir", "resume", False),
     Case(T, "hydra.run.dir={file}/run", "which is a file, not a directory: choose another hydra.run.dir", "run_dir", False),
     Case(T, "hydra.run.dir={run}", "already holds a run (config.yaml), which this one would train over", "run_dir", False),
+    Case(T, "hydra.run.dir=/proc/raylab_run", "cannot write hydra.run.dir /proc/raylab_run (No such file or directory in /proc)", "run_dir"),
     Case(T, "+policies.a.model.hidden_sizes=[64]", "policies a need policy_mapping: set policy_mapping", "policies"),
     Case(T, f"{RIVALS} +policies.rival.lr=0.5", "unknown config key 'policies.rival.lr': valid keys: algo", "policies"),
     Case(T, "sweep.objective=loss", "sweep.objective must be one of eval_return, time_to_target", "sweep"),
