@@ -50,7 +50,7 @@ def topology_of(cfg: RunConfig) -> str:
 def build_plan(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None) -> RunPlan:
     """The plan of the run ``cfg`` describes; a config that cannot run (a bad policy mapping, a replay that
     cannot fit in memory) fails here in one line, before Ray starts."""
-    check_model_fits(cfg.model, spaces)
+    check_model_fits(cfg.model, spaces, q_network=cfg.algo.name == "dqn")
     topology = topology_of(cfg)
     flow = a3c_plan(cfg, spaces, resume) if topology == "a3c" else rollout_plan(cfg, spaces, resume, topology)
     workers = cfg.topology.num_workers
@@ -76,21 +76,40 @@ BYTES_PER_TRAINED_PARAMETER = 16
 """fp32 weights, gradients and Adam's two moments."""
 
 
-def check_model_fits(model: ModelConfig, spaces: EnvSpaces) -> None:
-    """An MLP too large for this machine's memory is refused before any allocation, with its size: torch would
-    fail deep inside the first layer's allocation (model.hidden_sizes=[100000, 100000]: 160 GB)."""
-    if model.encoder != "mlp":
+def check_model_fits(model: ModelConfig, spaces: EnvSpaces, q_network: bool) -> None:
+    """A network too large for this machine's memory is refused before any allocation, with its size: torch
+    would fail deep inside the first layer's allocation (model.hidden_sizes=[100000, 100000]: 160 GB). Its
+    parameters are counted on torch's meta device (no memory), for every model, the user's included."""
+    params = count_parameters(model, spaces, q_network)
+    if params is None:
         return
-    sizes = [int(np.prod(spaces.obs_shape)), *model.hidden_sizes]
-    params = sum(a * b + b for a, b in itertools.pairwise(sizes))
     need = params * BYTES_PER_TRAINED_PARAMETER
     free = psutil.virtual_memory().available
     if need > free:
+        sizes = f"model.hidden_sizes={list(model.hidden_sizes)}"
+        what = {"mlp": sizes, "custom": "model=custom"}.get(model.encoder, f"model={model.encoder} with {sizes}")
         raise ConfigError(
-            f"model.hidden_sizes={list(model.hidden_sizes)} makes a network of {params / 1e9:.2f} G parameters, "
-            f"whose weights, gradients and Adam state need {need / 2**30:.0f} GiB, more than the "
-            f"{free / 2**30:.0f} GiB free here: choose smaller layers"
+            f"{what} makes a network of {params / 1e9:.2f} G parameters, whose weights, gradients and Adam state "
+            f"need {need / 2**30:.0f} GiB, more than the {free / 2**30:.0f} GiB free here: choose smaller layers"
         )
+
+
+def count_parameters(model: ModelConfig, spaces: EnvSpaces, q_network: bool) -> int | None:
+    """The network's parameter count, built on the meta device; None when it cannot be built there (a user's
+    network that allocates on a device of its own: it is checked when it is built)."""
+    import torch
+
+    from raylab.models import build_actor_critic, build_q_network
+
+    if model.encoder == "mlp":  # counted without torch: the common case stays cheap
+        sizes = [int(np.prod(spaces.obs_shape)), *model.hidden_sizes]
+        return sum(a * b + b for a, b in itertools.pairwise(sizes))
+    try:
+        with torch.device("meta"):
+            net = build_q_network(model, spaces) if q_network else build_actor_critic(model, spaces)
+    except Exception:
+        return None
+    return sum(p.numel() for p in net.parameters())
 
 
 def rollout_spec(

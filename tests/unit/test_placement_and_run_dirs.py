@@ -90,3 +90,27 @@ def test_an_unwritable_run_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "TemporaryFile", refuse)
     with pytest.raises(ConfigError, match=r"cannot write hydra\.run\.dir .* \(Permission denied\): choose a directory"):
         claim_run_dir(tmp_path / "run", overwrite=False)
+
+
+def test_a_network_too_large_for_memory_is_refused_before_allocation_for_any_model():
+    """Counted on the meta device: a CNN whose dense layers would need more memory than the machine has is
+    refused in one line with its size, and an ordinary one is counted exactly as built."""
+    import numpy as np
+    import torch
+
+    from raylab.builders.plans import check_model_fits, count_parameters
+    from raylab.config import ModelConfig
+    from raylab.errors import ConfigError
+    from raylab.models import build_actor_critic
+    from raylab.types import EnvSpaces
+
+    frames = EnvSpaces(obs_shape=(4, 84, 84), obs_dtype=np.dtype(np.uint8), num_actions=6, action_space="Discrete(6)")
+    cnn = ModelConfig(encoder="nature_cnn")
+    built = sum(p.numel() for p in build_actor_critic(cnn, frames).parameters())
+    assert count_parameters(cnn, frames, q_network=False) == built
+    check_model_fits(cnn, frames, q_network=True)
+    huge = ModelConfig(encoder="nature_cnn", hidden_sizes=[300000, 300000])
+    with pytest.raises(ConfigError) as err:
+        check_model_fits(huge, frames, q_network=True)
+    assert str(err.value).startswith("model=nature_cnn with model.hidden_sizes=[300000, 300000] makes a network of 9")
+    assert "GiB free here: choose smaller layers" in str(err.value) and torch.get_default_device().type == "cpu"
