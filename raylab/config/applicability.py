@@ -7,7 +7,9 @@ is the docs' too: ``python -m docs.tables`` writes it into docs/configuration.md
 
 Keys a shared option sets for every algorithm stay out of the table: debug=smoke shrinks replay.capacity,
 replay.min_size and the learner's batch_size, updates_per_call and publish_every for every run, whichever
-algorithm it trains. No torch here: ``raylab.config`` imports this module.
+algorithm it trains; and the experiments set model.hidden_sizes, which a custom network (model=custom)
+leaves to its factory, so swapping in one's own network is not refused. No torch here: ``raylab.config``
+imports this module.
 """
 
 from __future__ import annotations
@@ -94,7 +96,6 @@ TABLE: tuple[Applies, ...] = (
         model=Scope(BUILT_IN_MODELS, _BUILT_IN),
     ),
     Applies("model.log_std_init", algo=Scope(ACTOR_CRITIC, "their Gaussian policy for Box actions")),
-    Applies("model.hidden_sizes", model=Scope(BUILT_IN_MODELS, _BUILT_IN)),
     Applies("model.norm", model=Scope(("nature_cnn",), "BatchNorm after its convolutions")),
     Applies(
         "model.factory", model=Scope(("custom",), "it builds the whole network"), fix="remove it, or add model=custom"

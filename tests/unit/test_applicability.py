@@ -15,7 +15,7 @@ from raylab.errors import ConfigError
 FACTORY = "raylab_corridor.models:make_model"
 
 NON_DEFAULT = {
-    "model.dueling": True, "model.normalize_obs": True, "model.log_std_init": -0.5, "model.hidden_sizes": [64],
+    "model.dueling": True, "model.normalize_obs": True, "model.log_std_init": -0.5,
     "model.norm": "batch", "model.factory": FACTORY, "model.options": {"hidden": 3},
     "topology.chunks_in_flight": 2,
     "learner.precision": "bf16", "learner.compile_mode": "reduce-overhead", "learner.compile": True,

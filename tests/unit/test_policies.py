@@ -97,7 +97,7 @@ class Constant:
         self.last_log_probs = np.full(len(obs), self.log_prob, np.float32)
         return np.full(len(obs), self.action, np.int64)
 
-    def set_weights(self, weights: Weights) -> bool:
+    def set_weights(self, weights: Weights, exact: bool = False) -> bool:
         if weights.version <= self.version:
             return False
         self.version = weights.version
