@@ -162,8 +162,8 @@ def check_run_dir_override(overrides: list[str]) -> None:
         return
     run_dir = Path(given["hydra.run.dir"])
     check_not_under_a_file(run_dir, "hydra.run.dir")
-    check_can_create(run_dir)
     check_holds_no_run(run_dir, bool(given.get("resume")) or given.get("overwrite", "").lower() == "true")
+    check_can_create(run_dir)
 
 
 def check_can_create(run_dir: Path) -> None:
