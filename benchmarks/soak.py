@@ -33,6 +33,7 @@ import argparse
 import contextlib
 import datetime as dt
 import json
+import math
 import os
 import re
 import shlex
@@ -279,6 +280,18 @@ def soak(experiment: str, run_dir: Path, args: argparse.Namespace) -> dict[str, 
     }
 
 
+def live_samples(run: dict[str, Any]) -> list[tuple[dict[str, Any], list[tuple[float, float, int]]]]:
+    """Each process with its (t, RSS MB, fds) samples, less those taken at or after the soak SIGKILLed it (the
+    sample in the same tick as a kill can catch the process while the kernel tears it down, its RSS near 0)."""
+    killed = {k["pid"]: k["at_s"] for k in run["kills"]}
+    out = []
+    for p in run["processes"]:
+        dead = killed.get(p["pid"], math.inf) if p["kind"] in {"RolloutHost", "LearnerHost"} else math.inf
+        rows = [(t, r, f) for t, r, f in zip(p["t"], p["rss_mb"], p["fds"], strict=True) if t < dead]
+        out.append((p, rows))
+    return out
+
+
 def kind_series(run: dict[str, Any], settle: float) -> dict[str, tuple[list[float], list[float], list[float]]]:
     """Per process kind: the sample times and, at each, the median RSS (MB) and median fds over the kind's live
     processes. A process started after the run's first sample (a replaced actor) counts from ``settle`` s after
@@ -286,9 +299,9 @@ def kind_series(run: dict[str, Any], settle: float) -> dict[str, tuple[list[floa
     would dip at every kill."""
     first = run["samples"][0]["t"] if run["samples"] else 0.0
     per_kind: dict[str, dict[float, list[tuple[float, int]]]] = {}
-    for p in run["processes"]:
+    for p, rows in live_samples(run):
         born = p["t"][0]
-        for t, rss, fds in zip(p["t"], p["rss_mb"], p["fds"], strict=True):
+        for t, rss, fds in rows:
             if born <= first or t - born >= settle:
                 per_kind.setdefault(p["kind"], {}).setdefault(t, []).append((rss, fds))
     out = {}
@@ -359,8 +372,8 @@ def summarize(run: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     for kind, (ts, rss, fds) in kind_series(run, args.settle).items():
         # the longest-lived processes' own slopes: a kind's median mixes a replaced actor's young process in
         own = []
-        for p in run["processes"]:
-            tail = [(t, v) for t, v in zip(p["t"], p["rss_mb"], strict=True) if end - window <= t <= end]
+        for p, rows in live_samples(run):
+            tail = [(t, v) for t, v, _ in rows if end - window <= t <= end]
             if p["kind"] == kind and len(tail) >= 3 and tail[-1][0] - tail[0][0] >= min(window, 300):
                 own.append(_slope([t for t, _ in tail], [v for _, v in tail]))
         kinds[kind] = {
@@ -416,10 +429,26 @@ def main() -> None:
     p.add_argument("--window", type=float, default=20.0, help="minutes at the end the slopes are fitted over")
     p.add_argument("--runs-dir", default="/tmp/raylab-soak")
     p.add_argument("--output", required=True)
+    p.add_argument(
+        "--summarize-only",
+        action="store_true",
+        help="run nothing: recompute --output's summaries and PNG from the samples it recorded",
+    )
     args = p.parse_args()
     from raylab.bench.machine import machine_info
 
     output = Path(args.output)
+    if args.summarize_only:
+        report = json.loads(output.read_text())
+        recorded = argparse.Namespace(**{**vars(args), **report["protocol"], "settle": args.settle})
+        for run in report["runs"]:
+            run["summary"] = summarize(run, recorded)
+        report["protocol"]["settle"] = args.settle
+        report["summarized_at_commit"] = machine_info()["git_commit"]
+        output.write_text(json.dumps(report, indent=1) + "\n")
+        plot(report, output.with_suffix(".png"))
+        print(f"re-summarized {output} and {output.with_suffix('.png')}")
+        return
     machine = {**machine_info(), "nproc": os.cpu_count(), "affinity": len(os.sched_getaffinity(0))}  # at the start
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     runs = []
