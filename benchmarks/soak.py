@@ -410,6 +410,21 @@ def summarize(run: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def dumps(report: dict[str, Any]) -> str:
+    """The report as indented JSON with each sample and each process's series on one line (indented, they
+    would take a line per number)."""
+    compact: dict[str, str] = {}
+
+    def mark(x: Any) -> str:
+        compact[key := f"@@{len(compact)}@@"] = json.dumps(x)
+        return key
+
+    runs = [{**r, "samples": [mark(x) for x in r["samples"]], "processes": [mark(x) for x in r["processes"]]}
+            for r in report["runs"]]  # fmt: skip
+    text = json.dumps({**report, "runs": runs}, indent=1)
+    return re.sub(r'"(@@\d+@@)"', lambda m: compact[m.group(1)], text) + "\n"
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--experiments", nargs="+", default=["cartpole_dqn", "cartpole_appo"])
@@ -445,7 +460,7 @@ def main() -> None:
             run["summary"] = summarize(run, recorded)
         report["protocol"]["settle"] = args.settle
         report["summarized_at_commit"] = machine_info()["git_commit"]
-        output.write_text(json.dumps(report, indent=1) + "\n")
+        output.write_text(dumps(report))
         plot(report, output.with_suffix(".png"))
         print(f"re-summarized {output} and {output.with_suffix('.png')}")
         return
@@ -470,7 +485,7 @@ def main() -> None:
         },
         "runs": runs,
     }
-    output.write_text(json.dumps(report, indent=1) + "\n")
+    output.write_text(dumps(report))
     plot(report, output.with_suffix(".png"))
     print(f"wrote {output} and {output.with_suffix('.png')}")
 
