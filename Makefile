@@ -13,7 +13,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-snapshot clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -172,6 +172,9 @@ bench-snapshot: install ## cost of checkpoint.replay: write/load seconds and MiB
 
 bench-faults: install ## cartpole_dqn with a rollout actor SIGKILLed every 30 s, the learner and the replay once, beside a clean run
 	$(PY) benchmarks/fault_run.py --kill-every 30 --learner-at 45 --replay-at 75 --seconds 150 --output benchmarks/fault_run.json $(ARGS)
+
+bench-soak: install ## a soak (~65 min): 30-min cartpole_dqn then cartpole_appo, a rollout actor SIGKILLed every 2 min, the learner at 15 min; RSS/fds per process, object store, run dir sampled -> benchmarks/soak.json
+	$(PY) benchmarks/soak.py --minutes 30 --kill-every 2 --learner-at 15 --sample-every 10 --runs-dir outputs/bench/soak --output benchmarks/soak.json $(ARGS)
 
 COINRUN_DIR ?= benchmarks/coinrun_ppo_timed
 COINRUN_HOURS ?= 0.16667

@@ -214,3 +214,91 @@ def fault_run(data: list[Json]) -> str:
         "A kill after the training time landed during the final evaluation.\n"
     )
     return _rows(header, rows) + notes
+
+
+def soak(data: list[Json]) -> str:
+    """benchmarks/soak.py: long runs with a rollout actor SIGKILLed on a schedule and the learner once; every
+    process kind's RSS and fds, the object store and the run directory early and at the end, and their growth."""
+    (d,) = data
+    p = d["protocol"]
+    early, end = f"{p['early']:g} min", f"{p['minutes']:g} min"
+    header = [
+        "run",
+        "process kind",
+        "processes",
+        f"RSS at {early} / {end}",
+        "ratio",
+        f"RSS slope, last {p['window']:g} min",
+        f"fds at {early} / {end}",
+        "flat",
+    ]
+    rows = []
+    for run in d["runs"]:
+        for kind, k in run["summary"]["kinds"].items():
+            rss, fds = k["rss_mb"], k["fds"]
+            if rss["early"] is None or rss["end"] is None:
+                continue  # a process that did not live through both times (an idle worker, a startup helper)
+            rows.append(
+                [
+                    f"`{run['experiment']}`",
+                    kind,
+                    str(k["processes"]),
+                    f"{rss['early']:.0f} / {rss['end']:.0f} MB",
+                    _ratio(rss["ratio"]) if rss["ratio"] is not None else "—",
+                    _slope(rss["slope_per_min"], "MB"),
+                    f"{fds['early']:g} / {fds['end']:g}",
+                    _flat(rss["flat"], fds["flat"]),
+                ]
+            )
+    header2 = [
+        "run",
+        f"object store used at {early} / {end}",
+        f"run dir at {early} / {end}",
+        "kills (rollout, learner)",
+        "restarts counted",
+        "checkpoint files at the end",
+        "exit status",
+        "load average (median / max)",
+    ]
+    rows2 = []
+    for run in d["runs"]:
+        s = run["summary"]
+        store, size = s["object_store_mb"], s["run_dir_mb"]
+        counted = ", ".join(f"{k} {v:,}" for k, v in s["restarts"].items()) or "0"
+        rows2.append(
+            [
+                f"`{run['experiment']}`",
+                f"{_mb(store['early'])} / {_mb(store['end'])} ({_slope(store['slope_per_min'], 'MB')})",
+                f"{_mb(size['early'])} / {_mb(size['end'])} ({_slope(size['slope_per_min'], 'MB')})",
+                f"{s['kills']['rollout']}, {s['kills']['learner']}",
+                counted,
+                ", ".join(f"`{f}`" for f in s["checkpoint_files_at_end"]) or "none",
+                f"{s['returncode']}, final.pt {'written' if s['final_pt'] else 'missing'}",
+                f"{s['load1']['median']:.1f} / {s['load1']['max']:.1f}",
+            ]
+        )
+    notes = (
+        f"\nRSS: the median over the kind's live processes at the sample nearest each time (a replaced rollout actor"
+        f" or learner is a new process); slope: least squares over the kind's per-sample median in the last "
+        f"{p['window']:g} min, per minute. Flat: RSS slope under {p['flat_slope_mb_min']:g} MB/min and end/early "
+        f"under {p['flat_ratio']:g}×, fds slope under {p['flat_fds_slope']:g}/min. A rollout actor SIGKILLed every "
+        f"{p['kill_every']:g} min, the learner at {p['learner_at']:g} min; checkpoints every "
+        f"{p['checkpoint_every']:g} s, {p['keep']} kept; samples every {p['sample_every']:g} s; "
+        f"{d['machine']['nproc']} cores shared with other work (load average above).\n"
+    )
+    return _rows(header, rows) + "\n" + _rows(header2, rows2) + notes
+
+
+def _slope(x: float | None, unit: str) -> str:
+    return "—" if x is None else f"{x:+.2f} {unit}/min"
+
+
+def _mb(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1f} MB"
+
+
+def _flat(rss: bool | None, fds: bool | None) -> str:
+    if rss is None or fds is None:
+        return "—"
+    grows = [name for name, flat in (("RSS", rss), ("fds", fds)) if not flat]
+    return "yes" if not grows else f"no: {' and '.join(grows)} grow"

@@ -26,6 +26,7 @@ from .learning import (
     fixed_budget_learning,
     learn,
     policies_learning,
+    soak,
     throughput_before_after,
 )
 from .peers import appo_vs_peers, e2e_cartpole, e2e_mario, ppo_vs_rllib
@@ -216,6 +217,7 @@ TABLES: dict[str, Table] = {
     "timer_overhead": Table(("timer_overhead.json",), timer_overhead, "the cost of per-stage timing"),
     "replay_snapshot": Table(("replay_snapshot.json",), replay_snapshot, "replay snapshots: size and seconds"),
     "fault_run": Table(("fault_run.json",), fault_run, "a run with actors killed, beside a clean one"),
+    "soak": Table(("soak.json",), soak, "30-minute runs with actors killed: memory, fds, object store, disk"),
 }
 """Every table, by the name a docs page asks for it with."""
 
