@@ -302,3 +302,17 @@ def _flat(rss: bool | None, fds: bool | None) -> str:
         return "—"
     grows = [name for name, flat in (("RSS", rss), ("fds", fds)) if not flat]
     return "yes" if not grows else f"no: {' and '.join(grows)} grow"
+
+
+def gcs_task_events(data: list[Json]) -> str:
+    """benchmarks/gcs_task_events.py: Ray's GCS memory over a long run, with Ray's task-event buffer as it
+    ships and capped as raylab's embedded Ray now starts it."""
+    (d,) = data
+    series = d["gcs_rss_mb"]
+    times = [t for t, _ in series["ray_default"] if t % 60 < 10 or t == series["ray_default"][-1][0]]
+    header = ["task events kept by the GCS", *[f"GCS RSS at {t / 60:.1f} min" for t in times]]
+    rows = []
+    for name, label in (("ray_default", "100,000 (Ray's default)"), ("capped_10000", "10,000 (raylab's embedded Ray)")):
+        at = dict((t, mb) for t, mb in series[name])
+        rows.append([label, *[f"{at[t]:.0f} MB" if t in at else "—" for t in times]])
+    return _rows(header, rows) + f"\n\n{d['experiment']}; {d['note']}. `{d['command']}`"

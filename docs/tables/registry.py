@@ -24,6 +24,7 @@ from .learning import (
     before_after,
     fault_run,
     fixed_budget_learning,
+    gcs_task_events,
     learn,
     policies_learning,
     soak,
@@ -217,6 +218,7 @@ TABLES: dict[str, Table] = {
     "timer_overhead": Table(("timer_overhead.json",), timer_overhead, "the cost of per-stage timing"),
     "replay_snapshot": Table(("replay_snapshot.json",), replay_snapshot, "replay snapshots: size and seconds"),
     "fault_run": Table(("fault_run.json",), fault_run, "a run with actors killed, beside a clean one"),
+    "gcs_task_events": Table(("gcs_task_events.json",), gcs_task_events, "Ray's GCS memory: task events capped"),
     "soak": Table(("soak.json",), soak, "30-minute runs with actors killed: memory, fds, object store, disk"),
 }
 """Every table, by the name a docs page asks for it with."""

@@ -75,8 +75,10 @@ def actors_at_driver_priority() -> None:
     """Have the Ray this process starts run its actors at the driver's priority (nice 0), as ``ray job
     submit`` does for its drivers, unless RAY_worker_niceness is set. Ray's default (15) starves every actor
     behind any ordinary process: beside two busy loops on 2 cores, mario_dqn's rollout actors stepped 13 env
-    steps/s and a short test run missed its target; the actors are the workload here, not background work."""
+    steps/s and a short test run missed its target; the actors are the workload here, not background work. Its
+    GCS keeps 10,000 task events, not 100,000: it grew ~230 MB in a 30-min run (benchmarks/gcs_task_events.json)."""
     os.environ.setdefault(WORKER_NICENESS, "0")
+    os.environ.setdefault("RAY_task_events_max_num_task_in_gcs", "10000")
 
 
 TOKEN_AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
