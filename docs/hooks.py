@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's raylab, whichever one the envir
 
 from docs import tables  # noqa: E402
 from raylab.config import applicability, reference  # noqa: E402
+from tests.cli import catalogue  # noqa: E402  (imported now: MkDocs takes ROOT off sys.path once hooks load)
 
 BENCHMARKS = ROOT / "benchmarks"
 ASSETS = "assets/benchmarks"
@@ -77,8 +78,6 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
         if kind == "applicability":
             return applicability.markdown_table()
         if kind == "catalogue":
-            from tests.cli import catalogue
-
             return catalogue.markdown()
         if kind == "console" and arg:
             return console(arg)
