@@ -94,15 +94,15 @@ def final_choice(
     scores as high (or nothing was kept), when the newest weights are the best evaluated. None: nothing was
     evaluated at all."""
     if newest_eval is None or not math.isfinite(newest_eval.mean):
-        return BestOutcome(_one_or_list(kept[0]), kept[1], kept[2]) if kept is not None else None
+        return BestOutcome(policy_layout(kept[0]), kept[1], kept[2]) if kept is not None else None
     if kept is not None:
         weights, record, kept_eval = kept
         if record.met_target or kept_eval is None or kept_eval.mean > newest_eval.mean:
-            return BestOutcome(_one_or_list(weights), record, kept_eval)
+            return BestOutcome(policy_layout(weights), record, kept_eval)
     record = BestRecord(newest_eval.version, newest_eval.mean, int(newest_eval.returns.size), env_steps, False, "final")
-    return BestOutcome(_one_or_list(newest), record, newest_eval)
+    return BestOutcome(policy_layout(newest), record, newest_eval)
 
 
-def _one_or_list(policies: list[Weights]) -> Weights | list[Weights]:
+def policy_layout(policies: list[Weights]) -> Weights | list[Weights]:
     """A checkpoint's policy layout: one policy, or one per name."""
     return policies[0] if len(policies) == 1 else policies

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from raylab.driver.best import BestPolicy, final_choice
+from raylab.driver.best import BestPolicy, final_choice, policy_layout
 from raylab.driver.checkpoints import ReplaySnapshot
 from raylab.driver.monitor import RunMonitor
 from raylab.driver.placement import RestartWatch, check_placeable
@@ -341,8 +341,10 @@ class Driver:
         state = flow.final_state(self)
         peak = backend.peak_memory_bytes(list(self.actors.values()))
         extra = {**flow.extra(self, state), "restarts": self.restarts.metrics()}
-        layout = newest[0] if len(newest) == 1 else newest  # final.pt's layout: one policy, or one per name
-        return monitor.finish(stop, state, layout, newest_eval, extra_peak_memory_bytes=peak, extra=extra, best=outcome)
+        newest_layout = policy_layout(newest)
+        return monitor.finish(
+            stop, state, newest_layout, newest_eval, extra_peak_memory_bytes=peak, extra=extra, best=outcome
+        )
 
     def _final_eval(self, refs: Sequence[Any]) -> EvalResult:
         return self.backend.get(self.evaluator.evaluate(self.plan.final_episodes, None, 0, *refs))
