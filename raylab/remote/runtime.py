@@ -76,7 +76,7 @@ def actors_at_driver_priority() -> None:
     submit`` does for its drivers, unless RAY_worker_niceness is set. Ray's default (15) starves every actor
     behind any ordinary process: beside two busy loops on 2 cores, mario_dqn's rollout actors stepped 13 env
     steps/s and a short test run missed its target; the actors are the workload here, not background work. Its
-    GCS keeps 10,000 task events, not 100,000: it grew ~230 MB in a 30-min run (benchmarks/gcs_task_events.json)."""
+    GCS keeps 10,000 task events, not 100,000: it grew 110-223 MB in 30-min runs (benchmarks/gcs_task_events.json)."""
     os.environ.setdefault(WORKER_NICENESS, "0")
     os.environ.setdefault("RAY_task_events_max_num_task_in_gcs", "10000")
 
