@@ -16,7 +16,7 @@ from raylab.errors import check, positive_or_none
 @dataclass(frozen=True)
 class EnvConfig:
     family: str = "gymnasium"
-    """Env family: gymnasium | custom | mario | procgen | snake | fake, or a multi-agent one: snake_arena |
+    """Env family: gymnasium | custom | mario | procgen | atari | snake | fake, or a multi-agent one: snake_arena |
     pettingzoo (raylab/envs/registry.py lists them)."""
     id: str = "CartPole-v1"
     """Env id within the family: a gymnasium id (``pkg.module:MyEnv-v0`` imports ``pkg.module`` first, in every

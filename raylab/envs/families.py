@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 
 from raylab import user_code
-from raylab.envs import classic_pool, mario, procgen
+from raylab.envs import atari, classic_pool, mario, procgen
 from raylab.envs.config import EnvConfig
 from raylab.envs.fake import FakeEnv
 from raylab.envs.gym_vector import GymVectorEnv
@@ -42,6 +42,9 @@ class EnvFamily:
     no single-agent ``make_raw``."""
     batched: ClassVar[bool] = False
     """Its envs only come as a native batch (make_vector), which the single-env wrapper stack does not wrap."""
+    native_frames: ClassVar[bool] = False
+    """Its raw env applies env.noop_max, frame_skip, grayscale, resize and frame_stack itself (EnvPool's Atari):
+    the shared wrapper stack leaves those to it."""
 
     def check(self, cfg: EnvConfig) -> None:
         """Raise ConfigError (naming the fix) if ``cfg`` cannot make an env of this family."""
@@ -68,6 +71,11 @@ class EnvFamily:
     def max_return(self, cfg: EnvConfig) -> float | None:
         """An upper bound on an episode's return, when one is known."""
         return None
+
+    def for_evaluation(self, cfg: EnvConfig) -> EnvConfig:
+        """The env config evaluation plays (periodic, final, ``raylab.evaluate``, videos): ``cfg`` itself unless
+        the family trains on something other than the true task (Atari's episodic life)."""
+        return cfg
 
 
 ENV_PROVIDERS = {
@@ -308,3 +316,35 @@ class ProcgenFamily(EnvFamily):
 
     def max_return(self, cfg: EnvConfig) -> float | None:
         return 10.0 if procgen.envpool_id(cfg).startswith("Coinrun") else None
+
+
+class AtariFamily(EnvFamily):
+    """The Atari 2600 games through EnvPool's ALE (raylab/envs/atari.py), preprocessed natively."""
+
+    name = "atari"
+    batched = True
+    native_frames = True
+    native_time_limit = True
+    noop_action = atari.NOOP_ACTION
+    options = atari.OPTIONS
+
+    def check(self, cfg: EnvConfig) -> None:
+        if importlib.util.find_spec("envpool") is None:
+            raise ConfigError(f"env=atari needs EnvPool: {atari.INSTALL_HINT}")
+        super().check(cfg)
+        atari.check(cfg)
+
+    def make_raw(self, cfg: EnvConfig) -> gym.Env:
+        return atari.AtariEnv(cfg)
+
+    def make_render(self, cfg: EnvConfig) -> gym.Env:
+        return atari.AtariEnv(cfg, render_mode="rgb_array")
+
+    def make_vector(self, cfg: EnvConfig, num_envs: int, seed: int, name: str) -> VectorEnv | None:
+        return atari.AtariVectorEnv(cfg, num_envs, seed, name=name)
+
+    def for_evaluation(self, cfg: EnvConfig) -> EnvConfig:
+        return atari.for_evaluation(cfg)
+
+    def max_return(self, cfg: EnvConfig) -> float | None:
+        return 21.0 if atari.task_id(cfg) == "Pong-v5" else None

@@ -21,6 +21,7 @@ import numpy as np
 from raylab.envs import classic_pool
 from raylab.envs.config import EnvConfig
 from raylab.envs.families import (
+    AtariFamily,
     CustomFamily,
     EnvFamily,
     FakeFamily,
@@ -49,8 +50,8 @@ EVAL_WORKER_INDEX = 1_000_003
 FAMILIES: dict[str, EnvFamily] = {
     f.name: f
     for f in (
-        GymnasiumFamily(), CustomFamily(), MarioFamily(), ProcgenFamily(), SnakeFamily(), SnakeArenaFamily(),
-        PettingZooFamily(), FakeFamily(),
+        GymnasiumFamily(), CustomFamily(), MarioFamily(), ProcgenFamily(), AtariFamily(), SnakeFamily(),
+        SnakeArenaFamily(), PettingZooFamily(), FakeFamily(),
     )
 }  # fmt: skip
 
@@ -86,17 +87,23 @@ def max_return(cfg: EnvConfig) -> float | None:
     return family(cfg).max_return(cfg)
 
 
+def for_evaluation(cfg: EnvConfig) -> EnvConfig:
+    """The env config evaluation plays: the true task (EnvFamily.for_evaluation)."""
+    return family(cfg).for_evaluation(cfg)
+
+
 def wrap(env: gym.Env, cfg: EnvConfig, fam: EnvFamily) -> gym.Env:
     """The shared preprocessing stack (raylab/envs/wrappers.py has the order and the reasons)."""
     env = as_float32(env)
-    if cfg.noop_max:
+    frames = not fam.native_frames  # EnvPool's Atari does noop starts, skip, gray, resize and stack in C++
+    if cfg.noop_max and frames:
         env = NoopReset(env, cfg.noop_max, fam.noop_action)
-    if cfg.frame_skip > 1:
+    if cfg.frame_skip > 1 and frames:
         env = MaxPoolFrameSkip(env, cfg.frame_skip)
     if cfg.max_episode_steps is not None and not fam.native_time_limit:
         env = gym.wrappers.TimeLimit(env, cfg.max_episode_steps)
     env = EpisodeStatistics(env, fam.episode_extras)
-    if cfg.grayscale or cfg.resize is not None:
+    if (cfg.grayscale or cfg.resize is not None) and frames:
         try:
             env = GrayResize(env, cfg.grayscale, cfg.resize)
         except ValueError:
@@ -104,7 +111,7 @@ def wrap(env: gym.Env, cfg: EnvConfig, fam: EnvFamily) -> gym.Env:
                 f"env.grayscale/env.resize need (H, W[, C]) uint8 image observations but {cfg.id} gives "
                 f"{env.observation_space}: set env.grayscale=false and env.resize=null"
             ) from None
-    if cfg.frame_stack > 1:
+    if cfg.frame_stack > 1 and frames:
         env = FrameStack(env, cfg.frame_stack)
     if cfg.normalize_reward:
         env = gym.wrappers.NormalizeReward(

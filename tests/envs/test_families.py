@@ -26,6 +26,16 @@ FAMILIES = {
     ),
     "coinrun": (EnvConfig(family="procgen", id="coinrun", options={"num_levels": 50}), (3, 64, 64), np.uint8, 15),
     "coinrun_stacked": (EnvConfig(family="procgen", id="CoinrunHard-v0", frame_stack=2), (6, 64, 64), np.uint8, 15),
+    "pong": (
+        EnvConfig(family="atari", id="Pong-v5", frame_skip=4, grayscale=True, resize=(84, 84), frame_stack=4,
+                  noop_max=30, reward_clip=1.0),
+        (4, 84, 84), np.uint8, 6,
+    ),
+    "breakout_rgb_full_actions": (
+        EnvConfig(family="atari", id="breakout", frame_skip=2, resize=(64, 48), frame_stack=2,
+                  options={"full_action_space": True, "repeat_action_probability": 0.25}),
+        (6, 64, 48), np.uint8, 18,
+    ),
 }  # fmt: skip
 
 

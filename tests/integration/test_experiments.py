@@ -17,9 +17,9 @@ SHORT = (
 
 
 SLOW = pytest.mark.slow
-"""20 s each: the default tier keeps Mario (DQN on frames, the Nature CNN), Snake and CoinRun with PPO (the
-IMPALA CNN); CoinRun's DQN and APPO run in the slow tier (APPO's path runs on the fake task in
-tests/distributed/test_appo.py)."""
+"""20 s each: the default tier keeps Mario (DQN on frames, the Nature CNN), Snake, CoinRun with PPO (the
+IMPALA CNN) and Pong with PPO; CoinRun's and Pong's DQN, CoinRun's and Breakout's APPO run in the slow tier
+(APPO's path runs on the fake task in tests/distributed/test_appo.py)."""
 
 
 @pytest.mark.parametrize(
@@ -33,6 +33,13 @@ tests/distributed/test_appo.py)."""
         ("coinrun_ppo", ("env.max_episode_steps=100", "topology.envs_per_worker=4", "algo.minibatches=2",
                          "stop.env_steps=2000"), set()),
         pytest.param("coinrun_appo", ("env.max_episode_steps=100", "topology.envs_per_worker=4",
+                     "algo.minibatches=2", "stop.env_steps=2000"), set(), marks=SLOW),
+        ("pong_ppo", ("env.max_episode_steps=100", "topology.envs_per_worker=4", "algo.minibatches=2",
+                      "algo.epochs=1", "stop.env_steps=1000", "stop.mean_return=null"), set()),
+        pytest.param("pong_apex_dqn", ("env.max_episode_steps=100", "topology.envs_per_worker=4",
+                     "replay.capacity=4000", "replay.min_size=300", "stop.env_steps=2000", "stop.mean_return=null"),
+                     set(), marks=SLOW),
+        pytest.param("breakout_appo", ("env.max_episode_steps=100", "topology.envs_per_worker=4",
                      "algo.minibatches=2", "stop.env_steps=2000"), set(), marks=SLOW),
     ],
 )  # fmt: skip

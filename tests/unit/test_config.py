@@ -55,8 +55,8 @@ def test_unknown_env_id_suggests_registered_ids(tmp_path):
 
 
 def test_unknown_env_family(tmp_path):
-    assert "choose one of gymnasium, custom, mario, procgen, snake, snake_arena, pettingzoo, fake" in error(
-        tmp_path, "env.family=atari"
+    assert "choose one of gymnasium, custom, mario, procgen, atari, snake, snake_arena, pettingzoo, fake" in error(
+        tmp_path, "env.family=nes"
     )
 
 

@@ -1,0 +1,139 @@
+"""env=atari (EnvPool's ALE): episodic life for training only, whole games and raw scores in the statistics,
+same-step resets that agree with the single env, evaluation on whole games, videos, one-line errors."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from raylab.config import EnvConfig
+from raylab.envs import atari, make_env, make_vector_env
+from raylab.envs.registry import check_env_config, for_evaluation, make_render_env
+from raylab.errors import ConfigError
+
+DEEPMIND = {"frame_skip": 4, "grayscale": True, "resize": (84, 84), "frame_stack": 4, "noop_max": 30}
+
+
+def test_episodic_life_ends_training_episodes_at_each_lost_life_and_reports_whole_games_on_raw_scores():
+    """Breakout has 5 lives: random play loses them in ~25 agent steps each. Every lost life is a terminal step
+    for the learner, the game goes on (no reset to a fresh board), and the episode statistics count whole games:
+    their return is the raw score (the learner's rewards are clipped) and their length every step of the game."""
+    cfg = EnvConfig(family="atari", id="Breakout-v5", reward_clip=0.5, **DEEPMIND)
+    venv = make_vector_env(cfg, num_envs=2, seed=3)
+    venv.reset()
+    rng = np.random.default_rng(0)
+    terminals, steps = np.zeros(2, int), np.zeros(2, int)
+    games: list[tuple[int, dict[str, float], int, int]] = []
+    while len(games) < 4:
+        step = venv.step(rng.integers(0, 4, 2))
+        assert np.all(np.abs(step.rewards) <= 0.5)
+        steps += 1
+        terminals += step.terminated
+        for i, record in step.episodes:
+            games.append((i, record, int(steps[i]), int(terminals[i])))
+            steps[i] = terminals[i] = 0
+    for i, record, length, lives_lost in games:
+        assert lives_lost == 5, f"env {i}: a game of Breakout ends at its 5th lost life ({lives_lost} terminals)"
+        assert record["length"] == length
+        assert record["return"] >= 0 and record["return"] == int(record["return"])
+    venv.close()
+
+
+def test_raw_scores_reach_the_statistics_and_the_learner_sees_the_transformed_rewards():
+    cfg = EnvConfig(family="atari", id="Breakout-v5", reward_scale=0.5, **DEEPMIND)
+    venv = make_vector_env(cfg, num_envs=4, seed=1)
+    venv.reset()
+    rng = np.random.default_rng(1)
+    clipped = np.zeros(4)
+    records = []
+    while len(records) < 8:
+        step = venv.step(rng.integers(0, 4, 4))
+        clipped += step.rewards
+        for i, record in step.episodes:
+            records.append((record["return"], clipped[i]))
+            clipped[i] = 0.0
+    assert any(raw > 0 for raw, _ in records), "random Breakout scores a brick now and then"
+    for raw, learner in records:
+        assert learner == pytest.approx(0.5 * raw)
+    venv.close()
+
+
+@pytest.mark.parametrize("limit", [60, None])
+def test_the_vector_env_matches_the_single_env_and_resets_on_the_same_step(limit):
+    """Whole games (no episodic life) ended by Pong itself or by env.max_episode_steps (60 agent steps): the
+    EnvPool adapter agrees with the single env frame for frame, resets on the same step, and hands back the real
+    last frame of truncated episodes."""
+    cfg = EnvConfig(family="atari", id="Pong-v5", max_episode_steps=limit, options={"episodic_life": False}, **DEEPMIND)
+    venv = make_vector_env(cfg, num_envs=1, seed=7)
+    single = make_env(cfg, seed=7)
+    np.testing.assert_array_equal(venv.reset()[0], single.reset(seed=7)[0])
+    actions = np.random.default_rng(3).integers(0, 6, 400 if limit else 1800)
+    ended = 0
+    for t, a in enumerate(actions):
+        step = venv.step(np.array([a]))
+        obs, _, terminated, truncated, _ = single.step(int(a))
+        assert (bool(step.terminated[0]), bool(step.truncated[0])) == (terminated, truncated), f"step {t}"
+        if terminated or truncated:
+            ended += 1
+            if truncated and not terminated:
+                np.testing.assert_array_equal(step.final_obs[0][1], obs)
+            assert len(step.episodes) == 1 and step.episodes[0][1]["length"] == (limit or step.episodes[0][1]["length"])
+            obs, _ = single.reset()
+        np.testing.assert_array_equal(step.obs[0], obs, err_msg=f"step {t}")
+    assert ended >= (6 if limit else 1)
+
+
+def test_workers_play_different_games():
+    """Pong's opening screens are the same whatever the seed; the seeded no-op starts make the games differ."""
+    cfg = EnvConfig(family="atari", id="Pong-v5", **DEEPMIND)
+    first, second = (make_vector_env(cfg, num_envs=2, seed=5, worker_index=w) for w in (0, 1))
+    first.reset(), second.reset()
+    actions = np.zeros(2, np.int64)
+    differ = False
+    for _ in range(100):
+        differ |= not np.array_equal(first.step(actions).obs, second.step(actions).obs)
+    assert differ
+
+
+def test_evaluation_plays_whole_games_and_other_families_are_unchanged():
+    train = EnvConfig(family="atari", id="Pong-v5", options={"episodic_life": True, "num_threads": 1})
+    assert for_evaluation(train).options == {"episodic_life": False, "num_threads": 1}
+    assert for_evaluation(EnvConfig()) == EnvConfig()
+
+
+def test_videos_render_the_rgb_screen():
+    env = make_render_env(EnvConfig(family="atari", id="Pong-v5", **DEEPMIND), seed=0)
+    env.step(0)
+    frame = env.render()
+    assert frame.shape == (210, 160, 3) and frame.dtype == np.uint8 and frame.any()
+    assert env.metadata["render_fps"] == 15
+    env.close()
+
+
+@pytest.mark.parametrize(
+    ("cfg", "message"),
+    [
+        (EnvConfig(family="atari", id="Pongg-v5"), "did you mean Pong-v5"),
+        (EnvConfig(family="atari", id="pong", options={"sticky": 0.25}), "valid options are episodic_life"),
+        (EnvConfig(family="atari", id="pong", options={"repeat_action_probability": 1.5}), "in \\[0, 1\\)"),
+        (EnvConfig(family="atari", id="pong", options={"episodic_life": "yes"}), "true or false"),
+        (EnvConfig(family="atari", id="pong", options={"num_threads": 0}), "integer >= 1"),
+        (EnvConfig(family="atari", id="pong", normalize_reward=True), "env.normalize_reward=false"),
+    ],
+)
+def test_bad_ids_and_options_are_one_line_naming_the_fix(cfg, message):
+    with pytest.raises(ConfigError, match=message) as info:
+        check_env_config(cfg)
+    assert "\n" not in str(info.value)
+
+
+def test_game_names_resolve_to_envpool_ids():
+    for name in ("Pong-v5", "pong", "Pong", "MontezumaRevenge"):
+        assert atari.task_id(EnvConfig(family="atari", id=name)) in ("Pong-v5", "MontezumaRevenge-v5")
+
+
+def test_missing_envpool_names_the_atari_extra(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "envpool" else real(name, *a))
+    with pytest.raises(ConfigError, match=r"pip install '.*\[atari\]'"):
+        check_env_config(EnvConfig(family="atari", id="Pong-v5"))
