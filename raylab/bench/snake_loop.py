@@ -8,14 +8,14 @@ steps/s on 2 CPU cores, counting 5000 / elapsed (every episode as 50 steps, thou
 steps/s counts the env steps actually taken, and the seed's formula is recorded beside it.
 
 Variants, alternated round by round (medians over rounds):
-- ``seed004``: seed 004's optimized agent as its document describes it (deque memory, random.sample, batch
+- ``seed004``: the reference loop, a hand-optimized DQN agent (deque memory, random.sample, batch
   tensors built from numpy arrays, inference_mode acting, zero_grad(set_to_none=True), in-place ReLU, a
   target net, torch on every core), re-implemented here so both run on this machine in the same run.
 - ``raylab_1env``: raylab's RolloutWorker (1 env, chunks of 4 steps), ReplayBuffer and Learner (fused Adam,
   double DQN, Polyak target, gradient clipping): one update per chunk.
 - ``raylab_8env``: the same with 8 envs stepped as one vector env, one chunk per vector step and two updates
   per chunk: still one update of 32 every 4 env steps (the same updates per sample), fewer calls per step.
-- ``raylab_8env_seedalgo``: ``raylab_8env`` doing seed 004's update (vanilla DQN target, hard target copy
+- ``raylab_8env_seedalgo``: ``raylab_8env`` doing the reference loop's update (vanilla DQN target, hard target copy
   every 100 updates, no gradient clipping) instead of raylab's default (double DQN, Polyak target every
   update, clipping), so that the loop machinery is compared on equal work.
 - ``raylab_8env_autograd``: ``raylab_8env`` as it ran before ``learner.fused`` and DQN's NumPy acting
