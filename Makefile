@@ -47,11 +47,12 @@ LINT_PATHS := raylab tests benchmarks scripts examples docs/hooks.py docs/tables
 # mkdocs-material prints a banner about its successor on every build; the build itself is unaffected
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
 
-lint: install ## ruff (lint + format check), mypy, hadolint, and the docs site building cleanly
+lint: install ## ruff (lint + format check), mypy, hadolint, the docs pages rendering as written (scripts/check_docs.py), and the docs site building cleanly
 	$(PY) -m ruff check $(LINT_PATHS)
 	$(PY) -m ruff format --check $(LINT_PATHS)
 	$(PY) -m mypy
 	$(VENV)/bin/hadolint --config .hadolint.yaml docker/Dockerfile.cpu docker/Dockerfile.cuda
+	$(PY) scripts/check_docs.py
 	$(MKDOCS) build --strict --quiet -d site
 
 format: install ## apply ruff's fixes and formatting

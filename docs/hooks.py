@@ -14,8 +14,9 @@ A page asks for a generated part with a line of its own (indented, the part is i
     <!-- raylab:text PATH -->               a committed text file, verbatim (a benchmark's own report)
     <!-- raylab:catalogue -->               the catalogue of bad inputs: tests/cli/catalogue.py
 
-Any other ``raylab:`` marker fails the build. The benchmark PNGs and JSON are copied into the site under
-assets/benchmarks/ (pages link them there); nothing is copied into docs/ by hand.
+Any other ``raylab:`` marker fails the build. Every top-level benchmark JSON, and each benchmark image a page
+shows (docs/tables/assets.py), is copied into the site under assets/benchmarks/ (pages link them there); nothing
+is copied into docs/ by hand.
 """
 
 from __future__ import annotations
@@ -35,17 +36,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's raylab, whichever one the environment has installed; docs.tables
 
 from docs import tables  # noqa: E402
+from docs.tables.assets import ASSETS, shown_benchmark_images  # noqa: E402
 from raylab.config import applicability, reference  # noqa: E402
 from tests.cli import catalogue  # noqa: E402  (imported now: MkDocs takes ROOT off sys.path once hooks load)
 
 BENCHMARKS = ROOT / "benchmarks"
-ASSETS = "assets/benchmarks"
 MARKER = re.compile(r"^(?P<indent>[ ]*)<!-- raylab:(?P<kind>[\w-]+)(?: (?P<arg>[^ ]+))? -->$", re.MULTILINE)
 
 
 def on_files(files: Files, config: Any) -> Files:
-    """Every benchmark PNG (run folders included) and every top-level benchmark JSON, into assets/benchmarks/."""
-    for path in [*sorted(BENCHMARKS.rglob("*.png")), *sorted(BENCHMARKS.glob("*.json"))]:
+    """Every benchmark image a page shows (run folders included) and every top-level benchmark JSON, into
+    assets/benchmarks/. An image no page shows stays in benchmarks/, beside its JSON."""
+    shown = [BENCHMARKS / name for name in sorted(shown_benchmark_images(Path(config["docs_dir"])))]
+    for path in [*(p for p in shown if p.is_file()), *sorted(BENCHMARKS.glob("*.json"))]:
         uri = f"{ASSETS}/{path.relative_to(BENCHMARKS).as_posix()}"
         files.append(File.generated(config, uri, abs_src_path=str(path)))
     return files

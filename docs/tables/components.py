@@ -1,5 +1,5 @@
 """The tables of one component's speed measured alone: the learner's update (per speed option, and fused against
-autograd), a rollout actor's act(), seed 004's Snake loop, the stage timer's cost, and replay snapshots."""
+autograd), a rollout actor's act(), a reference Snake DQN loop, the stage timer's cost, and replay snapshots."""
 
 from __future__ import annotations
 
@@ -48,11 +48,11 @@ def learner(data: list[Json]) -> str:
 
 
 def snake_loop(data: list[Json]) -> str:
-    """``raylab.bench snake_dqn_loop``: seed 004's Snake DQN loop, env steps/s per variant."""
+    """``raylab.bench snake_dqn_loop``: a reference Snake DQN loop (``seed004``) and raylab's, env steps/s."""
     (d,) = data
     notes = module_bullets(ROOT / "raylab" / "bench" / "snake_loop.py")
     published = d["seed_004_steps_per_s"]
-    header = ["loop", "env steps/s", f"vs seed 004's published {published:,} (its machine)", "vs `seed004` here"]
+    header = ["loop", "env steps/s", f"vs the reference's published {published:,} (its machine)", "vs `seed004` here"]
     rows = [
         [
             f"`{v}`" + (f": {notes[v]}" if v in notes else ""),
@@ -62,7 +62,8 @@ def snake_loop(data: list[Json]) -> str:
         ]
         for v, steps in d["median_steps_per_s"].items()
     ]
-    return _rows(header, rows) + f"\n{_sentence(d['protocol'])}.\n"
+    protocol = d["protocol"].replace("seed 004's own", "the reference loop's own")
+    return _rows(header, rows) + f"\n{_sentence(protocol)}.\n"
 
 
 def policy_inference(data: list[Json]) -> str:

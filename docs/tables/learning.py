@@ -3,7 +3,7 @@ several), old against new commits, and a run with its actors killed."""
 
 from __future__ import annotations
 
-from .format import Json, _int, _ratio, _rows, _s
+from .format import Json, _int, _ratio, _rows, _s, commit_text
 
 
 def learn(data: list[Json]) -> str:
@@ -316,3 +316,28 @@ def gcs_task_events(data: list[Json]) -> str:
         at = dict((t, mb) for t, mb in series[name])
         rows.append([label, *[f"{at[t]:.0f} MB" if t in at else "—" for t in times]])
     return _rows(header, rows) + f"\n\n{d['experiment']}; {d['note']}. `{d['command']}`"
+
+
+def learning_summary(data: list[Json]) -> str:
+    """Several ``raylab.bench learn`` files in one table, a row per variant: the time and env steps each algorithm
+    took to its target, and the commit and date each file was measured at (cartpole_*_learning.json)."""
+    header = ["experiment", "variant", "reached", "train time (median / max)", "env steps (median)", "env steps/s",
+              "measured"]  # fmt: skip
+    rows = []
+    for d in data:
+        experiment = " ".join(o.split("=", 1)[1] for o in d["overrides"] if o.startswith("+experiment="))
+        machine = d.get("machine") or {}
+        measured = f"{machine.get('date', '')[:10]}, {commit_text(machine.get('git_commit'))}"
+        for variant, summary in d["summary"].items():
+            rows.append(
+                [
+                    f"`{experiment}`",
+                    f"`{variant}`",
+                    f"{summary['reached']} / {summary['runs']}",
+                    f"{_s(summary['median_train_seconds'])} / {_s(summary['max_train_seconds'])}",
+                    _int(summary["median_env_steps"]),
+                    _int(summary["median_env_steps_per_s"]),
+                    measured,
+                ]
+            )
+    return _rows(header, rows)

@@ -19,13 +19,14 @@ from .components import (
     snake_loop,
     timer_overhead,
 )
-from .format import BENCHMARKS, Json, machine_line
+from .format import BENCHMARKS, DIRTY, DIRTY_NOTE, Json, machine_line
 from .learning import (
     before_after,
     fault_run,
     fixed_budget_learning,
     gcs_task_events,
     learn,
+    learning_summary,
     policies_learning,
     soak,
     throughput_before_after,
@@ -45,6 +46,11 @@ class Table:
 
 
 TABLES: dict[str, Table] = {
+    "cartpole_learning": Table(
+        tuple(f"cartpole_{algo}_learning.json" for algo in ("dqn", "ppo", "appo", "a3c")),
+        learning_summary,
+        "each algorithm on CartPole to a greedy 475, one row per topology",
+    ),
     "cartpole_dqn_learning": Table(("cartpole_dqn_learning.json",), learn, "Ape-X DQN on CartPole to a greedy 475"),
     "cartpole_ppo_learning": Table(("cartpole_ppo_learning.json",), learn, "PPO on CartPole to a greedy 475"),
     "cartpole_appo_learning": Table(("cartpole_appo_learning.json",), learn, "APPO on CartPole to a greedy 475"),
@@ -98,7 +104,7 @@ TABLES: dict[str, Table] = {
     "learner_ppo_cpu": Table(("learner_ppo_cpu.json",), learner, "PPO learner updates/s"),
     "learner_cuda_dqn": Table(("learner_cuda_dqn.json",), learner, "DQN learner updates/s on an H100"),
     "learner_cuda_ppo": Table(("learner_cuda_ppo.json",), learner, "PPO learner updates/s on an H100"),
-    "snake_dqn_loop": Table(("snake_dqn_loop.json",), snake_loop, "seed 004's Snake DQN loop"),
+    "snake_dqn_loop": Table(("snake_dqn_loop.json",), snake_loop, "a reference Snake DQN loop against raylab's"),
     "cartpole_ppo_vs_rllib": Table(("cartpole_ppo_vs_rllib.json",), ppo_vs_rllib, "PPO against RLlib"),
     "cartpole_ppo_vs_rllib_first_fused": Table(
         ("cartpole_ppo_vs_rllib_first_fused.json",), ppo_vs_rllib, "the same, the first run with the fused update"
@@ -233,4 +239,5 @@ def table(name: str, benchmarks: Path = BENCHMARKS, link: Callable[[str], str] |
         f"{f'[`{file}`]({link(file)})' if link else f'`benchmarks/{file}`'}: {machine_line(d)}"
         for file, d in zip(spec.files, data, strict=True)
     )
-    return f"{spec.render(data)}\n*Data: {sources}.*\n"
+    dirty = any(str((d.get("machine") or {}).get("git_commit") or "").endswith(DIRTY) for d in data)
+    return f"{spec.render(data)}\n*Data: {sources}.*\n" + (f"\n*{DIRTY_NOTE}*\n" if dirty else "")

@@ -136,7 +136,7 @@ def arena(data: list[Json]) -> str:
 
 
 def a3c_scaling(data: list[Json]) -> str:
-    """``raylab.bench scaling``: seed 000's A3C worker-scaling protocol, beside seed 000's own figures."""
+    """``raylab.bench scaling``: a reference C++ A3C's worker-scaling protocol, beside its own figures."""
     (d,) = data
     piped, sync, seed = d["summary"]["pushes_in_flight=1"], d["summary"].get("pushes_in_flight=0", {}), d["seed_000"]
     header = [
@@ -147,8 +147,8 @@ def a3c_scaling(data: list[Json]) -> str:
         "speed-up initial / final",
         "synchronous pushes: total_s initial / final",
         "its wait share",
-        "seed 000 total_s initial / final",
-        "seed 000 wait share",
+        "C++ reference total_s initial / final",
+        "C++ reference wait share",
     ]
     rows = []
     for workers, r in piped.items():
@@ -171,6 +171,6 @@ def a3c_scaling(data: list[Json]) -> str:
         f"\n{p['segments_per_row']} segments of up to {p['rollout_length']} steps per row, {p['statistic']} of "
         f"{p['repeats']}, {p['num_shards']} server shard(s), {d['cores_available']} cores available; plateau: "
         + "; ".join(f"{k}: {v}" for k, v in d["plateau"].items())
-        + f". Seed 000: {seed['source']}.\n"
+        + f". C++ reference: {seed['source'].split(': ', 1)[-1]}, on its own machine.\n"
     )
     return _rows(header, rows) + notes

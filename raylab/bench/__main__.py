@@ -22,6 +22,7 @@ COMMANDS = {
     "replay_snapshot": "replay_snapshot",
     "arena": "arena",
     "sampling": "sampling",
+    "plot": "replot",
 }
 """Each command and the module under raylab.bench that adds its parser. Only the chosen command's module is
 imported (several import torch and Ray), so a mistyped argument is answered at once."""

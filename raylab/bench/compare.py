@@ -176,9 +176,13 @@ def plot(seq: Sequence[Run], par: Sequence[Run], path: Path) -> None:
         ax.set_title(title)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
+        for axis, label in (("x", xlabel), ("y", ylabel)):
+            if label.startswith(("env steps", "env frames")):
+                plots.short_ticks(ax, axis)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle("raylab: sequential vs parallel (thin: runs; thick: mean; band: min-max)")
+    fig.suptitle("Sequential against parallel collection, the same algorithm (thin: one seed each; bold: mean; "
+                 "band: min-max)")  # fmt: skip
     plots.save(fig, path)
 
 

@@ -119,7 +119,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     }
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(report, indent=2) + "\n")
-    plot(results, output.with_suffix(".png"))
+    plot(report, output.with_suffix(".png"))
     for name, summary in report["summary"].items():
         print(f"{name}: {json.dumps(summary)}")
     print(f"wrote {output} and {output.with_suffix('.png')}")
@@ -344,22 +344,47 @@ def _seconds(value: float | None) -> str:
     return "(not timed)" if value is None else f"{value:.1f} s"
 
 
-def plot(results: list[dict[str, Any]], path: Path) -> None:
+def plot(report: dict[str, Any], path: Path) -> None:
+    """The greedy evaluations against training time: one colour per variant, each seed a thin line, the variant's
+    median over its seeds bold (a seed that stopped early holds its last evaluation), the target dashed."""
+    import numpy as np
+
+    results = report["runs"]
     fig, ax = plots.figure(7, 4)
-    names = sorted({r["variant"] for r in results})
-    colors = {n: f"C{i}" for i, n in enumerate(names)}
-    for r in results:
-        if not r["ok"] or not r["evals"]:
+    names = list(dict.fromkeys([*report.get("variants", {}), *(r["variant"] for r in results)]))
+    for i, name in enumerate(names):
+        color = f"C{i % 10}"
+        curves = [
+            (np.array([e[0] for e in r["evals"]]), np.array([e[2] for e in r["evals"]]))
+            for r in results
+            if r["variant"] == name and r["ok"] and r["evals"]
+        ]
+        for t, y in curves:
+            ax.plot(t, y, color=color, lw=0.8, alpha=0.35)
+        if not curves:
             continue
-        t = [e[0] for e in r["evals"]]
-        y = [e[2] for e in r["evals"]]
-        ax.plot(t, y, "-o", ms=3, color=colors[r["variant"]], alpha=0.8,
-                label=f"{r['variant']} seed {r['seed']}")  # fmt: skip
-    targets = {r["target"] for r in results if r.get("target") is not None}
-    for target in targets:
-        ax.axhline(target, color="gray", ls="--", lw=1)
+        # every seed interpolated onto one time grid, from the first evaluation every seed has made on
+        grid = np.linspace(max(t[0] for t, _ in curves), max(t[-1] for t, _ in curves), 200)
+        median = np.median(np.stack([np.interp(grid, t, y) for t, y in curves]), axis=0)
+        ax.plot(grid, median, color=color, lw=2.2, label=f"{name}: median of {len(curves)} seeds")
+    for target in sorted({r["target"] for r in results if r.get("target") is not None}):
+        ax.axhline(target, color="gray", ls="--", lw=1, label=f"target {target:g}")
     ax.set_xlabel("training time (s)")
-    ax.set_ylabel("greedy eval mean return")
-    ax.set_title("raylab bench learn")
-    ax.legend(fontsize=7)
+    ax.set_ylabel("greedy evaluation return")
+    ax.set_title(title(report), fontsize=10)
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, title="thin: one seed each", title_fontsize=7)
+    if not any(r["ok"] and r["evals"] for r in results):
+        ax.text(0.5, 0.5, "no periodic greedy evaluations in these runs", ha="center", transform=ax.transAxes)
     plots.save(fig, path)
+
+
+def title(report: dict[str, Any]) -> str:
+    """What a learn report compares, in a line: the experiment(s) and the variants."""
+    names = list(report.get("variants") or dict.fromkeys(r["variant"] for r in report["runs"]))
+    every = [*report.get("overrides", []), *(x for extra in (report.get("variants") or {}).values() for x in extra)]
+    experiments = dict.fromkeys(o.split("=", 1)[1] for o in every if o.startswith("+experiment="))
+    env_ids = dict.fromkeys(o.split("=", 1)[1] for o in report.get("overrides", []) if o.startswith("env.id="))
+    what = ", ".join(experiments or env_ids) or "the run"
+    return f"{what}: {' vs '.join(names)}" if len(names) > 1 else f"{what} ({names[0]})" if names else what

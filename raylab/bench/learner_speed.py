@@ -249,7 +249,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     }
     output = Path(args.output)
     atomic_write(output, _dump(report))
-    _plot(results, args.variants, f"{args.algo} on {device}", output.with_suffix(".png"))
+    _plot(results, args.variants, plot_title(report), output.with_suffix(".png"))
     print(f"wrote {output} and {output.with_suffix('.png')}")
     return 0
 
@@ -261,17 +261,26 @@ def _dump(report: dict[str, Any]) -> str:
 
 
 def _plot(results: dict[str, Any], variants: list[str], title: str, path: Path) -> None:
-    fig, axes = plots.figure(4.0 * len(results), 3.6, 1, len(results))
+    """Updates/s per variant, one panel per batch size, each bar labelled with its ratio to eager fp32."""
+    fig, axes = plots.figure(4.6 * len(results), 4.2, 1, len(results))
     row = [axes] if len(results) == 1 else list(axes[0])
     for ax, (batch_size, r) in zip(row, results.items(), strict=True):
         values = [r["updates_per_s"][v] for v in variants]
-        bars = ax.bar(variants, values, color=[f"C{i % 10}" for i in range(len(variants))])
+        bars = ax.bar(range(len(variants)), values, color=[f"C{i % 10}" for i in range(len(variants))])
         for bar, v in zip(bars, variants, strict=True):
             ratio = r["ratio_vs_eager_fp32"][v] if r["ratio_vs_eager_fp32"] else None
             if ratio is not None:
                 ax.annotate(f"{ratio:.2f}x", (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
-                            va="bottom", fontsize=8)  # fmt: skip
-        ax.set_title(f"{title}, batch {batch_size}")
-        ax.set_ylabel("updates / s")
-        ax.tick_params(axis="x", labelsize=8, rotation=15)
+                            va="bottom", fontsize=7)  # fmt: skip
+        ax.margins(y=0.12)
+        ax.set_title(f"batch {batch_size}", fontsize=10)
+        ax.set_ylabel("updates / s (label: x eager fp32)")
+        plots.slanted_labels(ax, variants)
+    fig.suptitle(title, fontsize=11)
     plots.save(fig, path)
+
+
+def plot_title(report: dict[str, Any]) -> str:
+    """What a learner report measured: the objective and the device it ran on."""
+    device = report.get("gpu") or report["device"]
+    return f"{report.get('algo', 'dqn').upper()} learner updates/s per speed option, {device}"

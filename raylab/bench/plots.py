@@ -1,5 +1,6 @@
 """Matplotlib without a display, shared by every benchmark's PNG: ``figure`` and ``save`` live in
-raylab.metrics.plots (the run analysis uses them too); ``write_report`` writes a benchmark's JSON and PNG."""
+raylab.metrics.plots (the run analysis uses them too), with the axis helpers ``short_ticks`` and
+``slanted_labels``; ``write_report`` writes a benchmark's JSON and PNG."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from raylab.metrics.plots import figure, save
+from raylab.metrics.plots import figure, save, short_ticks, slanted_labels
 
-__all__ = ["figure", "save", "write_report"]
+__all__ = ["figure", "save", "short_ticks", "slanted_labels", "write_report"]
 
 
 def write_report(output: Path, report: dict[str, Any], plot: Callable[[dict[str, Any], Path], None],
