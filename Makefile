@@ -190,7 +190,7 @@ bench-coinrun: install ## seed 003: coinrun_ppo for COINRUN_HOURS sequential and
 install-image-tools: ## Debian packages buildah and debootstrap, for `make image` (as root)
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends buildah debootstrap
 
-image: install ## build docker/Dockerfile.cpu daemonlessly (buildah) from a local Debian base, then a smoke run and a two-container Ray cluster in it (as root; scripts/image.sh)
+image: ## build docker/Dockerfile.cpu daemonlessly (buildah) from a local Debian base, then a smoke run and a two-container Ray cluster in it (as root; scripts/image.sh)
 	bash scripts/image.sh all
 
 clean: ## remove run outputs, the built docs site and caches (keeps $(VENV))
