@@ -1,8 +1,9 @@
 # raylab developer commands. `make help` lists them. Every target that needs the environment builds it first.
 #
 # torch: on CPU-only machines (like CI) the install pins the local CPU build, torch==2.13.0, before anything
-# else asks for torch; an unpinned `torch` would pull several GB of CUDA wheels. GPU users choose their build:
-#   make install TORCH_SPEC="torch --index-url https://download.pytorch.org/whl/cu124"
+# else asks for torch; an unpinned `torch` would pull several GB of CUDA wheels. GPU users choose their build
+# (cu130 is the one the GPU benchmarks ran with; docs/index.md, "Installing torch", says which others work):
+#   make install TORCH_SPEC="torch --index-url https://download.pytorch.org/whl/cu130"
 #   make install TORCH_SPEC=            # keep the torch already installed in $(VENV)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
