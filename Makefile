@@ -1,8 +1,9 @@
 # raylab developer commands. `make help` lists them. Every target that needs the environment builds it first.
 #
 # torch: on CPU-only machines (like CI) the install pins the local CPU build, torch==2.13.0, before anything
-# else asks for torch; an unpinned `torch` would pull several GB of CUDA wheels. GPU users choose their build:
-#   make install TORCH_SPEC="torch --index-url https://download.pytorch.org/whl/cu124"
+# else asks for torch; an unpinned `torch` would pull several GB of CUDA wheels. GPU users choose their build
+# (cu130 is the one the GPU benchmarks ran with; docs/index.md, "Installing torch", says which others work):
+#   make install TORCH_SPEC="torch --index-url https://download.pytorch.org/whl/cu130"
 #   make install TORCH_SPEC=            # keep the torch already installed in $(VENV)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
@@ -90,7 +91,7 @@ bench-a3c: install ## time-to-475 on CartPole with A3C, 3 seeds, a3c vs serial -
 	$(PY) -m raylab.bench learn --seeds 0 1 2 --output benchmarks/cartpole_a3c_learning.json \
 		--variant a3c= --variant local=topology=local +experiment=cartpole_a3c $(ARGS)
 
-bench-scaling: install ## seed 000's A3C worker scaling on Snake (1..16 workers) -> benchmarks/a3c_scaling.json
+bench-scaling: install ## A3C worker scaling on Snake (1..16 workers, wall time and wait share) -> benchmarks/a3c_scaling.json
 	$(PY) -m raylab.bench scaling +experiment=snake_a3c --output benchmarks/a3c_scaling.json $(ARGS)
 
 bench-ppo: install ## time-to-475 on CartPole with PPO, 3 seeds, ppo vs serial -> benchmarks/cartpole_ppo_learning.json
@@ -151,7 +152,7 @@ bench-sampling: install ## the rollout path alone (a sink for the learner) again
 	$(PY) -m raylab.bench sampling +experiment=mario_dqn --workers 1 2 --output benchmarks/sampling_mario.json $(ARGS)
 	$(PY) -m raylab.bench sampling +experiment=coinrun_appo --workers 1 2 --output benchmarks/sampling_coinrun.json $(ARGS)
 
-bench-snake: install ## seed 004's Snake DQN loop, env steps/s vs its 2,050 -> benchmarks/snake_dqn_loop.json
+bench-snake: install ## a single-process Snake DQN loop (one update every 4 env steps), env steps/s -> benchmarks/snake_dqn_loop.json
 	$(PY) -m raylab.bench snake_dqn_loop --rounds 5 --output benchmarks/snake_dqn_loop.json $(ARGS)
 
 bench-replay: install ## replay memory per transition with and without frame dedup, on Mario frames -> benchmarks/replay_memory.json
@@ -180,7 +181,7 @@ bench-soak: install ## a soak (~65 min): 30-min cartpole_dqn then cartpole_appo,
 COINRUN_DIR ?= benchmarks/coinrun_ppo_timed
 COINRUN_HOURS ?= 0.16667
 COINRUN_SEEDS ?= 0 1
-bench-coinrun: install ## seed 003: coinrun_ppo for COINRUN_HOURS sequential and parallel, alternating, COINRUN_SEEDS; then compare
+bench-coinrun: install ## coinrun_ppo for COINRUN_HOURS sequential and parallel, alternating, COINRUN_SEEDS; then compare
 	@for seed in $(COINRUN_SEEDS); do for mode in sequential parallel; do \
 		WANDB_MODE=disabled $(PY) -m raylab.bench timed --duration-hours $(COINRUN_HOURS) --mode $$mode \
 			--output-dir $(COINRUN_DIR)/$${mode}_seed$$seed +experiment=coinrun_ppo seed=$$seed $(ARGS) || exit 1; \
@@ -191,7 +192,7 @@ bench-coinrun: install ## seed 003: coinrun_ppo for COINRUN_HOURS sequential and
 install-image-tools: ## Debian packages buildah and debootstrap, for `make image` (as root)
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends buildah debootstrap
 
-image: install ## build docker/Dockerfile.cpu daemonlessly (buildah) from a local Debian base, then a smoke run and a two-container Ray cluster in it (as root; scripts/image.sh)
+image: ## build docker/Dockerfile.cpu daemonlessly (buildah) from a local Debian base, then a smoke run and a two-container Ray cluster in it (as root; scripts/image.sh)
 	bash scripts/image.sh all
 
 clean: ## remove run outputs, the built docs site and caches (keeps $(VENV))

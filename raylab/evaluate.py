@@ -27,7 +27,7 @@ from raylab.errors import EXIT_USAGE, ConfigError, RaylabError
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame (classic-control frames) without a display
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
-VIDEO_HINT = "pip install 'raylab[video]'"
+VIDEO_HINT = "pip install 'raylab-actor-learner[video]'"
 DEFAULT_FPS = 30
 
 

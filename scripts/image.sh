@@ -2,7 +2,7 @@
 # Build and run raylab's CPU image without a Docker engine: buildah with chroot isolation and vfs storage,
 # from a base made here (debootstrap of Debian bookworm from this machine's apt mirror). Every step is timed.
 #
-#   bash scripts/image.sh [all|base|build|smoke|cluster|clean]      (`make image` runs all)
+#   bash scripts/image.sh [all|base|build|smoke|cluster|clean|pip-config]      (`make image` runs all)
 #
 # base     localhost/raylab-base:bookworm: Debian bookworm (minbase) + its python3 (3.11, as the public
 #          python:3.11-slim-bookworm base) with pip and venv; `python` on the PATH as in that image.
@@ -10,7 +10,7 @@
 # build    docker/Dockerfile.cpu with BASE_IMAGE=<that base> -> localhost/raylab:cpu. pip inside the build
 #          uses this machine's pip configuration: its find-links folder (the local CPU torch wheel), extra
 #          indexes, constraints and CA bundle are bind-mounted read-only and named through build arguments,
-#          so nothing of them is left in the image.
+#          so nothing of them is left in the image. `pip-config` prints those arguments and mounts.
 # smoke    a short `+experiment=cartpole_dqn` inside the image, its outputs in $OUT/smoke (a bind mount).
 # cluster  a Ray head in one `buildah run` and a worker node in another (host network, loopback addresses,
 #          token authentication), `ray job submit` from this machine, the job's outputs in $OUT/cluster:
@@ -91,18 +91,33 @@ make_base() {
   "${BUILDAH[@]}" rm "$ctr" >/dev/null
 }
 
+# pip_setting KEY: the value `pip install` takes for KEY from pip's configuration files, all of them merged
+# (`pip config list`: the global /etc/xdg/pip/pip.conf and /etc/pip.conf, the site file, the user file,
+# $PIP_CONFIG_FILE; `pip config get` reads only the user file), [install] over [global]. The PIP_* environment
+# variables, which override every file, are read by the caller.
+PIP_SETTINGS=""  # `pip config list`, read once by pip_passthrough
+pip_setting() {
+  python3 -c '
+import ast, sys
+settings = dict(line.rstrip("\n").partition("=")[::2] for line in sys.stdin)
+for section in ("install", "global"):
+    if f"{section}.{sys.argv[1]}" in settings:
+        print(" ".join(ast.literal_eval(settings[f"{section}.{sys.argv[1]}"]).split()))  # one line, as pip splits it
+        break
+' "$1" <<<"$PIP_SETTINGS"
+}
+
 pip_mounts=()
 pip_args=()
 pip_passthrough() {  # this machine's pip configuration, read-only, for the build's RUN steps
   local value
-  value=$(python3 -m pip config get global.find-links 2>/dev/null || true)
-  value=${PIP_FIND_LINKS:-$value}
+  PIP_SETTINGS=$(python3 -m pip config list 2>/dev/null || true)
+  value=${PIP_FIND_LINKS:-$(pip_setting find-links)}
   if [ -n "$value" ] && [ -d "$value" ]; then
     pip_mounts+=(-v "$value:$value:ro")
     pip_args+=(--build-arg "PIP_FIND_LINKS=$value")
   fi
-  value=$(python3 -m pip config get global.extra-index-url 2>/dev/null || true)
-  value=${PIP_EXTRA_INDEX_URL:-$value}
+  value=${PIP_EXTRA_INDEX_URL:-$(pip_setting extra-index-url)}
   if [ -n "$value" ]; then
     for url in $value; do
       # a file:// index is its simple/ folder plus the files it links to beside it: mount its parent
@@ -110,13 +125,12 @@ pip_passthrough() {  # this machine's pip configuration, read-only, for the buil
     done
     pip_args+=(--build-arg "PIP_EXTRA_INDEX_URL=$value")
   fi
-  value=$(python3 -m pip config get global.constraint 2>/dev/null || true)
-  value=${PIP_CONSTRAINT:-$value}
+  value=${PIP_CONSTRAINT:-$(pip_setting constraint)}
   if [ -n "$value" ] && [ -f "$value" ]; then
     pip_mounts+=(-v "$value:$value:ro")
     pip_args+=(--build-arg "PIP_CONSTRAINT=$value")
   fi
-  value=${PIP_CERT:-$(python3 -m pip config get global.cert 2>/dev/null || true)}
+  value=${PIP_CERT:-$(pip_setting cert)}
   if [ -n "$value" ] && [ -f "$value" ]; then
     pip_mounts+=(-v "$value:/etc/raylab-build-ca.crt:ro")
     pip_args+=(--build-arg "PIP_CERT=/etc/raylab-build-ca.crt")
@@ -145,10 +159,23 @@ container() {  # a working container of $IMAGE into $CTR, removed at exit (not i
   CONTAINERS+=("$CTR")
 }
 CONTAINERS=()
-PIDS=()
+NODE_PIDS=()
+NODE_NAMES=()
 cleanup() {
-  for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && kill -- -"$pid" 2>/dev/null || true; done
+  local i pid
+  # the Ray nodes first, the last started first (the worker, then the head): see NODE_WRAPPER
+  for (( i = ${#NODE_PIDS[@]} - 1; i >= 0; i-- )); do
+    pid=${NODE_PIDS[i]}
+    touch "$OUT/cluster/.stop-${NODE_NAMES[i]}"
+    exited "$pid" 90 || kill -- -"$pid" 2>/dev/null || true  # a node that does not stop: its process group
+  done
+  rm -f "$OUT"/cluster/.stop-*
   for ctr in "${CONTAINERS[@]:-}"; do [ -n "$ctr" ] && "${BUILDAH[@]}" rm "$ctr" >/dev/null 2>&1 || true; done
+}
+exited() {  # exited PID SECONDS: whether PID ends within SECONDS
+  local _
+  for _ in $(seq "$2"); do kill -0 "$1" 2>/dev/null || return 0; sleep 1; done
+  return 1
 }
 trap cleanup EXIT
 
@@ -180,14 +207,50 @@ node_ports() {  # node_ports LISTEN GRPC METRICS RUNTIME_ENV
     "--runtime-env-agent-port=$4"
 }
 
+# What a Ray node container runs: `ray start --block ARGS`, until the host creates /data/.stop-NAME (cleanup).
+# Then only `ray start` gets SIGTERM: it stops its own node's processes (never another node's, as a `ray stop`
+# would on a machine whose containers share its process table) and exits 1, as it always does on SIGTERM; the
+# wrapper, which asked for that stop, exits 0. A node that dies by itself ends the wrapper with its own status.
+# shellcheck disable=SC2016  # expanded by the container's sh
+NODE_WRAPPER='name=$1; shift
+ray start --block "$@" &
+pid=$!
+while kill -0 "$pid" 2>/dev/null; do
+  if [ -e "/data/.stop-$name" ]; then
+    kill -TERM "$pid"
+    wait "$pid" || true
+    echo "raylab image: the $name node stopped"
+    exit 0
+  fi
+  sleep 1
+done
+wait "$pid"'
+
+# ray_cli VERSION: a `ray` command on this machine with the image's Ray version, for `ray job submit` and
+# `ray status`: the checkout's .venv or the PATH's when their version matches, else a venv with only
+# ray[default]==VERSION ($RAY_CLI_VENV, default .venv-ray; a few hundred MB, not the whole .venv).
+ray_cli() {
+  local version=$1 candidate venv=${RAY_CLI_VENV:-$ROOT/.venv-ray}
+  for candidate in "$ROOT/.venv/bin/ray" "$(command -v ray || true)" "$venv/bin/ray"; do
+    if [ -x "$candidate" ] && [ "$("$candidate" --version 2>/dev/null | awk '{print $NF}')" = "$version" ]; then
+      echo "$candidate"
+      return
+    fi
+  done
+  echo "raylab image: installing ray[default]==$version into $venv for the job submission" >&2
+  python3 -m venv "$venv" >&2
+  "$venv/bin/python" -m pip install --quiet "ray[default]==$version" >&2
+  echo "$venv/bin/ray"
+}
+
 cluster() {
-  local head worker gcs dashboard token env_args ray ports
-  ray="$ROOT/.venv/bin/ray"
-  [ -x "$ray" ] || ray=$(command -v ray) || die "ray is not installed here: run \`make install\` first"
+  local head worker gcs dashboard token env_args ray ports version
   container
   head=$CTR
   container
   worker=$CTR
+  version=$("${RUN[@]}" "$head" -- python -c 'import importlib.metadata as m; print(m.version("ray"))')
+  ray=$(ray_cli "$version")
   data_dir "$OUT/cluster"
   mapfile -t ports < <(free_ports 11)
   gcs=${ports[0]}
@@ -195,16 +258,18 @@ cluster() {
   token=$(python3 -c 'import secrets; print(secrets.token_hex(32))')
   env_args=(-e RAY_AUTH_MODE=token -e "RAY_AUTH_TOKEN=$token" -e RAY_USAGE_STATS_ENABLED=0 -e WANDB_MODE=disabled)
   # shellcheck disable=SC2046  # node_ports is a list of flags
-  setsid "${RUN[@]}" -v "$OUT/cluster:/data" "${env_args[@]}" "$head" -- ray start --head --block \
+  setsid "${RUN[@]}" -v "$OUT/cluster:/data" "${env_args[@]}" "$head" -- sh -c "$NODE_WRAPPER" node head --head \
     --node-ip-address=127.0.0.1 --port="$gcs" --num-cpus=2 --include-dashboard=true --dashboard-host=127.0.0.1 \
     --dashboard-port="$dashboard" --ray-client-server-port="${ports[2]}" $(node_ports "${ports[@]:3:4}") > "$OUT/head.log" 2>&1 &
-  PIDS+=($!)
+  NODE_PIDS+=($!)
+  NODE_NAMES+=(head)
   wait_for "the head's dashboard" 300 \
     "RAY_AUTH_MODE=token RAY_AUTH_TOKEN=$token $ray job list --address=http://127.0.0.1:$dashboard"
   # shellcheck disable=SC2046
-  setsid "${RUN[@]}" -v "$OUT/cluster:/data" "${env_args[@]}" "$worker" -- ray start --block \
+  setsid "${RUN[@]}" -v "$OUT/cluster:/data" "${env_args[@]}" "$worker" -- sh -c "$NODE_WRAPPER" node worker \
     --address="127.0.0.1:$gcs" --node-ip-address=127.0.0.1 --num-cpus=2 $(node_ports "${ports[@]:7:4}") > "$OUT/worker.log" 2>&1 &
-  PIDS+=($!)
+  NODE_PIDS+=($!)
+  NODE_NAMES+=(worker)
   wait_for "the worker node" 300 \
     "RAY_AUTH_MODE=token RAY_AUTH_TOKEN=$token $ray status --address=127.0.0.1:$gcs | grep -c ' node_' | grep -qx 2"
   RAY_AUTH_MODE=token RAY_AUTH_TOKEN=$token "$ray" job submit --address="http://127.0.0.1:$dashboard" -- \
@@ -253,5 +318,9 @@ case "${1:-all}" in
     cat "$TIMINGS"
     ;;
   clean) need buildah; clean ;;
-  *) die "unknown step '$1': use all, base, build, smoke, cluster or clean" ;;
+  pip-config)  # what the build takes from this machine's pip configuration (needs neither root nor buildah)
+    pip_passthrough
+    if [ ${#pip_args[@]} -gt 0 ]; then printf '%s %s\n' "${pip_args[@]}" "${pip_mounts[@]}"; fi
+    ;;
+  *) die "unknown step '$1': use all, base, build, smoke, cluster, clean or pip-config" ;;
 esac

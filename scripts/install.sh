@@ -7,7 +7,8 @@
 #    nes-py. Skipped when present, or with SKIP_SYSTEM_DEPS=1; apt-get runs as root or through sudo.
 # 2. A virtual environment at $VENV (VENV=system: install into the current interpreter, as the images do).
 # 3. torch first, pinned by $TORCH_SPEC (the CPU build by default: an unpinned `torch` pulls GB of CUDA
-#    wheels; TORCH_SPEC="" keeps the torch already there), then raylab with $EXTRAS, editable.
+#    wheels; TORCH_SPEC="" keeps the torch already there), then raylab with $EXTRAS, editable (its
+#    distribution name is raylab-actor-learner; the package it installs is `raylab`).
 # RAYLAB_PIP_ARGS adds arguments to the raylab install (tests use --no-deps). `--system-deps-only` stops
 # after step 1 (`make system-deps`).
 set -euo pipefail
@@ -52,6 +53,13 @@ if [ -n "$TORCH_SPEC" ]; then
   echo "pip install $TORCH_SPEC"
   # shellcheck disable=SC2086  # TORCH_SPEC may carry --index-url
   "$PY" -m pip install --quiet $TORCH_SPEC
+fi
+# The distribution was first named "raylab" (PyPI's raylab is another project): an editable install of this
+# checkout under that name, left in an older $VENV, is removed so that one distribution owns the package.
+old=$("$PY" -m pip show raylab 2>/dev/null || true)
+if grep -qxF "Editable project location: $ROOT" <<<"$old"; then
+  echo "pip uninstall raylab (this checkout's install under its old distribution name)"
+  "$PY" -m pip uninstall --quiet --yes raylab
 fi
 SPEC="$ROOT"
 if [ -n "$EXTRAS" ]; then SPEC="$ROOT[$EXTRAS]"; fi

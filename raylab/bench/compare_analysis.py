@@ -162,7 +162,7 @@ def ttest(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
     try:
         from scipy import stats
     except ImportError:
-        return {"note": "scipy is not installed: pip install 'raylab[bench]'"}
+        return {"note": "scipy is not installed: pip install 'raylab-actor-learner[bench]'"}
     if statistics.pstdev(a) == 0 and statistics.pstdev(b) == 0:
         return {"note": "no spread on either side"}
     result = stats.ttest_ind(b, a, equal_var=False)

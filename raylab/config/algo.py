@@ -86,7 +86,8 @@ class A3CConfig:
     max_grad_norm: float | None = 40.0
     """Each worker clips its gradient to this global norm before pushing it (None = no clipping)."""
     cut_at_episode_end: bool = True
-    """End a rollout segment when an episode ends, as seed 000's A3C does (False: always rollout_length steps)."""
+    """End a rollout segment when an episode ends, as the classic A3C setup does (Mnih et al. 2016: t_max steps
+    or a terminal state); False: always rollout_length steps."""
 
     def __post_init__(self) -> None:
         check(0.0 <= self.gamma <= 1.0, f"algo.gamma must be in [0, 1] (got {self.gamma})")

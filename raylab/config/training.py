@@ -23,7 +23,8 @@ class ModelConfig:
     dueling: bool = False
     """Dueling Q head: V(s) + A(s, a) - mean_a A(s, a)."""
     norm: Literal["none", "batch"] = "none"
-    """nature_cnn: BatchNorm after each convolution (seed 001's Mario network); workers act in eval mode."""
+    """nature_cnn: BatchNorm after each convolution of the Nature CNN (Mnih et al. 2015); workers act in eval
+    mode."""
     log_std_init: float = 0.0
     """Continuous (Box) actions: the starting log standard deviation of the Gaussian policy (a learned,
     state-independent parameter per action dimension)."""
@@ -109,8 +110,8 @@ class ParamsConfig:
     RMSProp is elementwise, so sharding changes where updates run, never what they compute."""
     pushes_in_flight: int = 1
     """Gradients a worker may have sent but not yet seen applied before it blocks (0 = synchronous: wait
-    for every push, as seed 000's mutex did). Bounds staleness: a gradient is at most this many of the
-    worker's own pushes behind, plus whatever other workers pushed meanwhile."""
+    for every push, as workers sharing one model behind a lock do). Bounds staleness: a gradient is at most
+    this many of the worker's own pushes behind, plus whatever other workers pushed meanwhile."""
     shard_cpus: float = 0.5
     """Logical Ray CPUs reserved per server shard."""
     worker_nice: int = 10

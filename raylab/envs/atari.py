@@ -48,7 +48,9 @@ BOOL_OPTIONS = ("episodic_life", "full_action_space", "use_fire_reset")
 DEFAULT_MAX_EPISODE_STEPS = 27_000
 """Agent steps per game when env.max_episode_steps is null: 108,000 frames at frame skip 4 (the usual cap)."""
 NOOP_ACTION = 0
-INSTALL_HINT = "install the atari extra: pip install 'raylab[atari]' (in a checkout: pip install -e '.[atari]')"
+INSTALL_HINT = (
+    "install the atari extra: pip install 'raylab-actor-learner[atari]' (in a checkout: pip install -e '.[atari]')"
+)
 
 
 @cache

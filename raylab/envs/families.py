@@ -122,7 +122,7 @@ class GymnasiumFamily(EnvFamily):
         except TypeError as err:
             raise ConfigError(f"{cfg.id} rejected env.options {dict(cfg.options)} ({err}): fix env.options") from err
         except gym.error.DependencyNotInstalled as err:  # Box2D, MuJoCo, ...: gymnasium names the pip install
-            extra = " (or: pip install 'raylab[mujoco]')" if "mujoco" in str(err).lower() else ""
+            extra = " (or: pip install 'raylab-actor-learner[mujoco]')" if "mujoco" in str(err).lower() else ""
             raise ConfigError(f"env.id={cfg.id} in {user_code.where()}: {one_line(err)}{extra}") from None
 
     def make_render(self, cfg: EnvConfig) -> gym.Env:

@@ -28,7 +28,9 @@ import numpy as np
 
 from raylab.errors import ConfigError
 
-INSTALL_HINT = "install the mario extra: pip install 'raylab[mario]' (in a checkout: pip install -e '.[mario]')"
+INSTALL_HINT = (
+    "install the mario extra: pip install 'raylab-actor-learner[mario]' (in a checkout: pip install -e '.[mario]')"
+)
 ACTION_SETS = ("right_only", "simple", "complex")
 ID_PATTERN = re.compile(r"^SuperMarioBros(?P<lost>2)?(?:-(?P<world>\d+)-(?P<stage>\d+))?-v(?P<version>\d)$")
 ROM_MODES = ("vanilla", "downsample", "pixel", "rectangle")

@@ -37,7 +37,7 @@ from raylab.envs.vector import VectorStep, count_crash, rebuild_env
 from raylab.envs.wrappers import float32_box, transform_reward
 from raylab.errors import ConfigError
 
-INSTALL_HINT = "pip install 'raylab[multiagent]' (pettingzoo and mpe2)"
+INSTALL_HINT = "pip install 'raylab-actor-learner[multiagent]' (pettingzoo and mpe2)"
 
 
 def parallel_env_factory(env_id: str) -> Callable[..., Any]:

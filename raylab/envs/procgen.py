@@ -40,7 +40,10 @@ MODES_BY_GAME: dict[str, tuple[str, ...]] = {
 GAMES = tuple(MODES_BY_GAME)
 OPTIONS = ("distribution_mode", "num_levels", "start_level", "num_threads")
 NOOP_ACTION = 4
-INSTALL_HINT = "install the procgen extra: pip install 'raylab[procgen]' (in a checkout: pip install -e '.[procgen]')"
+INSTALL_HINT = (
+    "install the procgen extra: pip install 'raylab-actor-learner[procgen]' "
+    "(in a checkout: pip install -e '.[procgen]')"
+)
 QT_HINT = "EnvPool's Procgen needs Debian's Qt5 runtime: sudo apt-get install -y libqt5gui5 (or: make system-deps)"
 
 

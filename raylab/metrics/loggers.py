@@ -179,7 +179,7 @@ class TensorBoardLogger:
         self.writer.close()
 
 
-TENSORBOARD_HINT = "pip install 'raylab[tensorboard]' (or set logger.tensorboard=false)"
+TENSORBOARD_HINT = "pip install 'raylab-actor-learner[tensorboard]' (or set logger.tensorboard=false)"
 
 
 def check_logger_config(cfg: LoggerConfig) -> None:

@@ -7,8 +7,10 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,6 +61,68 @@ def test_system_deps_step_alone():
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "system packages present" in proc.stdout  # this machine has them (make install put them there)
+
+
+def test_image_build_takes_pip_settings_from_every_config_file(tmp_path):
+    """`make image` hands the machine's pip settings to the build. They are read from pip's merged
+    configuration, not from the user file alone: here from $PIP_CONFIG_FILE, [install] over [global]."""
+    wheels, constraints = tmp_path / "wheels", tmp_path / "constraints.txt"
+    wheels.mkdir()
+    constraints.write_text("numpy<3\n")
+    config = tmp_path / "pip.conf"
+    config.write_text(
+        f"[global]\nfind-links = {wheels}\nconstraint = /nonexistent\n[install]\nconstraint = {constraints}\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env |= {"PIP_CONFIG_FILE": str(config), "OUT": str(tmp_path / "out")}
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "image.sh"), "pip-config"], env=env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert f"--build-arg PIP_CONSTRAINT={constraints}" in lines and f"-v {constraints}:{constraints}:ro" in lines
+    assert f"--build-arg PIP_FIND_LINKS={wheels}" in lines and f"-v {wheels}:{wheels}:ro" in lines
+    # the environment overrides every file, as it does for pip itself
+    env["PIP_CONSTRAINT"] = str(tmp_path / "env-constraints.txt")
+    (tmp_path / "env-constraints.txt").write_text("")
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "image.sh"), "pip-config"], env=env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert f"--build-arg PIP_CONSTRAINT={tmp_path / 'env-constraints.txt'}" in proc.stdout.splitlines()
+
+
+def node_wrapper(data: Path) -> str:
+    """scripts/image.sh's NODE_WRAPPER (what each Ray node container runs), with /data at ``data``."""
+    text = (REPO / "scripts" / "image.sh").read_text()
+    return text.split("\nNODE_WRAPPER='", 1)[1].split("'\n", 1)[0].replace("/data/", f"{data}/")
+
+
+@pytest.mark.parametrize("stopped", [True, False])
+def test_image_cluster_nodes_stop_cleanly_when_asked_and_fail_loudly_otherwise(tmp_path, stopped):
+    """The cluster step's cleanup asks each node to stop (a file in its /data): `ray start --block` gets SIGTERM
+    and exits 1, as Ray's does, and the node ends with status 0 and one line saying so. A node whose
+    `ray start` ends by itself keeps that status."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake_ray = bin_dir / "ray"  # exits 1 on SIGTERM like `ray start --block`; else runs 60 s or fails at once
+    fake_ray.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" > {tmp_path}/args\n'
+        f"trap 'echo TERM > {tmp_path}/signal; exit 1' TERM\n"
+        + ("i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\n" if stopped else "exit 3\n")
+    )
+    fake_ray.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    node = subprocess.Popen(["sh", "-c", node_wrapper(tmp_path), "node", "worker", "--address=127.0.0.1:1"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    if stopped:
+        time.sleep(1.5)
+        (tmp_path / ".stop-worker").touch()
+    out, _ = node.communicate(timeout=30)
+    assert (tmp_path / "args").read_text().split() == ["start", "--block", "--address=127.0.0.1:1"]
+    if stopped:
+        assert node.returncode == 0 and out.strip() == "raylab image: the worker node stopped"
+        assert (tmp_path / "signal").read_text().strip() == "TERM"
+    else:
+        assert node.returncode == 3 and "stopped" not in out
 
 
 def test_compose_publishes_only_loopback_and_keeps_the_token_out():

@@ -1,4 +1,5 @@
-"""raylab as users get it: a built wheel (not the editable checkout), its version single-sourced.
+"""raylab as users get it: a built wheel (not the editable checkout), its version single-sourced, under its
+distribution name (PyPI's "raylab" is another project: every install line must name this one).
 
 The default tier builds the wheel without dependencies and reads it; the slow tier installs it with its
 dependencies into a fresh venv and runs ``python -m raylab.train debug=smoke`` from outside the checkout.
@@ -9,9 +10,11 @@ from __future__ import annotations
 import email
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -20,6 +23,7 @@ import pytest
 import raylab
 
 REPO = Path(__file__).resolve().parents[2]
+DIST = "raylab-actor-learner"  # the distribution name; the import name stays raylab
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +40,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    (path,) = out.glob("raylab-*.whl")
+    (path,) = out.glob("raylab_actor_learner-*.whl")
     return path
 
 
@@ -47,18 +51,41 @@ def test_the_version_is_written_once():
 
 
 def test_the_wheel_carries_the_code_and_every_config_but_no_tests(wheel: Path):
-    assert wheel.name.startswith(f"raylab-{raylab.__version__}-py3-none-any")
+    assert wheel.name.startswith(f"raylab_actor_learner-{raylab.__version__}-py3-none-any")
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
         (metadata_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
         metadata = email.message_from_bytes(zf.read(metadata_name))
-    assert metadata["Version"] == raylab.__version__
+    assert metadata["Name"] == DIST and metadata["Version"] == raylab.__version__
     conf = {n.removeprefix("raylab/conf/") for n in names if n.startswith("raylab/conf/") and n.endswith(".yaml")}
     shipped = {str(p.relative_to(REPO / "conf")) for p in (REPO / "conf").rglob("*.yaml")}
     assert conf == shipped and "config.yaml" in conf and "experiment/cartpole_dqn.yaml" in conf
     modules = {str(p.relative_to(REPO)) for p in (REPO / "raylab").rglob("*.py") if "conf" not in p.parts}
     assert modules <= names
     assert not any(n.startswith(("tests/", "benchmarks/", "docs/")) for n in names)
+
+
+def test_the_distribution_name_is_ours_and_the_extras_refer_to_it():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["name"] == DIST
+    refs = [r for deps in project["optional-dependencies"].values() for r in deps if r.startswith("raylab")]
+    assert refs and all(r.startswith(f"{DIST}[") for r in refs), refs  # raylab[bench] would be PyPI's raylab
+
+
+# `raylab[extra]` (or `pip install raylab`) as a word of its own: what PyPI resolves to the other project
+OTHER_RAYLAB = re.compile(r"(?<![\w./-])raylab\\?\[|pip install ['\"]?raylab(?![\w.-])")
+
+
+def test_no_install_line_names_pypis_other_raylab():
+    paths = [REPO / "README.md", REPO / "Makefile", REPO / "pyproject.toml"]
+    for folder in ("docs", "conf", "raylab", "scripts", "docker", "examples", ".ci"):
+        paths += [p for p in (REPO / folder).rglob("*") if p.is_file() and p.suffix not in (".pyc", ".png")]
+    found = [
+        f"{p.relative_to(REPO)}: {m.group()}" for p in paths for m in OTHER_RAYLAB.finditer(p.read_text("latin-1"))
+    ]
+    assert not found, found
+    assert OTHER_RAYLAB.search("pip install 'raylab[mario]'") and OTHER_RAYLAB.search("pip install raylab")
+    assert not OTHER_RAYLAB.search(f"pip install '{DIST}[mario]' raylab.conf pkg://raylab.conf")
 
 
 @pytest.mark.slow  # a fresh venv with torch, Ray and the rest: minutes, and about 2 GB of disk

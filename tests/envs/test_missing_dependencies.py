@@ -13,14 +13,14 @@ from raylab.errors import ConfigError
 def test_missing_mario_extra(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nes_py" else real(name, *a))
-    with pytest.raises(ConfigError, match=r"pip install 'raylab\[mario\]'"):
+    with pytest.raises(ConfigError, match=r"pip install 'raylab-actor-learner\[mario\]'"):
         check_env_config(EnvConfig(family="mario", id="SuperMarioBros-1-1-v0"))
 
 
 def test_missing_procgen_extra(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "envpool" else real(name, *a))
-    with pytest.raises(ConfigError, match=r"pip install 'raylab\[procgen\]'"):
+    with pytest.raises(ConfigError, match=r"pip install 'raylab-actor-learner\[procgen\]'"):
         check_env_config(EnvConfig(family="procgen", id="coinrun"))
 
 

@@ -103,5 +103,5 @@ def test_tensorboard_without_its_package_is_one_line(monkeypatch, tmp_path):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorboard" else real(name, *a))
     cfg = make_config(tmp_path, "env=fake", "logger.tensorboard=true")
-    with pytest.raises(ConfigError, match=r"raylab\[tensorboard\]"):
+    with pytest.raises(ConfigError, match=r"raylab-actor-learner\[tensorboard\]"):
         check_logger_config(cfg.logger)

@@ -202,5 +202,5 @@ def test_a_missing_multiagent_extra_names_the_pip_install(monkeypatch):
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mpe2" else real(name, *a))
-    with pytest.raises(ConfigError, match=r"pip install 'raylab\[multiagent\]'"):
+    with pytest.raises(ConfigError, match=r"pip install 'raylab-actor-learner\[multiagent\]'"):
         check_env_config(EnvConfig(family="pettingzoo", id="mpe2.simple_spread_v3"))
