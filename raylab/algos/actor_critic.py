@@ -10,7 +10,7 @@ import torch
 
 from raylab.config import RunConfig
 from raylab.models import numpy_policy
-from raylab.models.factory import ActorCritic, build_actor_critic
+from raylab.models.factory import ActorCritic, build_actor_critic, for_acting
 from raylab.models.numpy_policy import Mirrored, NumpyActor, VersionedWeights
 from raylab.types import EnvSpaces
 
@@ -21,6 +21,9 @@ class ActorCriticPolicy(VersionedWeights):
     ``frozen`` (the default) puts the model in eval mode without gradients: the policy owns it. False leaves
     the module's mode and gradients alone, for a caller that also trains it in place (A3C's worker): acting
     still runs under ``torch.inference_mode``.
+
+    ``precision="bf16"`` (model.rollout_precision) acts through a bfloat16 copy of a frozen torch model (not
+    one with a NumPy copy): every weights load casts into it, and the head's output goes back to fp32.
 
     ``keep_log_probs`` (the default) records the log-probabilities of the actions taken (``last_log_probs``,
     a chunk's ``log_probs``), which APPO's V-trace needs. False samples from the softmax alone and leaves
@@ -36,6 +39,7 @@ class ActorCriticPolicy(VersionedWeights):
         frozen: bool = True,
         keep_log_probs: bool = True,
         numpy_inference: bool = False,
+        precision: str = "fp32",
     ):
         module = model.eval().requires_grad_(False) if frozen else model
         self.greedy = greedy
@@ -48,6 +52,8 @@ class ActorCriticPolicy(VersionedWeights):
         parameters change only through ``set_weights``, which reloads the copy."""
         if numpy_inference and frozen and numpy_policy.supports(module):
             self.numpy = NumpyActor(module, seed=int(seed))
+        elif frozen:  # model.rollout_precision, channels-last where the encoder asks for it
+            module = for_acting(module, precision)
         self._mirrored = Mirrored(module, self.numpy)
 
     @property
@@ -65,6 +71,7 @@ class ActorCriticPolicy(VersionedWeights):
             return sampled
         with torch.inference_mode():
             params, _ = self.model(torch.from_numpy(obs))
+            params = params.float()  # a bf16 copy's output: the distribution's math in fp32
             dist = self.model.dist
             if self.greedy:
                 return dist.mode(params).numpy()
@@ -86,6 +93,7 @@ def rollout_policy(
         frozen=frozen,
         keep_log_probs=keep_log_probs,
         numpy_inference=cfg.model.numpy_inference,
+        precision=cfg.model.rollout_precision,
     )
 
 

@@ -98,6 +98,11 @@ TABLE: tuple[Applies, ...] = (
     Applies("model.log_std_init", algo=Scope(ACTOR_CRITIC, "their Gaussian policy for Box actions")),
     Applies("model.norm", model=Scope(("nature_cnn",), "BatchNorm after its convolutions")),
     Applies(
+        "model.rollout_precision",
+        algo=Scope(tuple(a for a in LEARNER), "their rollout actors act with a copy of the learner's network"),
+        model=Scope(BUILT_IN_MODELS, _BUILT_IN),
+    ),
+    Applies(
         "model.factory", model=Scope(("custom",), "it builds the whole network"), fix="remove it, or add model=custom"
     ),
     Applies("model.options", model=Scope(("custom",), "keyword arguments for model.factory")),

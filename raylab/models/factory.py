@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import torch
 from torch import nn
 
@@ -14,7 +16,32 @@ from raylab.models.heads import DuelingQHead, QHead
 from raylab.models.normalize import RunningNorm
 from raylab.types import EnvSpaces
 
+M = TypeVar("M", bound=nn.Module)
+
 Encoder = MLPEncoder | NatureCNN | ImpalaCNN
+
+
+def as_input(obs: torch.Tensor, like: nn.Module) -> torch.Tensor:
+    """The network's input in the dtype of ``like``'s parameters (fp32, or a rollout actor's bf16 copy:
+    model.rollout_precision), uint8 frames scaled to [0, 1]."""
+    param = next(like.parameters(), None)  # None: a module without float parameters (a quantized Linear)
+    dtype = torch.float32 if param is None else param.dtype
+    if obs.dtype == torch.uint8:
+        return obs.to(dtype).div_(255.0)
+    return obs if obs.dtype == dtype else obs.to(dtype)
+
+
+def for_acting(module: M, precision: str = "fp32") -> M:
+    """A frozen network set up for inference on the CPU, where it measurably wins (benchmarks/cnn_inference.json):
+    ``precision="bf16"`` (model.rollout_precision) casts it to bfloat16 (the Nature CNN's act() in 0.56x the
+    time); an encoder that asks for it (``channels_last_inference``: the IMPALA CNN, 0.47x in fp32, 0.30x with
+    bf16) goes to channels-last memory format. Loading weights into it later keeps both (``copy_`` casts and
+    keeps the strides)."""
+    if precision == "bf16":
+        module = module.to(torch.bfloat16)
+    if getattr(getattr(module, "encoder", None), "channels_last_inference", False):
+        module = module.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+    return module
 
 
 class QNetwork(nn.Module):
@@ -34,9 +61,7 @@ class QNetwork(nn.Module):
         return self.head.atoms
 
     def atoms(self, obs: torch.Tensor) -> torch.Tensor:
-        if obs.dtype == torch.uint8:
-            obs = obs.float().div_(255.0)
-        return self.head(self.encoder(obs))
+        return self.head(self.encoder(as_input(obs, self.head)))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         atoms = self.atoms(obs)
@@ -77,8 +102,7 @@ class ActorCritic(nn.Module):
             self.policy.bias.zero_()
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if obs.dtype == torch.uint8:
-            obs = obs.float().div_(255.0)
+        obs = as_input(obs, self.value)
         if self.obs_norm is not None:
             obs = self.obs_norm(obs)
         features = self.encoder(obs)

@@ -39,7 +39,7 @@ def rollout_policy(cfg: RunConfig, spaces: EnvSpaces, worker_id: int, env_steps:
     assert spaces.num_actions is not None
     policy = EpsilonGreedyPolicy(
         q_network(cfg, spaces), schedule, spaces.num_actions, seed=cfg.seed * 7919 + worker_id,
-        numpy_inference=cfg.model.numpy_inference,
+        numpy_inference=cfg.model.numpy_inference, precision=cfg.model.rollout_precision,
     )  # fmt: skip
     policy.steps = env_steps // num_envs
     return policy

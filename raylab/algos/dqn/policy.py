@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from raylab.models.factory import QNetwork
+from raylab.models.factory import QNetwork, for_acting
 from raylab.models.numpy_policy import Mirrored, NumpyQ, VersionedWeights, q_linears
 
 
@@ -39,13 +39,22 @@ class EpsilonSchedule:
 
 class EpsilonGreedyPolicy(VersionedWeights):
     """Greedy in a local copy of the Q network, random with each slot's epsilon. CPU inference, no grad;
-    ``numpy_inference``: through a NumPy copy of a plain MLP Q network (raylab/models/numpy_policy.py)."""
+    ``numpy_inference``: through a NumPy copy of a plain MLP Q network (raylab/models/numpy_policy.py);
+    ``precision="bf16"`` (model.rollout_precision): otherwise through a bfloat16 copy (argmax of its Q values)."""
 
     def __init__(
-        self, q_net: QNetwork, epsilons: EpsilonSchedule, num_actions: int, seed: int, numpy_inference: bool = False
+        self,
+        q_net: QNetwork,
+        epsilons: EpsilonSchedule,
+        num_actions: int,
+        seed: int,
+        numpy_inference: bool = False,
+        precision: str = "fp32",
     ):
         q_net = q_net.eval().requires_grad_(False)
         self.numpy = NumpyQ(q_net) if numpy_inference and q_linears(q_net) is not None else None
+        if self.numpy is None:  # model.rollout_precision, channels-last where the encoder asks for it
+            q_net = for_acting(q_net, precision)
         self._mirrored = Mirrored(q_net, self.numpy)
         self.epsilons = epsilons
         self.num_actions = num_actions
