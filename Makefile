@@ -14,7 +14,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-atari-peers clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -105,7 +105,8 @@ bench-appo: install ## time-to-475 on CartPole with APPO, 3 seeds -> benchmarks/
 RLLIB_VENV ?= .venv-rllib
 $(RLLIB_VENV)/bin/python:
 	$(PYTHON) -m venv $(RLLIB_VENV)
-	$(RLLIB_VENV)/bin/pip install --quiet $(TORCH_SPEC) "ray[rllib]==$$($(PY) -c 'import importlib.metadata as m; print(m.version("ray"))')"
+	$(RLLIB_VENV)/bin/pip install --quiet $(TORCH_SPEC) "ray[rllib]==$$($(PY) -c 'import importlib.metadata as m; print(m.version("ray"))')" \
+		ale-py "gymnasium[atari]" opencv-python-headless
 
 TASK ?= cartpole
 bench-rllib: install $(RLLIB_VENV)/bin/python ## raylab PPO vs RLlib PPO side by side, TASK=cartpole|pendulum -> benchmarks/$(TASK)_ppo_vs_rllib.json
@@ -114,7 +115,7 @@ bench-rllib: install $(RLLIB_VENV)/bin/python ## raylab PPO vs RLlib PPO side by
 SF_VENV ?= .venv-sf
 $(SF_VENV)/bin/python:
 	$(PYTHON) -m venv $(SF_VENV)
-	$(SF_VENV)/bin/pip install --quiet $(TORCH_SPEC) "sample-factory==2.1.1" "numpy<2" "gymnasium==0.29.1"
+	$(SF_VENV)/bin/pip install --quiet $(TORCH_SPEC) "sample-factory==2.1.1" "numpy<2" "gymnasium==0.29.1" "envpool==1.2.5"
 
 bench-peers: install $(RLLIB_VENV)/bin/python $(SF_VENV)/bin/python ## raylab APPO vs Sample Factory APPO vs RLlib PPO on CartPole, side by side (~15 min) -> benchmarks/cartpole_appo_vs_peers.json
 	$(PY) benchmarks/appo_vs_peers.py --sf-python $(SF_VENV)/bin/python --rllib-python $(RLLIB_VENV)/bin/python $(ARGS)
@@ -174,6 +175,13 @@ bench-snapshot: install ## cost of checkpoint.replay: write/load seconds and MiB
 
 bench-faults: install ## cartpole_dqn with a rollout actor SIGKILLed every 30 s, the learner and the replay once, beside a clean run
 	$(PY) benchmarks/fault_run.py --kill-every 30 --learner-at 45 --replay-at 75 --seconds 150 --output benchmarks/fault_run.json $(ARGS)
+
+bench-atari: install ## the frame path on Pong and CoinRun (env only, env + inference in one process, 1-2 rollout actors; fp32 vs bf16 rollouts) and CNN inference variants (~35 min) -> benchmarks/frame_path.json, cnn_inference.json
+	$(PY) benchmarks/cnn_inference.py --output benchmarks/cnn_inference.json $(ARGS)
+	$(PY) benchmarks/frame_path.py --output benchmarks/frame_path.json $(ARGS)
+
+bench-atari-peers: install $(RLLIB_VENV)/bin/python $(SF_VENV)/bin/python ## raylab vs Sample Factory vs RLlib on Atari Pong, 2 x 16 envs, Nature CNN: frames/s, CPU per frame by role, memory (~25 min) -> benchmarks/atari_vs_peers.json
+	$(PY) benchmarks/atari_vs_peers.py --sf-python $(SF_VENV)/bin/python --rllib-python $(RLLIB_VENV)/bin/python $(ARGS)
 
 bench-soak: install ## a soak (~65 min): 30-min cartpole_dqn then cartpole_appo, a rollout actor SIGKILLed every 2 min, the learner at 15 min; RSS/fds per process, object store, run dir sampled -> benchmarks/soak.json
 	$(PY) benchmarks/soak.py --minutes 30 --kill-every 2 --learner-at 15 --sample-every 10 --runs-dir outputs/bench/soak --output benchmarks/soak.json $(ARGS)

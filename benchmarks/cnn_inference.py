@@ -8,11 +8,11 @@ The actor-critic of ``+experiment=pong_ppo`` (the Nature CNN on (4, 84, 84) uint
 Variants, alternating round by round (medians of milliseconds per call):
 
     fp32            the network as the learner publishes it (torch eager)
-    bf16            model.rollout_precision=bf16: a bfloat16 copy of the network, cast at each weights load
+    bf16            model.rollout_precision=bf16: the encoder in bfloat16 (cast at each weights load), heads fp32
     autocast_bf16   fp32 weights under torch.autocast(bfloat16): every call casts the weights again
     channels_last   fp32 in channels-last memory format (oneDNN's preferred layout), weights and input
     channels_last_weights  the same with the weights only (the input as the env gives it)
-    bf16_channels_last     both
+    bf16_channels_last     both (weights only): what the IMPALA CNN acts with under rollout_precision=bf16
     compile         torch.compile of the fp32 network (inductor, CPU)
     int8_linear     torch.ao dynamic int8 quantization of the Linear layers (the convolutions stay fp32)
 
@@ -55,9 +55,13 @@ def variants(net: Any, example: Any) -> dict[str, Callable[[Any], Any]]:
     """name -> a function of a uint8 batch returning the policy's logits (fp32)."""
     import torch
 
-    bf16 = copy.deepcopy(net).to(torch.bfloat16)
+    def bf16_encoder(module: Any) -> Any:
+        module.encoder.to(torch.bfloat16)  # model.rollout_precision=bf16: the heads stay fp32
+        return module
+
+    bf16 = bf16_encoder(copy.deepcopy(net))
     last = copy.deepcopy(net).to(memory_format=torch.channels_last)
-    bf16_last = copy.deepcopy(net).to(torch.bfloat16).to(memory_format=torch.channels_last)
+    bf16_last = bf16_encoder(copy.deepcopy(net)).to(memory_format=torch.channels_last)
     compiled = torch.compile(copy.deepcopy(net))
     int8 = torch.ao.quantization.quantize_dynamic(copy.deepcopy(net), {torch.nn.Linear}, dtype=torch.qint8)
 
@@ -67,11 +71,11 @@ def variants(net: Any, example: Any) -> dict[str, Callable[[Any], Any]]:
 
     return {
         "fp32": lambda x: net(x)[0],
-        "bf16": lambda x: bf16(x)[0].float(),
+        "bf16": lambda x: bf16(x)[0],
         "autocast_bf16": autocast,
         "channels_last": lambda x: last(x.contiguous(memory_format=torch.channels_last))[0],
         "channels_last_weights": lambda x: last(x)[0],
-        "bf16_channels_last": lambda x: bf16_last(x.contiguous(memory_format=torch.channels_last))[0].float(),
+        "bf16_channels_last": lambda x: bf16_last(x)[0],
         "compile": lambda x: compiled(x)[0],
         "int8_linear": lambda x: int8(x)[0],
     }

@@ -208,12 +208,12 @@ def record_episode(
 ) -> tuple[list[np.ndarray], dict[str, float], float | None]:
     """One greedy episode on a rendering env: (RGB frames, its episode statistics, the env's render_fps)."""
     from raylab.builders import build_eval_policy
-    from raylab.envs.registry import EVAL_WORKER_INDEX, for_evaluation, make_render_env
+    from raylab.envs.registry import EVAL_WORKER_INDEX, make_render_env
     from raylab.envs.wrappers import EPISODE_KEY
 
     policy = build_eval_policy(cfg, spaces, num_envs=1)
     policy.set_weights(weights)
-    env = make_render_env(for_evaluation(cfg.env), cfg.seed + 7, worker_index=EVAL_WORKER_INDEX)
+    env = make_render_env(cfg.env, cfg.seed + 7, worker_index=EVAL_WORKER_INDEX)
     try:
         obs, _ = env.reset()
         frames = [_frame(env, obs)]

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .atari import atari_vs_peers, cnn_inference, frame_path
 from .components import (
     code_shape,
     dqn_fused_update,
@@ -205,6 +206,11 @@ TABLES: dict[str, Table] = {
         ("cartpole_appo_envpool_threads.json",), learn, "the same with EnvPool's default threads (the first version)"
     ),
     "policy_inference": Table(("policy_inference.json",), policy_inference, "act() in torch and in NumPy"),
+    "cnn_inference": Table(("cnn_inference.json",), cnn_inference, "a CNN's act() on the CPU, six ways"),
+    "frame_path": Table(("frame_path.json",), frame_path, "the frame path on Pong and CoinRun, stage by stage"),
+    "atari_vs_peers": Table(
+        ("atari_vs_peers.json",), atari_vs_peers, "Pong: raylab, Sample Factory and RLlib side by side"
+    ),
     "dqn_fused_update": Table(("dqn_fused_update.json",), dqn_fused_update, "a DQN update: autograd and fused"),
     "ppo_fused_update": Table(("ppo_fused_update.json",), ppo_fused_update, "a PPO/APPO call: autograd and fused"),
     "cartpole_appo_fused": Table(("cartpole_appo_fused.json",), learn, "cartpole_appo through autograd and fused"),

@@ -22,8 +22,8 @@ class ActorCriticPolicy(VersionedWeights):
     the module's mode and gradients alone, for a caller that also trains it in place (A3C's worker): acting
     still runs under ``torch.inference_mode``.
 
-    ``precision="bf16"`` (model.rollout_precision) acts through a bfloat16 copy of a frozen torch model (not
-    one with a NumPy copy): every weights load casts into it, and the head's output goes back to fp32.
+    ``precision="bf16"`` (model.rollout_precision) acts through a copy of a frozen torch model (not one with a
+    NumPy copy) whose encoder is bfloat16 (raylab.models.factory.for_acting): every weights load casts into it.
 
     ``keep_log_probs`` (the default) records the log-probabilities of the actions taken (``last_log_probs``,
     a chunk's ``log_probs``), which APPO's V-trace needs. False samples from the softmax alone and leaves
@@ -71,7 +71,6 @@ class ActorCriticPolicy(VersionedWeights):
             return sampled
         with torch.inference_mode():
             params, _ = self.model(torch.from_numpy(obs))
-            params = params.float()  # a bf16 copy's output: the distribution's math in fp32
             dist = self.model.dist
             if self.greedy:
                 return dist.mode(params).numpy()

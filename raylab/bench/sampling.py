@@ -90,10 +90,14 @@ def _env_only(cfg: Any, seconds: float) -> float:
 
 
 def _in_process(cfg: Any, spaces: Any, seconds: float) -> float:
-    """Agent steps/s of one rollout worker sampling in this process, a new weights version before each chunk."""
+    """Agent steps/s of one rollout worker sampling in this process, a new weights version before each chunk,
+    on one torch thread as the rollout actors run."""
+    import torch
+
     from raylab.builders import build_learner, build_rollout_worker
 
     weights = build_learner(cfg, spaces).get_weights()
+    torch.set_num_threads(1)  # as a rollout actor runs (building the learner set learner.num_threads)
     worker = build_rollout_worker(cfg, spaces, 0)
     worker.set_weights(weights)
     worker.sample()

@@ -23,7 +23,7 @@ from raylab.algos.registry import algorithm
 from raylab.config import RunConfig
 from raylab.config.applicability import check_applicable
 from raylab.config.policies import policy_config, policy_map, policy_spaces
-from raylab.envs.registry import EVAL_WORKER_INDEX, for_evaluation, make_vector_env
+from raylab.envs.registry import EVAL_WORKER_INDEX, make_vector_env
 from raylab.errors import ConfigError
 from raylab.learner.learner import Learner
 from raylab.metrics.timing import StageTimer
@@ -80,7 +80,7 @@ def build_evaluator(cfg: RunConfig, spaces: EnvSpaces) -> Evaluator:
     """Evaluation: argmax Q (with algo.epsilon.eval) for DQN; for actor-critics the most likely action, or a
     sample from the policy with eval.greedy=false."""
     num_envs = min(max(cfg.eval.episodes, 1), MAX_EVAL_ENVS)
-    env = make_vector_env(for_evaluation(cfg.env), num_envs, cfg.seed, worker_index=EVAL_WORKER_INDEX)
+    env = make_vector_env(cfg.env, num_envs, cfg.seed, worker_index=EVAL_WORKER_INDEX)
     policy = build_eval_policy(cfg, spaces, env.num_envs)  # a multi-agent env: its agent slots
     names = policy_map(cfg, spaces).names if isinstance(policy, PolicySet) else None
     return Evaluator(env, policy, names)

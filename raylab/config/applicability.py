@@ -99,8 +99,8 @@ TABLE: tuple[Applies, ...] = (
     Applies("model.norm", model=Scope(("nature_cnn",), "BatchNorm after its convolutions")),
     Applies(
         "model.rollout_precision",
-        algo=Scope(tuple(a for a in LEARNER), "their rollout actors act with a copy of the learner's network"),
-        model=Scope(BUILT_IN_MODELS, _BUILT_IN),
+        algo=Scope(LEARNER, "their rollout actors act with a copy of the learner's network"),
+        model=Scope(("nature_cnn", "impala_cnn"), "their convolutions; an MLP acts through its NumPy copy"),
     ),
     Applies(
         "model.factory", model=Scope(("custom",), "it builds the whole network"), fix="remove it, or add model=custom"

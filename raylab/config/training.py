@@ -38,11 +38,13 @@ class ModelConfig:
     benchmarks/policy_inference.json); false keeps torch. Other models (CNNs, dueling or quantile heads,
     custom) always act in torch."""
     rollout_precision: Literal["fp32", "bf16"] = "fp32"
-    """The rollout actors' inference (PPO, APPO, DQN; not A3C, whose workers train the module they act with):
-    ``bf16`` keeps a bfloat16 copy of the network, loaded from each published fp32 version, for the networks
-    that act in torch (CNNs). On a CPU it halves the weights' memory traffic: the Nature CNN's forward takes
-    0.66x the time at 8 envs per worker, 0.55x at 32 (benchmarks/cnn_inference.json). Evaluation and the
-    learner stay fp32; the learner recomputes PPO's old log-probabilities, and V-trace corrects APPO's."""
+    """The rollout actors' inference with a CNN (PPO, APPO, DQN; not A3C, whose workers train the module they act
+    with): ``bf16`` runs the encoder of their copy of the network in bfloat16, cast from each published fp32
+    version; the heads stay fp32. On a CPU with native bf16 (AVX512-BF16 or AMX) the Nature CNN's act() takes
+    0.56-0.57x the time at 8-32 envs per worker, the IMPALA CNN's 0.25-0.34x (with the channels-last layout it
+    always acts in; benchmarks/cnn_inference.json); on CPUs without it, bf16 convolutions can be slower than
+    fp32: measure with benchmarks/cnn_inference.py. Evaluation and the learner stay fp32; the learner recomputes
+    PPO's old log-probabilities, and V-trace corrects APPO's."""
     factory: str | None = None
     """model=custom: ``pkg.module:make_model``, called as ``make_model(spaces, head, **model.options)`` in every
     process that builds the network (learner, rollout actors, evaluator); the contract is in

@@ -23,14 +23,14 @@ default true), ``repeat_action_probability`` (Machado et al.'s sticky actions: 0
 
 Rewards reach raylab raw: ``env.reward_clip`` (1 by default, DeepMind's sign clip for integer scores) and
 ``env.reward_scale`` apply to what the learner sees only. Episode statistics always count whole games on the
-raw score, whatever ``episodic_life`` says, and evaluation plays with ``episodic_life=false``
-(``AtariFamily.for_evaluation``): a reported return is a true game score.
+raw score, whatever ``episodic_life`` says, so evaluation (which plays the training settings, as CleanRL and
+SB3 do: after a lost life EnvPool's reset presses FIRE where the game needs it) reports true game scores. The
+frames of those life-loss resets (their no-ops and FIRE) are not counted, as EnvPool does not report them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from functools import cache
 from typing import Any
 
@@ -112,7 +112,7 @@ def pool_options(cfg: EnvConfig) -> dict[str, Any]:
         "img_height": int(height),
         "img_width": int(width),
         "stack_num": cfg.frame_stack,
-        "noop_max": max(cfg.noop_max, 1),  # EnvPool draws from [0, noop_max - 1]: 1 means no no-ops
+        "noop_max": max(cfg.noop_max, 1),  # EnvPool plays U[0, noop_max - 1] + 1 no-ops, one fewer with FIRE
         "max_episode_steps": cfg.max_episode_steps or DEFAULT_MAX_EPISODE_STEPS,
         "reward_clip": False,  # raw scores come back; env.reward_clip applies to the learner's rewards only
         "episodic_life": bool(cfg.options.get("episodic_life", True)),
@@ -134,11 +134,6 @@ def make_pool(cfg: EnvConfig, num_envs: int, seed: int, render: bool = False) ->
         )
     except (ValueError, RuntimeError) as err:
         raise ConfigError(f"EnvPool rejected {task}: {' '.join(str(err).split())[:160]}: fix env.options") from err
-
-
-def for_evaluation(cfg: EnvConfig) -> EnvConfig:
-    """Evaluation plays whole games: no episodic life (scores are always whole games' raw scores)."""
-    return dataclasses.replace(cfg, options={**cfg.options, "episodic_life": False})
 
 
 class AtariVectorEnv(PoolAdapter):
@@ -169,34 +164,36 @@ class AtariVectorEnv(PoolAdapter):
     def step(self, actions: np.ndarray) -> VectorStep:
         try:
             obs, rew, term, trunc, info = in_env_order(self.pool.step(np.asarray(actions)))
+            done = term | trunc
+            ids = np.flatnonzero(done)
+            if len(ids):  # EnvPool's reset step for them, now (its reward is 0 and its action ignored)
+                reset_obs, *_, reset_info = self.pool.step(self._noop[: len(ids)], env_id=ids)
         except Exception as err:
             return self._restart(err)
         self._obs[:] = obs
         self._return += rew
         self._length += 1
-        done = term | trunc
         games_over = np.flatnonzero(done & ((info["terminated"] != 0) | trunc))
         final_obs = [(int(i), self._obs[i].copy()) for i in np.flatnonzero(trunc & ~term)]
         episodes = [(int(i), {"return": float(self._return[i]), "length": float(self._length[i])}) for i in games_over]
         self._return[games_over] = 0.0
         self._length[games_over] = 0
-        if done.any():
-            ids = np.flatnonzero(done)
-            reset_obs, *_, reset_info = self.pool.step(self._noop[: len(ids)], env_id=ids)
+        if len(ids):
             self._obs[ids] = reset_obs[np.argsort(reset_info["env_id"])]
         rewards = transform_reward(rew.astype(np.float32), self.cfg.reward_clip, self.cfg.reward_scale)
         return VectorStep(self._obs, rewards, term, trunc, final_obs, episodes, None)
 
 
 class AtariEnv(gym.Env[np.ndarray, np.int64]):
-    """One Atari game as a plain gymnasium.Env (an EnvPool of one), preprocessed natively, always whole games
-    (no episodic life): what make_env builds for the env checker, the spaces and videos (``render()`` gives the
-    210 x 160 RGB screen)."""
+    """One Atari game as a plain gymnasium.Env (an EnvPool of one), preprocessed natively: what make_env builds
+    for the env checker, the spaces and videos (``render()`` gives the 210 x 160 RGB screen). Its episodes are
+    whole games: with ``episodic_life``, a lost life takes EnvPool's life-loss reset (no-ops, FIRE) at once, as
+    the vector env does, and the game goes on."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 15}  # noqa: RUF012 - 60 frames/s at frame skip 4
 
     def __init__(self, cfg: EnvConfig, render_mode: str | None = None):
-        self.cfg = for_evaluation(cfg)  # one env plays whole games: its episode statistics are game scores
+        self.cfg = cfg
         self.render_mode = render_mode
         self.pool = make_pool(cfg, 1, 0, render=render_mode == "rgb_array")
         self.observation_space = gym.spaces.Box(0, 255, tuple(self.pool.observation_space.shape), np.uint8)
@@ -221,8 +218,12 @@ class AtariEnv(gym.Env[np.ndarray, np.int64]):
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         obs, rew, term, trunc, info = self.pool.step(np.array([int(action)]))
-        self._episode_over = bool(term[0] or trunc[0])
-        return obs[0].copy(), float(rew[0]), bool(term[0]), bool(trunc[0]), {"lives": int(info["lives"][0])}
+        game_over = bool(trunc[0]) or bool(term[0] and info["terminated"][0])
+        if term[0] and not game_over:  # a lost life under episodic_life: its reset step, and the game goes on
+            obs, *_, info = self.pool.step(np.array([NOOP_ACTION]))
+        self._episode_over = game_over
+        terminated = bool(term[0]) and game_over
+        return obs[0].copy(), float(rew[0]), terminated, bool(trunc[0]), {"lives": int(info["lives"][0])}
 
     def render(self) -> np.ndarray | None:
         if self.render_mode != "rgb_array":

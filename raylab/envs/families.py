@@ -72,11 +72,6 @@ class EnvFamily:
         """An upper bound on an episode's return, when one is known."""
         return None
 
-    def for_evaluation(self, cfg: EnvConfig) -> EnvConfig:
-        """The env config evaluation plays (periodic, final, ``raylab.evaluate``, videos): ``cfg`` itself unless
-        the family trains on something other than the true task (Atari's episodic life)."""
-        return cfg
-
 
 ENV_PROVIDERS = {
     "ALE/": "ale-py: pip install ale-py (it registers ALE/<Game>-v5 when imported: env.id=ale_py:ALE/Pong-v5)",
@@ -342,9 +337,6 @@ class AtariFamily(EnvFamily):
 
     def make_vector(self, cfg: EnvConfig, num_envs: int, seed: int, name: str) -> VectorEnv | None:
         return atari.AtariVectorEnv(cfg, num_envs, seed, name=name)
-
-    def for_evaluation(self, cfg: EnvConfig) -> EnvConfig:
-        return atari.for_evaluation(cfg)
 
     def max_return(self, cfg: EnvConfig) -> float | None:
         return 21.0 if atari.task_id(cfg) == "Pong-v5" else None

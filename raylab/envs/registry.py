@@ -87,11 +87,6 @@ def max_return(cfg: EnvConfig) -> float | None:
     return family(cfg).max_return(cfg)
 
 
-def for_evaluation(cfg: EnvConfig) -> EnvConfig:
-    """The env config evaluation plays: the true task (EnvFamily.for_evaluation)."""
-    return family(cfg).for_evaluation(cfg)
-
-
 def wrap(env: gym.Env, cfg: EnvConfig, fam: EnvFamily) -> gym.Env:
     """The shared preprocessing stack (raylab/envs/wrappers.py has the order and the reasons)."""
     env = as_float32(env)

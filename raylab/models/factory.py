@@ -21,25 +21,34 @@ M = TypeVar("M", bound=nn.Module)
 Encoder = MLPEncoder | NatureCNN | ImpalaCNN
 
 
-def as_input(obs: torch.Tensor, like: nn.Module) -> torch.Tensor:
-    """The network's input in the dtype of ``like``'s parameters (fp32, or a rollout actor's bf16 copy:
-    model.rollout_precision), uint8 frames scaled to [0, 1]."""
-    param = next(like.parameters(), None)  # None: a module without float parameters (a quantized Linear)
+def encode(encoder: nn.Module, obs: torch.Tensor, obs_norm: nn.Module | None = None) -> torch.Tensor:
+    """The encoder's features, in fp32 for the heads, of raw observations: uint8 frames scaled to [0, 1],
+    standardized by ``obs_norm`` if there is one, and fed in the encoder's dtype (fp32, or a rollout actor's bf16
+    copy: model.rollout_precision)."""
+    param = next(encoder.parameters(), None)
     dtype = torch.float32 if param is None else param.dtype
-    if obs.dtype == torch.uint8:
-        return obs.to(dtype).div_(255.0)
-    return obs if obs.dtype == dtype else obs.to(dtype)
+    if obs_norm is None and obs.dtype == torch.uint8:
+        x = obs.to(dtype).div_(255.0)  # frames straight to the encoder's dtype: one conversion
+    else:
+        x = obs.float().div_(255.0) if obs.dtype == torch.uint8 else obs.float()
+        if obs_norm is not None:
+            x = obs_norm(x)
+        x = x.to(dtype)
+    features = encoder(x)
+    return features if features.dtype == torch.float32 else features.float()
 
 
 def for_acting(module: M, precision: str = "fp32") -> M:
     """A frozen network set up for inference on the CPU, where it measurably wins (benchmarks/cnn_inference.json):
-    ``precision="bf16"`` (model.rollout_precision) casts it to bfloat16 (the Nature CNN's act() in 0.56x the
-    time); an encoder that asks for it (``channels_last_inference``: the IMPALA CNN, 0.47x in fp32, 0.30x with
-    bf16) goes to channels-last memory format. Loading weights into it later keeps both (``copy_`` casts and
-    keeps the strides)."""
-    if precision == "bf16":
-        module = module.to(torch.bfloat16)
-    if getattr(getattr(module, "encoder", None), "channels_last_inference", False):
+    ``precision="bf16"`` (model.rollout_precision) casts its encoder to bfloat16 (the Nature CNN's act() in
+    0.56-0.57x the time); the heads stay fp32, so near-equal Q values or logits do not collapse into bf16 ties.
+    An encoder that asks for it (``channels_last_inference``: the IMPALA CNN, 0.47-0.49x in fp32, 0.25-0.34x
+    with bf16) goes to channels-last memory format. Loading weights later keeps both (``copy_`` casts and keeps
+    the strides)."""
+    encoder = getattr(module, "encoder", None)
+    if precision == "bf16" and encoder is not None:
+        encoder.to(torch.bfloat16)
+    if getattr(encoder, "channels_last_inference", False):
         module = module.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
     return module
 
@@ -61,7 +70,7 @@ class QNetwork(nn.Module):
         return self.head.atoms
 
     def atoms(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.head(self.encoder(as_input(obs, self.head)))
+        return self.head(encode(self.encoder, obs))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         atoms = self.atoms(obs)
@@ -102,10 +111,7 @@ class ActorCritic(nn.Module):
             self.policy.bias.zero_()
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        obs = as_input(obs, self.value)
-        if self.obs_norm is not None:
-            obs = self.obs_norm(obs)
-        features = self.encoder(obs)
+        features = encode(self.encoder, obs, self.obs_norm)
         head = self.policy(features)
         if isinstance(self.dist, DiagGaussian):
             head = torch.cat([head, self.log_std.expand_as(head)], dim=1)

@@ -8,7 +8,7 @@ import pytest
 
 from raylab.config import EnvConfig
 from raylab.envs import atari, make_env, make_vector_env
-from raylab.envs.registry import check_env_config, for_evaluation, make_render_env
+from raylab.envs.registry import check_env_config, make_render_env
 from raylab.errors import ConfigError
 
 DEEPMIND = {"frame_skip": 4, "grayscale": True, "resize": (84, 84), "frame_stack": 4, "noop_max": 30}
@@ -39,23 +39,45 @@ def test_episodic_life_ends_training_episodes_at_each_lost_life_and_reports_whol
     venv.close()
 
 
-def test_raw_scores_reach_the_statistics_and_the_learner_sees_the_transformed_rewards():
-    cfg = EnvConfig(family="atari", id="Breakout-v5", reward_scale=0.5, **DEEPMIND)
+@pytest.mark.parametrize(("clip", "scale"), [(1.0, 1.0), (None, 0.5)])
+def test_raw_scores_reach_the_statistics_and_the_learner_sees_the_transformed_rewards(clip, scale):
+    """Space Invaders pays 5-30 points an alien: the statistics must hold the raw score (EnvPool's own reward
+    clip off), while the learner's rewards are clipped to [-1, 1] (one per alien) or scaled."""
+    cfg = EnvConfig(family="atari", id="SpaceInvaders-v5", reward_clip=clip, reward_scale=scale, **DEEPMIND)
     venv = make_vector_env(cfg, num_envs=4, seed=1)
     venv.reset()
     rng = np.random.default_rng(1)
-    clipped = np.zeros(4)
+    learner = np.zeros(4)
     records = []
-    while len(records) < 8:
-        step = venv.step(rng.integers(0, 4, 4))
-        clipped += step.rewards
+    while len(records) < 4:
+        step = venv.step(rng.integers(0, 6, 4))
+        learner += step.rewards
         for i, record in step.episodes:
-            records.append((record["return"], clipped[i]))
-            clipped[i] = 0.0
-    assert any(raw > 0 for raw, _ in records), "random Breakout scores a brick now and then"
-    for raw, learner in records:
-        assert learner == pytest.approx(0.5 * raw)
+            records.append((record["return"], learner[i]))
+            learner[i] = 0.0
+    assert all(raw > 0 for raw, _ in records), "random Space Invaders shoots an alien now and then"
+    for raw, seen in records:
+        if clip is None:
+            assert seen == pytest.approx(scale * raw)
+        else:
+            assert seen > 0 and raw >= 5 * seen  # one clipped reward per alien worth >= 5 points
     venv.close()
+
+
+def test_the_single_env_plays_whole_games_continuing_after_each_lost_life():
+    """make_env's single env (videos, the env checker) ends its episode only when the game is over: after a
+    lost life it takes EnvPool's life-loss reset (no-ops, FIRE) as training does, and goes on."""
+    env = make_env(EnvConfig(family="atari", id="Breakout-v5", **DEEPMIND), seed=4)
+    lives = [env.step(0)[4]["lives"]]
+    rng = np.random.default_rng(4)
+    for _ in range(5000):
+        _, _, terminated, truncated, info = env.step(int(rng.integers(0, 4)))
+        lives.append(info["lives"])
+        if terminated or truncated:
+            break
+    assert terminated and not truncated and lives[-1] == 0
+    assert sorted(set(lives), reverse=True) == [5, 4, 3, 2, 1, 0]  # every life lost inside one episode
+    env.close()
 
 
 @pytest.mark.parametrize("limit", [60, None])
@@ -93,12 +115,6 @@ def test_workers_play_different_games():
     for _ in range(100):
         differ |= not np.array_equal(first.step(actions).obs, second.step(actions).obs)
     assert differ
-
-
-def test_evaluation_plays_whole_games_and_other_families_are_unchanged():
-    train = EnvConfig(family="atari", id="Pong-v5", options={"episodic_life": True, "num_threads": 1})
-    assert for_evaluation(train).options == {"episodic_life": False, "num_threads": 1}
-    assert for_evaluation(EnvConfig()) == EnvConfig()
 
 
 def test_videos_render_the_rgb_screen():

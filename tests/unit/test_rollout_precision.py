@@ -34,7 +34,8 @@ def test_the_bf16_copy_acts_with_the_fp32_networks_distribution_and_follows_new_
         net.policy.weight.normal_(0.0, 0.5)  # away from the near-uniform start
     policy = ActorCriticPolicy(build_actor_critic(CNN, FRAMES), seed=0, precision="bf16")
     assert policy.set_weights(weights_of(net, 1))
-    assert all(p.dtype == torch.bfloat16 for p in policy.model.parameters())
+    assert all(p.dtype == torch.bfloat16 for p in policy.model.encoder.parameters())
+    assert policy.model.policy.weight.dtype == policy.model.value.weight.dtype == torch.float32  # heads stay fp32
     obs = frames(32)
     with torch.no_grad():
         want = torch.softmax(net(torch.from_numpy(obs))[0], -1)
@@ -56,10 +57,13 @@ def test_dqn_greedy_actions_in_bf16_match_fp32_away_from_near_ties():
     schedule = EpsilonSchedule(final=np.zeros(64), initial=0.0, anneal_env_steps=0)
     policy = EpsilonGreedyPolicy(build_q_network(CNN, FRAMES), schedule, 6, seed=0, precision="bf16")
     policy.set_weights(weights_of(net, 1))
-    assert all(p.dtype == torch.bfloat16 for p in policy.q_net.parameters())
+    assert all(p.dtype == torch.bfloat16 for p in policy.q_net.encoder.parameters())
+    assert all(p.dtype == torch.float32 for p in policy.q_net.head.parameters())
     obs = frames(64, seed=2)
     with torch.no_grad():
         q = net(torch.from_numpy(obs))
+        got = policy.q_net(torch.from_numpy(obs))
+    assert got.dtype == torch.float32 and len(set(got[0].tolist())) == 6  # fp32 Q values: no bf16 ties
     top2 = q.topk(2, dim=1).values
     clear = (top2[:, 0] - top2[:, 1]) > 0.02 * q.abs().max()
     assert clear.sum() >= 16
@@ -74,13 +78,12 @@ def test_the_impala_cnn_acts_in_channels_last_with_the_same_distribution_through
     with torch.no_grad():
         net.policy.weight.normal_(0.0, 0.5)
     policy = ActorCriticPolicy(build_actor_critic(cfg, spaces), seed=0)
-    weights4d = [p for p in policy.model.parameters() if p.dim() == 4]
-    assert weights4d and all(p.is_contiguous(memory_format=torch.channels_last) for p in weights4d)
     for version in (1, 2):
         with torch.no_grad():
             net.value.bias.add_(1.0)
         policy.set_weights(weights_of(net, version))
-        assert all(p.is_contiguous(memory_format=torch.channels_last) for p in weights4d)
+        weights4d = [p for p in policy.model.parameters() if p.dim() == 4]
+        assert weights4d and all(p.is_contiguous(memory_format=torch.channels_last) for p in weights4d)
         obs = np.random.default_rng(version).integers(0, 256, (8, 3, 64, 64), dtype=np.uint8)
         with torch.no_grad():
             want_logits, want_value = net(torch.from_numpy(obs))
@@ -89,10 +92,27 @@ def test_the_impala_cnn_acts_in_channels_last_with_the_same_distribution_through
         torch.testing.assert_close(got_value, want_value, rtol=1e-4, atol=1e-4)
 
 
-def test_rollout_precision_is_refused_where_nothing_acts_with_a_copy(tmp_path):
+@pytest.mark.parametrize("experiment", ["pong_ppo", "breakout_appo", "pong_apex_dqn"])
+def test_the_setting_reaches_every_rollout_actors_policy(experiment, tmp_path):
+    from raylab.builders.components import build_rollout_worker
+    from raylab.envs.registry import env_spaces
+
+    cfg = make_config(tmp_path, f"+experiment={experiment}", "model.rollout_precision=bf16")
+    worker = build_rollout_worker(cfg, env_spaces(cfg.env), 0)
+    policy = worker.policy
+    module = policy.q_net if hasattr(policy, "q_net") else policy.model
+    assert {p.dtype for p in module.encoder.parameters()} == {torch.bfloat16}
+    worker.env.close()
+
+
+@pytest.mark.parametrize("overrides", [("+experiment=cartpole_a3c",), ("+experiment=cartpole_ppo",)])
+def test_rollout_precision_is_refused_where_nothing_acts_with_a_copy(overrides, tmp_path):
     with pytest.raises(Exception, match=r"model\.rollout_precision"):
-        make_config(tmp_path, "+experiment=cartpole_a3c", "model.rollout_precision=bf16")
-    cfg = make_config(tmp_path, "+experiment=pong_ppo", "model.rollout_precision=bf16")
+        make_config(tmp_path, *overrides, "model.rollout_precision=bf16")
+
+
+def test_evaluation_stays_fp32(tmp_path):
     from raylab.algos import actor_critic
 
-    assert actor_critic.eval_policy(cfg, FRAMES, 2).model.value.weight.dtype == torch.float32
+    cfg = make_config(tmp_path, "+experiment=pong_ppo", "model.rollout_precision=bf16")
+    assert {p.dtype for p in actor_critic.eval_policy(cfg, FRAMES, 2).model.parameters()} == {torch.float32}

@@ -40,7 +40,8 @@ class EpsilonSchedule:
 class EpsilonGreedyPolicy(VersionedWeights):
     """Greedy in a local copy of the Q network, random with each slot's epsilon. CPU inference, no grad;
     ``numpy_inference``: through a NumPy copy of a plain MLP Q network (raylab/models/numpy_policy.py);
-    ``precision="bf16"`` (model.rollout_precision): otherwise through a bfloat16 copy (argmax of its Q values)."""
+    ``precision="bf16"`` (model.rollout_precision): otherwise through a copy whose encoder is bfloat16 (its Q
+    head stays fp32: no bf16 ties between near-equal actions)."""
 
     def __init__(
         self,
