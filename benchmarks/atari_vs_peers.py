@@ -9,15 +9,16 @@ Every framework trains Pong for --seconds with its own Atari example at one shap
 the Nature CNN (32x8x8/4, 64x4x4/2, 64x3x3/1, 512), frame skip 4, 84x84 gray, 4 frames stacked, on the CPU:
 - raylab: ``+experiment=breakout_appo env.id=Pong-v5`` (APPO, EnvPool's ALE);
 - Sample Factory: its EnvPool Atari example (``sf_examples.envpool.atari.train_envpool_atari --env=atari_pong``,
-  its defaults: asynchronous PPO, batch 256, 4 epochs), ``--num_workers=2 --env_agents=16``;
+  its defaults: asynchronous PPO, batch 256, 4 epochs), ``--num_workers=2 --env_agents=16`` (one patch for
+  EnvPool 1.2.5 under gymnasium 0.29: ``SF_PATCH``);
 - RLlib: its tuned Atari PPO (rllib/tuned_examples/ppo/atari_ppo.py: ale-py's ``ALE/Pong-v5`` behind
   ``wrap_atari_for_new_api_stack`` with 84x84 frames, frame stacking by its connectors, train batch 4000,
   minibatch 128, 10 epochs) with ``num_env_runners=2, num_envs_per_env_runner=16`` and the Nature CNN.
-Each run is a fresh process tree, the frameworks alternating round by round. Frames/s counts the env frames
-each framework reports (agent steps x 4) between the first report at least --warmup seconds after the start and
-the last; the CPU seconds of every process of the tree (psutil, sampled every 2 s) over the same window, by role
-(rollout, learner, inference, driver, Ray's own), are divided by those frames; memory is the peak sum of the
-tree's proportional set sizes (PSS: shared pages counted once).
+Each run is a fresh process tree, stopped (SIGINT) --seconds after its start, the frameworks alternating round by
+round. Frames/s counts the env frames each framework reports (agent steps x 4) between the first report at least
+--warmup seconds after the start and the last; the CPU seconds of every process of the tree (psutil, sampled
+every 2 s) over the same window, by role (rollout, learner, inference, driver, Ray's own), are divided by those
+frames; memory is the peak sum of the tree's proportional set sizes (PSS: shared pages counted once).
 """
 
 from __future__ import annotations
@@ -103,6 +104,27 @@ def rllib_run(seconds: float) -> int:
     return 0
 
 
+# -- Sample Factory (runs inside .venv-sf) --------------------------------------------------------------------------
+SF_PATCH = """# EnvPool 1.2.5's pools never set gymnasium 0.29's VectorEnv.closed and .viewer, which close() reads
+# (Sample Factory closes a probe env first, in a spawned process): class defaults, set in every process of the run.
+try:
+    import gymnasium.vector
+
+    gymnasium.vector.VectorEnv.closed = False
+    gymnasium.vector.VectorEnv.viewer = None
+except Exception:
+    pass
+"""
+
+
+def sf_patch_dir(run_dir: Path) -> Path:
+    """A directory with a ``sitecustomize.py`` applying SF_PATCH, for PYTHONPATH: spawned processes run it too."""
+    path = run_dir / "sf_site"
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "sitecustomize.py").write_text(SF_PATCH)
+    return path
+
+
 # -- the harness (runs in raylab's environment) --------------------------------------------------------------------
 def commands(framework: str, args: argparse.Namespace, run_dir: Path) -> list[str]:
     if framework == "raylab":
@@ -121,7 +143,7 @@ def commands(framework: str, args: argparse.Namespace, run_dir: Path) -> list[st
 
 def role(framework: str, proc: Any, root: int, sf_roles: dict[int, str]) -> str:
     if proc.pid == root:
-        return "driver"
+        return "learner" if framework == "rllib" else "driver"  # RLlib's default num_learners=0: in its driver
     try:
         cmd = " ".join(proc.cmdline())
     except Exception:
@@ -137,9 +159,9 @@ def role(framework: str, proc: Any, root: int, sf_roles: dict[int, str]) -> str:
 
 
 SF_ROLE_LINES = (
-    (re.compile(r"\]\[(\d+)\] .*(?:RolloutWorker_w\d+|rollout worker)", re.I), "rollout"),
-    (re.compile(r"\]\[(\d+)\] .*(?:InferenceWorker_p\d|inference worker|policy worker)", re.I), "inference"),
-    (re.compile(r"\]\[(\d+)\] .*(?:LearnerWorker_p\d|learner)", re.I), "learner"),
+    (re.compile(r"\]\[(\d+)\] Rollout worker \d+ starting"), "rollout"),
+    (re.compile(r"InferenceWorker_p\d+-w\d+\s+pid (\d+)"), "inference"),
+    (re.compile(r"LearnerWorker_p\d+\s+pid (\d+)"), "learner"),
 )
 
 
@@ -182,6 +204,8 @@ def measure(framework: str, args: argparse.Namespace, run_dir: Path) -> dict[str
     run_dir.mkdir(parents=True, exist_ok=True)
     log = run_dir / "out.log"
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
+    if framework == "sf":
+        env["PYTHONPATH"] = str(sf_patch_dir(run_dir))
     start = time.time()
     (run_dir / "start").write_text(str(start))
     with open(log, "wb") as out:
@@ -193,7 +217,7 @@ def measure(framework: str, args: argparse.Namespace, run_dir: Path) -> dict[str
     peak_pss = 0.0
     last_mem = 0.0
     try:
-        while proc.poll() is None and time.time() - start < args.seconds + 240:
+        while proc.poll() is None and time.time() - start < args.seconds:
             time.sleep(2.0)
             now = time.time()
             try:
@@ -251,7 +275,7 @@ def measure(framework: str, args: argparse.Namespace, run_dir: Path) -> dict[str
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--seconds", type=float, default=150.0, help="training time per run")
+    parser.add_argument("--seconds", type=float, default=150.0, help="each run's wall time from its start")
     parser.add_argument("--warmup", type=float, default=45.0, help="seconds after the start not measured")
     parser.add_argument("--frameworks", nargs="+", default=["raylab", "sf", "rllib"])
     parser.add_argument("--sf-python", default=".venv-sf/bin/python")
