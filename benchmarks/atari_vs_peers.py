@@ -304,7 +304,7 @@ def main() -> int:
     report = {
         "benchmark": "atari_vs_peers",
         "protocol": f"Pong, {WORKERS} workers x {ENVS} envs, the Nature CNN, frame skip 4, CPU; {args.rounds} "
-        f"rounds, frameworks alternating; each run {args.seconds:g} s of training, measured after {args.warmup:g} s",
+        f"rounds, frameworks alternating; each run {args.seconds:g} s from its start, measured after {args.warmup:g} s",
         "machine": machine_info(),
         "median_frames_per_s": med,
         "raylab_over": {f: med["raylab"] / v for f, v in med.items() if f != "raylab" and "raylab" in med},

@@ -41,7 +41,7 @@ class ModelConfig:
     """The rollout actors' inference with a CNN (PPO, APPO, DQN; not A3C, whose workers train the module they act
     with): ``bf16`` runs the encoder of their copy of the network in bfloat16, cast from each published fp32
     version; the heads stay fp32. On a CPU with native bf16 (AVX512-BF16 or AMX) the Nature CNN's act() takes
-    0.56-0.57x the time at 8-32 envs per worker, the IMPALA CNN's 0.25-0.34x (with the channels-last layout it
+    0.54-0.60x the time at 8-32 envs per worker, the IMPALA CNN's 0.25-0.33x (with the channels-last layout it
     always acts in; benchmarks/cnn_inference.json); on CPUs without it, bf16 convolutions can be slower than
     fp32: measure with benchmarks/cnn_inference.py. Evaluation and the learner stay fp32; the learner recomputes
     PPO's old log-probabilities, and V-trace corrects APPO's."""

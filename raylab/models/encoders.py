@@ -76,7 +76,7 @@ class ImpalaCNN(nn.Module):
 
     channels_last_inference = True
     """Acting copies use channels-last memory format (raylab.models.factory.for_acting): oneDNN's 3x3
-    convolutions and pooling run 2.1-2.5x faster so on the CPU (benchmarks/cnn_inference.json)."""
+    convolutions and pooling run 2.0-2.5x faster so on the CPU (benchmarks/cnn_inference.json)."""
 
     def __init__(self, obs_shape: Sequence[int], hidden_sizes: Sequence[int], channels: Sequence[int] = (16, 32, 32)):
         super().__init__()

@@ -41,8 +41,8 @@ def encode(encoder: nn.Module, obs: torch.Tensor, obs_norm: nn.Module | None = N
 def for_acting(module: M, precision: str = "fp32") -> M:
     """A frozen network set up for inference on the CPU, where it measurably wins (benchmarks/cnn_inference.json):
     ``precision="bf16"`` (model.rollout_precision) casts its encoder to bfloat16 (the Nature CNN's act() in
-    0.56-0.57x the time); the heads stay fp32, so near-equal Q values or logits do not collapse into bf16 ties.
-    An encoder that asks for it (``channels_last_inference``: the IMPALA CNN, 0.47-0.49x in fp32, 0.25-0.34x
+    0.54-0.60x the time); the heads stay fp32, so near-equal Q values or logits do not collapse into bf16 ties.
+    An encoder that asks for it (``channels_last_inference``: the IMPALA CNN, 0.39-0.49x in fp32, 0.25-0.33x
     with bf16) goes to channels-last memory format. Loading weights later keeps both (``copy_`` casts and keeps
     the strides)."""
     encoder = getattr(module, "encoder", None)
