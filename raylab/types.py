@@ -7,7 +7,7 @@ zero-copy, observations keep the dtype the env gives (uint8 frames stay uint8).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -70,6 +70,11 @@ class Chunk:
     log_probs: np.ndarray | None = None
     """[T, E] log-probabilities of the actions under the policy that acted (behaviour policy), when it has
     them: APPO's V-trace corrects for the learner having moved on since."""
+    initial_state: np.ndarray | None = None
+    """[E, S] float32, a recurrent policy's (model.recurrent): the state each slot acted from at step 0
+    (zeros where an episode starts there); None for a feed-forward policy. Inside the chunk the state restarts
+    from zeros after every step that ended an episode (terminated, truncated or crashed), so the learner
+    replays the chunk from these rows alone."""
 
     @property
     def num_steps(self) -> int:
@@ -239,4 +244,23 @@ class Policy(Protocol):
 
     def set_weights(self, weights: Weights, exact: bool = False) -> bool:
         """Load newer weights (``exact``: any other version, older ones too); whether it loaded them."""
+        ...
+
+
+@runtime_checkable
+class Stateful(Protocol):
+    """A policy with memory (raylab/models/recurrent.py): a state per slot that ``act`` reads and advances."""
+
+    @property
+    def state_size(self) -> int:
+        """Floats of state per slot; 0 for a policy without memory."""
+        ...
+
+    def states(self, num: int) -> np.ndarray | list[np.ndarray | None] | None:
+        """A copy of the state each of ``num`` slots acts from next (zeros before its first step); a PolicySet
+        gives one per policy (None for a policy without memory)."""
+        ...
+
+    def reset_states(self, done: np.ndarray) -> None:
+        """Zero the state of the slots where ``done [N]`` (an episode ended there): their next step starts one."""
         ...

@@ -10,7 +10,7 @@ import torch
 
 from raylab.config import RunConfig
 from raylab.models import numpy_policy
-from raylab.models.factory import ActorCritic, build_actor_critic, for_acting
+from raylab.models.factory import ActorCritic, RecurrentActorCritic, build_actor_critic, for_acting
 from raylab.models.numpy_policy import Mirrored, NumpyActor, VersionedWeights
 from raylab.types import EnvSpaces
 
@@ -55,13 +55,31 @@ class ActorCriticPolicy(VersionedWeights):
         elif frozen:  # model.rollout_precision, channels-last where the encoder asks for it
             module = for_acting(module, precision)
         self._mirrored = Mirrored(module, self.numpy)
+        self.state_size = int(module.state_size)
+        """Floats of memory per slot (model.recurrent); 0 for a feed-forward network."""
+        self._state: np.ndarray | None = None
+        """[N, S] the state each slot acts from next (a recurrent model), allocated by the first act."""
 
     @property
     def model(self) -> ActorCritic:
         """The torch module, holding the newest weights loaded (with a NumPy copy, loaded when asked for)."""
         return self._mirrored.module
 
+    def states(self, num: int) -> np.ndarray | None:
+        """A copy of the state each of ``num`` slots acts from next; None without memory."""
+        if not self.state_size:
+            return None
+        if self._state is None or len(self._state) != num:
+            return np.zeros((num, self.state_size), np.float32)
+        return self._state.copy()
+
+    def reset_states(self, done: np.ndarray) -> None:
+        if self._state is not None and len(self._state) == len(done):
+            self._state[done] = 0.0
+
     def act(self, obs: np.ndarray) -> np.ndarray:
+        if self.state_size:
+            return self._act_recurrent(obs)
         if self.numpy is not None:
             if self.greedy:
                 return self.numpy.mode(obs)
@@ -72,6 +90,24 @@ class ActorCriticPolicy(VersionedWeights):
         with torch.inference_mode():
             params, _ = self.model(torch.from_numpy(obs))
             dist = self.model.dist
+            if self.greedy:
+                return dist.mode(params).numpy()
+            if not self.keep_log_probs:
+                return dist.sample(params, self.generator).numpy()
+            actions, log_probs = dist.sample_with_log_prob(params, self.generator)
+            self.last_log_probs = log_probs.numpy()
+            return actions.numpy()
+
+    def _act_recurrent(self, obs: np.ndarray) -> np.ndarray:
+        """One step of every slot: acts from its state and advances it (a slot of a new batch size, zeros)."""
+        if self._state is None or len(self._state) != len(obs):
+            self._state = np.zeros((len(obs), self.state_size), np.float32)
+        model = self.model
+        assert isinstance(model, RecurrentActorCritic)
+        with torch.inference_mode():
+            params, _, state = model.step(torch.from_numpy(obs), torch.from_numpy(self._state))
+            self._state = state.numpy()
+            dist = model.dist
             if self.greedy:
                 return dist.mode(params).numpy()
             if not self.keep_log_probs:

@@ -42,6 +42,8 @@ class StepInput:
     allowed); the Learner splits it into micro-batches along dim 0."""
     keys: np.ndarray | None = None
     """Replay keys of the samples, when the step's TD errors go back to a prioritized replay."""
+    samples: int | None = None
+    """Env steps the batch holds, when dim 0 does not count them (sequences of a recurrent policy)."""
 
 
 @dataclass

@@ -121,6 +121,9 @@ class PPOConfig:
     """Minibatches per epoch (the rollouts' steps split evenly)."""
     normalize_advantages: bool = True
     """Normalize advantages per minibatch."""
+    bptt: int | None = None
+    """model.recurrent: the length of the sequences the learner replays (truncated backpropagation through
+    time), a divisor of topology.rollout_length; minibatches hold whole sequences. None: the whole rollout."""
 
     def __post_init__(self) -> None:
         check(0.0 <= self.gamma <= 1.0, f"algo.gamma must be in [0, 1] (got {self.gamma})")
@@ -130,6 +133,7 @@ class PPOConfig:
         positive_or_none(self.value_clip, "algo.value_clip")
         check(self.epochs >= 1, f"algo.epochs must be >= 1 (got {self.epochs})")
         check(self.minibatches >= 1, f"algo.minibatches must be >= 1 (got {self.minibatches})")
+        check(self.bptt is None or self.bptt >= 1, f"algo.bptt must be >= 1 or null (got {self.bptt})")
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,9 @@ class APPOConfig:
     """Passes over each learner call's chunks."""
     minibatches: int = 2
     """Minibatches per epoch."""
+    bptt: int | None = None
+    """model.recurrent: the length of the sequences the learner replays (truncated backpropagation through
+    time), a divisor of topology.rollout_length; minibatches hold whole sequences. None: the whole rollout."""
 
     def __post_init__(self) -> None:
         check(0.0 <= self.gamma <= 1.0, f"algo.gamma must be in [0, 1] (got {self.gamma})")
@@ -165,6 +172,7 @@ class APPOConfig:
         check(self.max_policy_lag >= 0, f"algo.max_policy_lag must be >= 0 (got {self.max_policy_lag})")
         check(self.chunks_per_update >= 1, "algo.chunks_per_update must be >= 1")
         check(self.epochs >= 1 and self.minibatches >= 1, "algo.epochs and algo.minibatches must be >= 1")
+        check(self.bptt is None or self.bptt >= 1, f"algo.bptt must be >= 1 or null (got {self.bptt})")
 
 
 AlgoConfig = DQNConfig | A3CConfig | PPOConfig | APPOConfig

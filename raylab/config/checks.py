@@ -69,6 +69,18 @@ def check_cross_fields(run: RunConfig) -> None:
             f"algo.minibatches={run.algo.minibatches} exceeds the {steps} steps of one round of rollouts: lower "
             f"algo.minibatches or raise topology.rollout_length",
         )
+        bptt = run.algo.bptt
+        if bptt is not None:
+            check(
+                run.model.recurrent != "none",
+                f"algo.bptt={bptt} sets the sequence length of a recurrent model: add model.recurrent=lstm (or gru), "
+                "or remove algo.bptt",
+            )
+            check(
+                run.topology.rollout_length % bptt == 0,
+                f"algo.bptt={bptt} must divide topology.rollout_length={run.topology.rollout_length} (the learner "
+                f"cuts each chunk into sequences of bptt steps): e.g. algo.bptt={run.topology.rollout_length}",
+            )
     check_applicable(run)
     check_policies(run)
     check_env_config(run.env)

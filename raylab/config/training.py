@@ -45,6 +45,13 @@ class ModelConfig:
     always acts in; benchmarks/cnn_inference.json); on CPUs without it, bf16 convolutions can be slower than
     fp32: measure with benchmarks/cnn_inference.py. Evaluation and the learner stay fp32; the learner recomputes
     PPO's old log-probabilities, and V-trace corrects APPO's."""
+    recurrent: Literal["none", "lstm", "gru"] = "none"
+    """A memory after the encoder (PPO, APPO, A3C): an LSTM or GRU layer of ``recurrent_size`` units whose state
+    each rollout worker keeps per env slot, zeroes at episode ends, and sends with each chunk; the learner
+    replays whole sequences of ``algo.bptt`` steps (truncated backpropagation through time) from those states.
+    For tasks whose clue is older than a frame stack (raylab/models/recurrent.py)."""
+    recurrent_size: int = 128
+    """Units of the model.recurrent layer (an LSTM's state per slot is twice that: h and c)."""
     factory: str | None = None
     """model=custom: ``pkg.module:make_model``, called as ``make_model(spaces, head, **model.options)`` in every
     process that builds the network (learner, rollout actors, evaluator); the contract is in
@@ -58,6 +65,7 @@ class ModelConfig:
             f"model.hidden_sizes must be positive layer widths (got {list(self.hidden_sizes)}): e.g. "
             "model.hidden_sizes=[256,256]",
         )
+        check(self.recurrent_size > 0, f"model.recurrent_size must be positive (got {self.recurrent_size})")
         check(
             self.encoder != "custom" or self.factory is not None,
             "model=custom needs model.factory=<package.module:function>",

@@ -163,7 +163,7 @@ class Learner:
                     keys.append(step.keys)
                     tds.append(td)
                 count += 1
-                samples += batch_size(step.batch)
+                samples += batch_size(step.batch) if step.samples is None else step.samples
                 if not plan.version_per_call:
                     self._new_version()
         finally:

@@ -14,6 +14,7 @@ from raylab.models.distributions import ActionDist, Categorical, DiagGaussian
 from raylab.models.encoders import ImpalaCNN, MLPEncoder, NatureCNN
 from raylab.models.heads import DuelingQHead, QHead
 from raylab.models.normalize import RunningNorm
+from raylab.models.recurrent import RecurrentCore
 from raylab.types import EnvSpaces
 
 M = TypeVar("M", bound=nn.Module)
@@ -94,28 +95,85 @@ class ActorCritic(nn.Module):
         dist: ActionDist | int,
         log_std_init: float = 0.0,
         obs_norm: RunningNorm | None = None,
+        head_inputs: int | None = None,
     ):
-        """``dist``: the action distribution, or a number of discrete actions (a Categorical over them)."""
+        """``dist``: the action distribution, or a number of discrete actions (a Categorical over them).
+        ``head_inputs``: the heads' input width, when something sits between them and the encoder (a
+        recurrent core)."""
         super().__init__()
         dist = Categorical(dist) if isinstance(dist, int) else dist
         self.encoder = encoder
         self.dist: ActionDist = dist
         self.obs_norm = obs_norm
         outputs = dist.num_actions if isinstance(dist, Categorical) else dist.action_dim
-        self.policy = nn.Linear(encoder.out_dim, outputs)
-        self.value = nn.Linear(encoder.out_dim, 1)
+        width = encoder.out_dim if head_inputs is None else head_inputs
+        self.policy = nn.Linear(width, outputs)
+        self.value = nn.Linear(width, 1)
         if isinstance(dist, DiagGaussian):
             self.log_std = nn.Parameter(torch.full((dist.action_dim,), float(log_std_init)))
         with torch.no_grad():
             self.policy.weight.mul_(0.01)
             self.policy.bias.zero_()
 
+    state_size = 0
+    """Floats of memory per slot (0: a feed-forward network; RecurrentActorCritic has some)."""
+
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        features = encode(self.encoder, obs, self.obs_norm)
+        return self.heads(encode(self.encoder, obs, self.obs_norm))
+
+    def heads(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``[B, F]`` features -> (distribution parameters, values ``[B]``)."""
         head = self.policy(features)
         if isinstance(self.dist, DiagGaussian):
             head = torch.cat([head, self.log_std.expand_as(head)], dim=1)
         return head, self.value(features).squeeze(-1)
+
+
+class RecurrentActorCritic(ActorCritic):
+    """encoder -> LSTM or GRU core (raylab/models/recurrent.py) -> the actor-critic heads (model.recurrent).
+
+    It has no ``forward(obs)``: its outputs depend on a state. Acting goes through ``step``, which takes and
+    returns each slot's state; training through ``unroll`` over whole sequences."""
+
+    def __init__(
+        self,
+        encoder: Encoder,
+        dist: ActionDist | int,
+        core: RecurrentCore,
+        log_std_init: float = 0.0,
+        obs_norm: RunningNorm | None = None,
+    ):
+        super().__init__(encoder, dist, log_std_init, obs_norm, head_inputs=core.size)
+        self.core = core
+
+    @property
+    def state_size(self) -> int:  # type: ignore[override]
+        return self.core.state_size
+
+    def initial_state(self, num: int) -> torch.Tensor:
+        """The state of ``num`` slots at an episode's start: zeros."""
+        return torch.zeros(num, self.state_size)
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        raise TypeError("a recurrent actor-critic needs its state: call step(obs, state) or unroll(...)")
+
+    def step(self, obs: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step of ``B`` slots: (distribution parameters, values ``[B]``, next state ``[B, S]``)."""
+        out, state = self.core.step(encode(self.encoder, obs, self.obs_norm), state)
+        head, value = self.heads(out)
+        return head, value, state
+
+    def unroll(
+        self, obs: torch.Tensor, state: torch.Tensor, reset_before: torch.Tensor | None, keep: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """``obs [L, B, ...]`` from ``state [B, S]`` with the state zeroed where ``reset_before [L, B]``: the
+        distribution parameters ``[L * B, ...]`` and values ``[L * B]`` (time-major, flattened), the state
+        after the last step, and with ``keep`` the state after each step ``[L, B, S]``."""
+        steps, batch = obs.shape[:2]
+        features = encode(self.encoder, obs.reshape(steps * batch, *obs.shape[2:]), self.obs_norm)
+        out, last, after = self.core.unroll(features.reshape(steps, batch, -1), state, reset_before, keep)
+        head, value = self.heads(out.reshape(steps * batch, -1))
+        return head, value, last, after
 
 
 def _num_actions(spaces: EnvSpaces) -> int:
@@ -186,9 +244,18 @@ def action_dist(spaces: EnvSpaces) -> ActionDist:
 def build_actor_critic(cfg: ModelConfig, spaces: EnvSpaces) -> ActorCritic:
     dist = action_dist(spaces)
     if cfg.encoder == "custom":
+        if cfg.recurrent != "none":
+            raise ConfigError(
+                "model.recurrent adds raylab's core after raylab's encoders; model=custom builds the whole network: "
+                "set model.recurrent=none, or put your recurrent layer in a built-in model's place"
+            )
         return CustomActorCritic(build_custom(cfg, spaces, "actor_critic"), dist, cfg.log_std_init)
     obs_norm = RunningNorm(spaces.obs_shape) if cfg.normalize_obs else None
-    return ActorCritic(build_encoder(cfg, spaces), dist, cfg.log_std_init, obs_norm)
+    encoder = build_encoder(cfg, spaces)
+    if cfg.recurrent != "none":
+        core = RecurrentCore(cfg.recurrent, encoder.out_dim, cfg.recurrent_size)
+        return RecurrentActorCritic(encoder, dist, core, cfg.log_std_init, obs_norm)
+    return ActorCritic(encoder, dist, cfg.log_std_init, obs_norm)
 
 
 def build_encoder(cfg: ModelConfig, spaces: EnvSpaces) -> Encoder:

@@ -8,7 +8,7 @@ import numpy as np
 
 from raylab.envs.vector import VectorEnv
 from raylab.rollout.policies import Policy, PolicySet
-from raylab.types import EvalResult, Weights
+from raylab.types import EvalResult, Stateful, Weights
 
 
 class Evaluator:
@@ -66,9 +66,14 @@ class Evaluator:
         lengths: list[int] = []
         slots: list[int] = []
         obs = self.env.reset()
+        memory = self.policy if isinstance(self.policy, Stateful) and self.policy.state_size > 0 else None
+        if memory is not None:  # a recurrent policy: every episode starts from zeros
+            memory.reset_states(np.ones(len(obs), bool))
         while quota.any():
             step = self.env.step(self.policy.act(obs))
             obs = step.obs
+            if memory is not None:
+                memory.reset_states(step.terminated | step.truncated)
             for i, stats in step.episodes:  # raw game returns (before reward clipping/scaling)
                 if quota[i] > 0:
                     quota[i] -= 1

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from raylab.types import Chunk, Policy, Weights
+from raylab.types import Chunk, Policy, Stateful, Weights
 
 
 class PolicySet:
@@ -61,6 +61,25 @@ class PolicySet:
         self.last_log_probs = log_probs
         return actions
 
+    @property
+    def state_size(self) -> int:
+        """The largest state of its policies (0: none has memory)."""
+        return max(int(getattr(p, "state_size", 0)) for p in self.policies)
+
+    def states(self, num: int) -> list[np.ndarray | None]:
+        """Policy k's states of its slots (None for a policy without memory); ``num``: every slot."""
+        assert num == self.num_slots
+        parts: list[np.ndarray | None] = []
+        for policy, idx in zip(self.policies, self.slots, strict=True):
+            own = policy.states(len(idx)) if isinstance(policy, Stateful) else None
+            parts.append(own if isinstance(own, np.ndarray) else None)
+        return parts
+
+    def reset_states(self, done: np.ndarray) -> None:
+        for policy, idx in zip(self.policies, self.slots, strict=True):
+            if isinstance(policy, Stateful):
+                policy.reset_states(done[idx])
+
     def set_weights(self, weights: Weights, exact: bool = False) -> bool:
         raise TypeError("a PolicySet takes one Weights per policy: call load(parts)")
 
@@ -75,9 +94,10 @@ class PolicySet:
         return loaded
 
 
-def split_chunk(chunk: Chunk, slots: np.ndarray, version: int) -> Chunk:
-    """The part of ``chunk`` that slots ``slots`` (ascending) made, acted by policy version ``version``: its
-    slot j is ``chunk``'s slot ``slots[j]``; truncated episodes' final observations follow their slots."""
+def split_chunk(chunk: Chunk, slots: np.ndarray, version: int, initial_state: np.ndarray | None = None) -> Chunk:
+    """The part of ``chunk`` that slots ``slots`` (ascending) made, acted by policy version ``version`` (from
+    ``initial_state``, a recurrent policy's states of those slots): its slot j is ``chunk``'s slot ``slots[j]``;
+    truncated episodes' final observations follow their slots."""
     keep = np.isin(chunk.final_index[:, 1], slots) if len(chunk.final_index) else np.zeros(0, bool)
     final_index = chunk.final_index[keep].copy()
     final_index[:, 1] = np.searchsorted(slots, final_index[:, 1])
@@ -94,6 +114,7 @@ def split_chunk(chunk: Chunk, slots: np.ndarray, version: int) -> Chunk:
         seq=chunk.seq,
         restarted=None if chunk.restarted is None else _none_if_clear(chunk.restarted[:, slots]),
         log_probs=None if chunk.log_probs is None else chunk.log_probs[:, slots],
+        initial_state=initial_state,
     )
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from raylab.envs.vector import VectorEnv
 from raylab.metrics.timing import GapTimer, StageTimer
 from raylab.rollout.policies import Policy, PolicySet, split_chunk
-from raylab.types import Chunk, Episodes, PolicyRollout, RolloutStats, Weights
+from raylab.types import Chunk, Episodes, PolicyRollout, RolloutStats, Stateful, Weights
 
 
 @dataclass
@@ -29,6 +29,9 @@ class Rollout:
     """Envs rebuilt after a crash during it."""
     episode_slots: list[int] = field(default_factory=list)
     """The slot each of ``episodes`` ended in."""
+    initial_states: list[np.ndarray | None] | None = None
+    """A PolicySet's recurrent policies: each policy's states at the chunk's start (``split_chunk`` hands them
+    to its part); a single policy's are in ``chunk.initial_state``."""
 
 
 class RolloutWorker:
@@ -61,6 +64,8 @@ class RolloutWorker:
         weight loads in between are weight_sync, not wait."""
         self._sync_s = 0.0
         self._obs = env.reset().copy()
+        self.memory: Stateful | None = policy if isinstance(policy, Stateful) and policy.state_size > 0 else None
+        """The policy, when it keeps a state per slot (model.recurrent): reset here at every episode's end."""
         self._seq = 0
         self.env_steps = 0
 
@@ -84,8 +89,10 @@ class RolloutWorker:
         return loaded
 
     def reset(self) -> None:
-        """Reset every env: the next chunk starts fresh episodes."""
+        """Reset every env: the next chunk starts fresh episodes (and a recurrent policy from zero states)."""
         self._obs = self.env.reset().copy()
+        if self.memory is not None:
+            self.memory.reset_states(np.ones(len(self._obs), bool))
 
     def sample(self) -> tuple[Chunk, RolloutStats]:
         """A chunk and its stats, the timer's stages popped into them; the time since the previous ``sample``
@@ -107,7 +114,8 @@ class RolloutWorker:
             slot_policy = np.empty(self.policy.num_slots, np.int64)
             for k, (idx, version) in enumerate(zip(self.policy.slots, self.policy.versions, strict=True)):
                 slot_policy[idx] = k
-                chunks.append(split_chunk(chunk, idx, version))
+                initial = None if rollout.initial_states is None else rollout.initial_states[k]
+                chunks.append(split_chunk(chunk, idx, version, initial))
             ended = slot_policy[np.asarray(rollout.episode_slots, np.int64)]
             for k, part in enumerate(chunks):
                 records = [r for r, p in zip(rollout.episodes, ended, strict=True) if p == k]
@@ -141,6 +149,8 @@ class RolloutWorker:
         episode_slots: list[int] = []
         obs[0] = self._obs
         version = self.policy.version
+        memory = self.memory
+        initial = None if memory is None else memory.states(num_envs)
         restarts_before = self.env.restarts
         timer = self.timer
         taken = 0
@@ -156,6 +166,8 @@ class RolloutWorker:
                     log_probs[t] = self.policy.last_log_probs
             with timer.stage("env"):
                 step = self.env.step(actions[t])
+            if memory is not None:  # a slot whose episode ended (or whose env crashed) starts from zeros
+                memory.reset_states(step.terminated | step.truncated)
             obs[t + 1] = step.obs
             rewards[t] = step.rewards
             terminated[t] = step.terminated
@@ -195,9 +207,11 @@ class RolloutWorker:
             seq=self._seq,
             restarted=restarted,
             log_probs=log_probs,
+            initial_state=initial if isinstance(initial, np.ndarray) else None,
         )
         self._seq += 1
-        return Rollout(chunk, episodes, self.env.restarts - restarts_before, episode_slots)
+        parts = initial if isinstance(initial, list) else None
+        return Rollout(chunk, episodes, self.env.restarts - restarts_before, episode_slots, parts)
 
 
 def episodes_of(records: list[dict[str, float]]) -> Episodes:

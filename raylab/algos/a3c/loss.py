@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from raylab.algos.returns import bootstrap_before_crashes, bootstrapped_returns
-from raylab.models.factory import ActorCritic
+from raylab.models.factory import ActorCritic, RecurrentActorCritic
 from raylab.types import Chunk
 
 
@@ -59,13 +59,16 @@ def chunk_loss(
     steps where an env crashed leave the loss, the step before one bootstraps from the crash state."""
     steps, num_envs = chunk.num_steps, chunk.num_envs
     bootstrap = np.zeros((steps, num_envs), np.float32)
-    with torch.no_grad():
-        _, tail_values = model(torch.from_numpy(np.concatenate([chunk.obs[steps], chunk.final_obs])))
-    bootstrap[steps - 1] = tail_values[:num_envs].numpy()
-    for k, (t, e) in enumerate(chunk.final_index):
-        bootstrap[t, e] = float(tail_values[num_envs + k])
-    obs = torch.from_numpy(chunk.obs[:steps])
-    params, values = model(obs.reshape(steps * num_envs, *obs.shape[2:]))
+    if isinstance(model, RecurrentActorCritic):
+        params, values = _recurrent_outputs(model, chunk, bootstrap)
+    else:
+        with torch.no_grad():
+            _, tail_values = model(torch.from_numpy(np.concatenate([chunk.obs[steps], chunk.final_obs])))
+        bootstrap[steps - 1] = tail_values[:num_envs].numpy()
+        for k, (t, e) in enumerate(chunk.final_index):
+            bootstrap[t, e] = float(tail_values[num_envs + k])
+        obs = torch.from_numpy(chunk.obs[:steps])
+        params, values = model(obs.reshape(steps * num_envs, *obs.shape[2:]))
     terminated, truncated = chunk.terminated, chunk.truncated
     valid = None if chunk.restarted is None or not chunk.restarted.any() else ~chunk.restarted
     if valid is not None:
@@ -84,3 +87,27 @@ def chunk_loss(
         entropy_coef,
         mask=None if valid is None else torch.from_numpy(valid.reshape(-1)),
     )
+
+
+def _recurrent_outputs(
+    model: RecurrentActorCritic, chunk: Chunk, bootstrap: np.ndarray
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A recurrent model's distribution parameters and values over the segment ``[T * E]``, unrolled (with
+    gradients) from the chunk's ``initial_state`` with the state zeroed after each episode's end; fills
+    ``bootstrap`` from V(obs_T) and, for truncated episodes, V(final obs) from the state that saw its last step."""
+    if chunk.initial_state is None:
+        raise ValueError("a recurrent model trains on chunks that carry initial_state (acted by a recurrent policy)")
+    steps, num_envs = chunk.num_steps, chunk.num_envs
+    reset_before = np.zeros((steps + 1, num_envs), bool)
+    reset_before[1:] = chunk.terminated | chunk.truncated
+    params, values, _, after = model.unroll(
+        torch.from_numpy(chunk.obs), torch.from_numpy(chunk.initial_state), torch.from_numpy(reset_before), keep=True
+    )
+    assert after is not None
+    bootstrap[steps - 1] = values[steps * num_envs :].detach().numpy()
+    if len(chunk.final_obs):
+        t, e = torch.from_numpy(chunk.final_index[:, 0]), torch.from_numpy(chunk.final_index[:, 1])
+        with torch.no_grad():
+            _, final, _ = model.step(torch.from_numpy(chunk.final_obs), after[t, e].detach())
+        bootstrap[chunk.final_index[:, 0], chunk.final_index[:, 1]] = final.numpy()
+    return params[: steps * num_envs], values[: steps * num_envs]

@@ -34,28 +34,35 @@ def ppo_loss(
     value_coef: float,
     entropy_coef: float,
     normalize_advantages: bool = True,
+    mask: torch.Tensor | None = None,
 ) -> PPOLoss:
     """Every argument ``[N]`` (one minibatch): the log-probabilities of the actions taken under the current
     policy and its entropies (from the action distribution, raylab/models/distributions.py), then values.
 
     policy: ``-mean(min(ratio * A, clip(ratio, 1 - clip, 1 + clip) * A))``, A normalized per minibatch.
     value: ``0.5 * mean(max((V - R)^2, (V_old + clip(V - V_old, -vc, vc) - R)^2))``, or the plain squared
-    error when ``value_clip`` is None.
+    error when ``value_clip`` is None. ``mask [N]`` (sequences of a recurrent policy: steps of crashed envs)
+    leaves the False steps out of every mean.
     """
     log_ratio = log_probs - old_log_probs
     ratio = log_ratio.exp()
     if normalize_advantages and advantages.numel() > 1:
         advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    weight = None if mask is None else mask.float() / mask.float().sum().clamp(min=1.0)
+
+    def mean(x: torch.Tensor) -> torch.Tensor:
+        return x.mean() if weight is None else (x * weight).sum()
+
     surrogate = torch.min(ratio * advantages, ratio.clamp(1.0 - clip, 1.0 + clip) * advantages)
-    policy_loss = -surrogate.mean()
+    policy_loss = -mean(surrogate)
     errors = (values - returns).pow(2)
     if value_clip is not None:
         clipped = old_values + (values - old_values).clamp(-value_clip, value_clip)
         errors = torch.max(errors, (clipped - returns).pow(2))
-    value_loss = 0.5 * errors.mean()
-    entropy = entropies.mean()
+    value_loss = 0.5 * mean(errors)
+    entropy = mean(entropies)
     loss = policy_loss + value_coef * value_loss - entropy_coef * entropy
     with torch.no_grad():
-        approx_kl = ((ratio - 1.0) - log_ratio).mean()
-        clip_fraction = ((ratio - 1.0).abs() > clip).float().mean()
+        approx_kl = mean((ratio - 1.0) - log_ratio)
+        clip_fraction = mean(((ratio - 1.0).abs() > clip).float())
     return PPOLoss(loss, policy_loss, value_loss, entropy, approx_kl, clip_fraction)

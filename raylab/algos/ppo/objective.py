@@ -22,7 +22,7 @@ from raylab.algos.objective import DeviceIO, LossOutput, Plan, StepInput
 from raylab.algos.ppo.loss import ppo_loss
 from raylab.algos.returns import bootstrap_before_crashes, gae
 from raylab.config import APPOConfig, PPOConfig
-from raylab.models.factory import ActorCritic
+from raylab.models.factory import ActorCritic, RecurrentActorCritic
 from raylab.types import Chunk
 
 
@@ -55,7 +55,17 @@ def join_chunks(chunks: list[Chunk]) -> Chunk:
         log_probs=None
         if any(c.log_probs is None for c in chunks)
         else np.concatenate([c.log_probs for c in chunks if c.log_probs is not None], axis=1),
+        initial_state=_join_states(chunks),
     )
+
+
+def _join_states(chunks: list[Chunk]) -> np.ndarray | None:
+    states = [c.initial_state for c in chunks]
+    if all(s is None for s in states):
+        return None
+    if any(s is None for s in states):
+        raise ValueError("chunks of one round must all come from a recurrent policy, or none")
+    return np.concatenate([s for s in states if s is not None])
 
 
 @dataclass
@@ -76,10 +86,28 @@ class RoundValues:
     """Truncation flags, plus the steps before a crash (they bootstrap from the crash state)."""
     keep: np.ndarray
     """Flat indices of the steps with a real outcome (crashed steps left out)."""
+    sequences: Sequences | None = None
+    """A recurrent model's round, which trains on whole sequences rather than on steps."""
+
+
+@dataclass
+class Sequences:
+    """What a recurrent model's round adds: the steps in time-major order and the state each acted from."""
+
+    obs: torch.Tensor
+    """[T, E, ...] obs[:T] of the round."""
+    states: torch.Tensor
+    """[T, E, S] the state each step acted from (zeros at an episode's first step)."""
+    reset_before: np.ndarray
+    """[T, E] the step starts an episode (after a step that ended one)."""
+    valid: np.ndarray
+    """[T, E] the step has a real outcome (not a crashed env's)."""
 
 
 def round_values(model: ActorCritic, chunk: Chunk, io: DeviceIO) -> RoundValues:
     """One batched forward pass over a round (in the learner's precision, outputs in fp32)."""
+    if isinstance(model, RecurrentActorCritic):
+        return _recurrent_round_values(model, chunk, io)
     steps, envs = chunk.num_steps, chunk.num_envs
     obs = io.tensor(chunk.obs)
     flat_obs = obs.reshape(-1, *obs.shape[2:])
@@ -112,6 +140,61 @@ def round_values(model: ActorCritic, chunk: Chunk, io: DeviceIO) -> RoundValues:
     )
 
 
+def _recurrent_round_values(model: RecurrentActorCritic, chunk: Chunk, io: DeviceIO) -> RoundValues:
+    """``round_values`` of a recurrent model: the round unrolled from each slot's ``initial_state``, the state
+    zeroed after every step that ended an episode; a truncated episode's final observation is valued from the
+    state that saw its last step."""
+    if chunk.initial_state is None:
+        raise ValueError("a recurrent model trains on chunks that carry initial_state (acted by a recurrent policy)")
+    steps, envs = chunk.num_steps, chunk.num_envs
+    obs = io.tensor(chunk.obs)
+    ended = chunk.terminated | chunk.truncated  # a crash sets truncated too
+    reset_before = np.zeros((steps + 1, envs), bool)
+    reset_before[1:] = ended
+    actions = io.tensor(chunk.actions.reshape(steps * envs, *chunk.actions.shape[2:]))
+    state0 = io.tensor(chunk.initial_state).float()
+    with torch.no_grad(), io.autocast():
+        params, values_all, _, after = model.unroll(obs, state0, io.tensor(reset_before), keep=True)
+        assert after is not None
+        log_probs = model.dist.log_prob(params[: steps * envs].float(), actions)
+        final_values = np.zeros(0, np.float32)
+        if len(chunk.final_obs):
+            t, e = torch.from_numpy(chunk.final_index[:, 0]), torch.from_numpy(chunk.final_index[:, 1])
+            _, final, _ = model.step(io.tensor(chunk.final_obs), after[t.to(io.device), e.to(io.device)].float())
+            final_values = final.float().cpu().numpy()
+    after = after.float()
+    keep_rows = io.tensor(~reset_before[1:steps]).unsqueeze(-1).to(after.dtype)
+    states = torch.cat([state0.unsqueeze(0), after[: steps - 1] * keep_rows])
+    values_np = values_all.float().reshape(steps + 1, envs).cpu().numpy()
+    values, next_values = values_np[:steps].copy(), values_np[1:].copy()
+    terminated, truncated = chunk.terminated.copy(), chunk.truncated.copy()
+    for (t_, e_), v in zip(chunk.final_index, final_values, strict=True):
+        next_values[t_, e_] = v
+    valid = np.ones((steps, envs), bool) if chunk.restarted is None else ~chunk.restarted
+    if not valid.all():
+        bootstrap_before_crashes(valid, terminated, truncated, next_values, values)
+    return RoundValues(
+        flat_obs=obs[:steps].reshape(steps * envs, *obs.shape[2:]),
+        actions=actions,
+        log_probs=log_probs.cpu().numpy().reshape(steps, envs),
+        values=values,
+        next_values=next_values,
+        terminated=terminated,
+        truncated=truncated,
+        keep=np.flatnonzero(valid.reshape(-1)),
+        sequences=Sequences(obs[:steps], states, reset_before[:steps], valid),
+    )
+
+
+def sequence_units(array: torch.Tensor, length: int) -> torch.Tensor:
+    """``[T, E, ...]`` time-major -> ``[E * T / length, length, ...]``: each env's steps cut into sequences of
+    ``length``, ordered by (segment, env)."""
+    steps, envs = array.shape[:2]
+    segments = steps // length
+    units = array.reshape(segments, length, envs, *array.shape[2:]).transpose(1, 2)
+    return units.reshape(segments * envs, length, *array.shape[2:])
+
+
 def minibatch_indices(
     generator: np.random.Generator, samples: int, epochs: int, minibatches: int, device: torch.device
 ) -> Iterator[torch.Tensor]:
@@ -142,6 +225,24 @@ class MinibatchGather:
         if self.normalize_advantages and advantages.numel() > 1:
             mb["advantages"] = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
         return StepInput(mb)
+
+
+class SequenceGather:
+    """A recurrent model's minibatch: whole sequences ``[U, L, ...]`` (dim 0: sequences, so gradient
+    accumulation never cuts one), advantages normalized over the minibatch's real steps."""
+
+    def __init__(self, data: dict[str, torch.Tensor], normalize_advantages: bool):
+        self.data = data
+        self.normalize_advantages = normalize_advantages
+
+    def __call__(self, idx: torch.Tensor) -> StepInput:
+        mb = {name: value[idx] for name, value in self.data.items()}
+        advantages, valid = mb["advantages"], mb["valid"]
+        if self.normalize_advantages and advantages.numel() > 1:
+            real = advantages[valid]
+            if real.numel() > 1:
+                mb["advantages"] = (advantages - real.mean()) / (real.std() + 1e-8)
+        return StepInput(mb, samples=int(advantages.numel()))
 
 
 class NumpyMinibatchGather:
@@ -219,6 +320,8 @@ class ClippedObjective:
         metrics: dict[str, float],
     ) -> Plan:
         """The round's steps: its kept samples in ``epochs x minibatches`` shuffled minibatches."""
+        if r.sequences is not None:
+            return self._sequence_plan(r, r.sequences, old_log_probs, advantages, returns, io, metrics)
         keep = r.keep
         data = {
             "obs": r.flat_obs[keep],
@@ -235,13 +338,63 @@ class ClippedObjective:
             fused_input=NumpyMinibatchGather(data, self.normalize_advantages),
         )  # fmt: skip
 
+    def _sequence_plan(
+        self,
+        r: RoundValues,
+        seq: Sequences,
+        old_log_probs: np.ndarray,
+        advantages: np.ndarray,
+        returns: np.ndarray,
+        io: DeviceIO,
+        metrics: dict[str, float],
+    ) -> Plan:
+        """A recurrent model's round: each env's steps cut into sequences of algo.bptt steps (the whole rollout
+        when null), each from the state its first step acted from; ``epochs x minibatches`` shuffled sets of
+        whole sequences. Crashed steps stay in their sequences, masked out of the loss."""
+        steps, envs = seq.valid.shape
+        length = self.cfg.bptt or steps
+        if steps % length:
+            raise ValueError(f"algo.bptt={length} must divide the chunks' {steps} steps")
+        reset_before = seq.reset_before.copy()
+        reset_before[::length] = False  # a sequence's first state is already the reset one
+
+        def units(array: np.ndarray | torch.Tensor) -> torch.Tensor:
+            tensor = array if isinstance(array, torch.Tensor) else io.tensor(np.ascontiguousarray(array))
+            return sequence_units(tensor, length)
+
+        data = {
+            "obs": units(seq.obs),
+            "actions": units(r.actions.reshape(steps, envs, *r.actions.shape[1:])),
+            "old_log_probs": units(old_log_probs.astype(np.float32)),
+            "old_values": units(r.values),
+            "advantages": units(advantages.astype(np.float32)),
+            "returns": units(returns.astype(np.float32)),
+            "reset_before": units(reset_before),
+            "valid": units(seq.valid),
+            "state0": seq.states[::length].reshape(-1, seq.states.shape[-1]),
+        }
+        count = len(data["state0"])
+        steps_iter = minibatch_indices(self.generator, count, self.cfg.epochs, self.cfg.minibatches, io.device)
+        return Plan(
+            steps_iter, SequenceGather(data, self.normalize_advantages), metrics, version_per_call=True,
+            prefetch_on_cpu=False,
+        )  # fmt: skip
+
     def loss(self, mb: dict[str, torch.Tensor]) -> LossOutput:
-        params, values = self.model(mb["obs"])
+        mask = None
+        if isinstance(self.model, RecurrentActorCritic):  # sequences [U, L, ...], unrolled time-major
+            time_major = {k: v.transpose(0, 1) for k, v in mb.items() if k != "state0"}
+            params, values, _, _ = self.model.unroll(time_major["obs"], mb["state0"], time_major["reset_before"])
+            mb = {k: v.reshape(-1, *v.shape[2:]) for k, v in time_major.items()}
+            mask = mb["valid"]
+        else:
+            params, values = self.model(mb["obs"])
         log_probs, entropies = self.model.dist.log_prob_and_entropy(params.float(), mb["actions"])
         out = ppo_loss(
             log_probs, entropies, values.float(), mb["old_log_probs"], mb["old_values"], mb["advantages"],
             mb["returns"], clip=self.cfg.clip, value_clip=self.value_clip, value_coef=self.cfg.value_coef,
             entropy_coef=self.cfg.entropy_coef, normalize_advantages=False,  # normalized per minibatch already
+            mask=mask,
         )  # fmt: skip
         metrics = {
             "policy_loss": out.policy_loss.detach(),
