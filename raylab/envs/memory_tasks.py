@@ -102,8 +102,8 @@ def popgym_env(
     """POPGym's ``task`` (e.g. RepeatPreviousEasy) with the paper's wrappers, observation flattened to float32.
 
     ``previous_action``/``antialias``: PreviousAction (the action just taken; 0 after a reset) and Antialias (1 on
-    the first step of an episode, which tells that 0 from a real action 0), as popgym/baselines/ppo.py wraps
-    every env; false leaves one out (an ablation, not the paper's setting)."""
+    the first observation of an episode, which tells the reset's 0 from a real action 0), as popgym/baselines/ppo.py
+    wraps every env; false leaves one out (an ablation, not the paper's setting)."""
     if render_mode is not None:
         raise ConfigError(f"POPGym's {task} draws no frames (render_mode={render_mode}): leave out video=true")
     envs = require("popgym.envs")
