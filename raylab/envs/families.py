@@ -75,9 +75,16 @@ class EnvFamily:
 
 ENV_PROVIDERS = {
     "ALE/": "ale-py: pip install ale-py (it registers ALE/<Game>-v5 when imported: env.id=ale_py:ALE/Pong-v5)",
-    "MiniGrid-": "minigrid: pip install minigrid, then env.id=minigrid:MiniGrid-<...>",
+    "MiniGrid-": (
+        "minigrid: pip install 'raylab-actor-learner[memory]', then "
+        "env.id=raylab.envs.memory_tasks:MiniGridMemory-S7-v0 for its Memory task as uint8 images (minigrid's own "
+        "ids give dict observations)"
+    ),
     "BabyAI-": "minigrid: pip install minigrid, then env.id=minigrid:BabyAI-<...>",
-    "popgym-": "popgym: pip install popgym, then env.id=popgym:popgym-<...>",
+    "popgym-": (
+        "popgym: pip install 'raylab-actor-learner[memory]', then env.id=raylab.envs.memory_tasks:PopGym-<Task>-v0 "
+        "(popgym's own ids give discrete observations, these one-hot float32 vectors)"
+    ),
     "procgen": "EnvPool: use env=procgen env.id=<game>",
     "SuperMarioBros": "gym-super-mario-bros: use env=mario",
 }
@@ -91,7 +98,7 @@ class GymnasiumFamily(EnvFamily):
     name = "gymnasium"
     native_time_limit = True  # env.max_episode_steps replaces the id's registered TimeLimit, not nests inside it
     KNOWN_MAX_RETURN_PER_STEP: ClassVar[dict[str, float]] = {
-        "CartPole": 1.0, "Acrobot": 0.0, "MountainCar": 0.0, "Pendulum": 0.0,
+        "CartPole": 1.0, "StatelessCartPole": 1.0, "Acrobot": 0.0, "MountainCar": 0.0, "Pendulum": 0.0,
     }  # fmt: skip
 
     def check(self, cfg: EnvConfig) -> None:

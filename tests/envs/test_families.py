@@ -13,6 +13,7 @@ from raylab.envs import env_spaces, make_env, make_vector_env
 from raylab.envs.registry import check_env_config
 from raylab.errors import ConfigError
 
+MEMORY = "raylab.envs.memory_tasks"  # tasks that need memory (extra: memory)
 SNAKE_FEATURES = EnvConfig(family="snake", id="Snake-v0", options={"observation": "features"})
 SNAKE_GRID = EnvConfig(family="snake", id="Snake-v0", options={"observation": "grid"})
 FAMILIES = {
@@ -36,6 +37,14 @@ FAMILIES = {
                   options={"full_action_space": True, "repeat_action_probability": 0.25}),
         (6, 64, 48), np.uint8, 18,
     ),
+    "stateless_cartpole": (EnvConfig(id=f"{MEMORY}:StatelessCartPole-v1"), (2,), np.float32, 2),
+    "popgym_repeat_previous": (EnvConfig(id=f"{MEMORY}:PopGym-RepeatPreviousEasy-v0"), (10,), np.float32, 4),
+    "popgym_count_recall": (EnvConfig(id=f"{MEMORY}:PopGym-CountRecallEasy-v0"), (33,), np.float32, 27),
+    "minigrid_memory": (EnvConfig(id=f"{MEMORY}:MiniGridMemory-S7-v0"), (3, 84, 84), np.uint8, 3),
+    "minigrid_memory_symbolic": (
+        EnvConfig(id=f"{MEMORY}:MiniGridMemory-S9-v0", options={"observation": "symbolic", "agent_view_size": 5}),
+        (3, 5, 5), np.uint8, 3,
+    ),
 }  # fmt: skip
 
 
@@ -50,7 +59,21 @@ def rollout(env: gym.Env, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.stack(obs_seen), np.array(rewards)
 
 
-@pytest.mark.parametrize("name", FAMILIES)
+UPSTREAM_CHECKER_FAILURES = {
+    "popgym_count_recall": "popgym 1.0.7's CountRecall returns the one counts array it keeps counting in, in every "
+    "info (the checker: infos share an object); nothing of raylab's keeps infos",
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=UPSTREAM_CHECKER_FAILURES[n]))
+        if n in UPSTREAM_CHECKER_FAILURES
+        else n
+        for n in FAMILIES
+    ],
+)
 def test_env_checker_passes_raw_and_wrapped(name):
     cfg = FAMILIES[name][0]
     env = make_env(cfg, seed=3)
