@@ -84,7 +84,7 @@ class PettingZooFamily(MultiAgentFamily):
         super().check(cfg)
         env = multiagent.make_parallel_env(cfg.id, cfg.options)
         try:
-            multiagent.agent_spaces(env, cfg.id, cfg.pad_observations)
+            multiagent.space_groups(env, cfg.id, cfg.pad_observations, cfg.discrete_agents)
         finally:
             env.close()
 
@@ -95,4 +95,5 @@ class PettingZooFamily(MultiAgentFamily):
         return multiagent.ParallelSlots(
             [build] * num_envs, [seed + i for i in range(num_envs)], cfg.id, cfg.max_episode_steps,
             cfg.reward_clip, cfg.reward_scale, name=name, pad_observations=cfg.pad_observations,
+            discrete_agents=cfg.discrete_agents,
         )  # fmt: skip
