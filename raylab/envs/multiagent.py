@@ -32,6 +32,7 @@ one team acts continuously and the other discretely in one env.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fnmatch
 import importlib
 import importlib.util
@@ -43,7 +44,7 @@ import gymnasium as gym
 import numpy as np
 
 from raylab.envs.vector import GroupStep, VectorStep, count_crash, rebuild_env
-from raylab.envs.wrappers import float32_box, transform_reward
+from raylab.envs.wrappers import float32_box, to_channel_first, transform_reward
 from raylab.errors import ConfigError
 from raylab.types import group_slots
 
@@ -186,6 +187,80 @@ def _padded(spaces: list[gym.Space], agents: list[str], env_id: str) -> gym.spac
     return gym.spaces.Box(low, high, (size,), boxes[0].dtype)
 
 
+def is_image(space: gym.Space) -> bool:
+    """(H, W) or (H, W, C <= 4) uint8: what env.grayscale and env.resize take (raylab.envs.wrappers.GrayResize)."""
+    shape = space.shape if isinstance(space, gym.spaces.Box) else None
+    return shape is not None and space.dtype == np.uint8 and (len(shape) == 2 or (len(shape) == 3 and shape[2] <= 4))
+
+
+class SlotFrames:
+    """env.grayscale, env.resize and env.frame_stack on one space group's observations, slot by slot: what
+    GrayResize and FrameStack (raylab/envs/wrappers.py) do to a single agent's. Grayscale and resize apply where
+    the group's observations are images; the stack to every group (a vector of D floats becomes k * D, an image
+    channel-first k * C planes), filled with an episode's first frame at its start."""
+
+    def __init__(self, space: gym.Space, grayscale: bool, resize: tuple[int, int] | None, stack: int):
+        self.observation_space = space
+        self.gray, self.size, self.stack = False, None, 1
+        if not isinstance(space, gym.spaces.Box):  # raylab.envs.registry.env_spaces refuses it
+            return
+        shape, dtype = tuple(space.shape), np.dtype(space.dtype)
+        image = is_image(space)
+        self.gray = grayscale and image and len(shape) == 3
+        self.size = tuple(resize) if resize is not None and image else None
+        if self.gray or self.size is not None:
+            import cv2
+
+            self._cv2 = cv2
+            height, width = self.size or shape[:2]
+            shape = (height, width) if (self.gray or len(shape) == 2) else (height, width, shape[2])
+        self.stack = int(stack)
+        self.frame_shape = shape if len(shape) == 1 or self.stack == 1 else to_channel_first(shape)
+        self._channel_last = self.stack > 1 and len(shape) == 3 and self.frame_shape != shape
+        self.channels = self.frame_shape[0] if self.stack > 1 else 0
+        out = (self.stack * self.frame_shape[0], *self.frame_shape[1:]) if self.stack > 1 else shape
+        if self.active:
+            low = np.min(space.low) if space.low.size else 0
+            high = np.max(space.high) if space.high.size else 0
+            self.observation_space = gym.spaces.Box(low, high, out, dtype)
+
+    @property
+    def active(self) -> bool:
+        return self.stack > 1 or self.gray or self.size is not None
+
+    def put(self, row: np.ndarray, obs: np.ndarray, first: bool) -> None:
+        """Write the frame of ``obs`` into a slot's ``row``: the whole stack at an episode's start (``first``),
+        else the newest frame after the others, shifted by one."""
+        frame = obs
+        if self.gray:
+            frame = self._cv2.cvtColor(frame, self._cv2.COLOR_RGB2GRAY)
+        if self.size is not None:
+            frame = self._cv2.resize(frame, (self.size[1], self.size[0]), interpolation=self._cv2.INTER_AREA)
+        if self.stack == 1:
+            row[...] = frame
+            return
+        if self._channel_last:
+            frame = np.moveaxis(frame, -1, 0)
+        frame = np.reshape(frame, self.frame_shape)
+        c = self.channels
+        if first:
+            for i in range(self.stack):
+                row[i * c : (i + 1) * c] = frame
+        else:
+            row[:-c] = row[c:]
+            row[-c:] = frame
+
+
+def check_frames(groups: Sequence[SpaceGroup], env_id: str, grayscale: bool, resize: tuple[int, int] | None) -> None:
+    """ConfigError when env.grayscale or env.resize is set and no agent of ``env_id`` observes an image."""
+    if (grayscale or resize is not None) and not any(is_image(g.observation_space) for g in groups):
+        spaces = ", ".join(str(g.observation_space) for g in groups)
+        raise ConfigError(
+            f"env.grayscale/env.resize need (H, W[, C]) uint8 image observations but {env_id}'s agents observe "
+            f"{spaces}: set env.grayscale=false and env.resize=null"
+        )
+
+
 class ParallelSlots:
     """``len(env_fns)`` PettingZoo Parallel envs as ``num_envs = envs x agents`` slots (module docstring).
 
@@ -204,6 +279,9 @@ class ParallelSlots:
         name: str = "pettingzoo env",
         pad_observations: bool = False,
         discrete_agents: Sequence[str] = (),
+        grayscale: bool = False,
+        resize: tuple[int, int] | None = None,
+        frame_stack: int = 1,
     ):
         self.env_fns = list(env_fns)
         self.envs = [fn() for fn in env_fns]
@@ -213,7 +291,14 @@ class ParallelSlots:
         self.A = len(self.agents)
         self.E = len(self.envs)
         self.num_envs = self.E * self.A
-        self.groups = space_groups(self.envs[0], env_id, pad_observations, discrete_agents)
+        groups = space_groups(self.envs[0], env_id, pad_observations, discrete_agents)
+        check_frames(groups, env_id, grayscale, resize)
+        self._frames = [SlotFrames(g.observation_space, grayscale, resize, frame_stack) for g in groups]
+        """Each group's frame preprocessing (env.grayscale, env.resize, env.frame_stack), per slot."""
+        self.groups = [
+            dataclasses.replace(g, observation_space=f.observation_space)
+            for g, f in zip(groups, self._frames, strict=True)
+        ]
         self.num_groups = len(self.groups)
         agent_group = [0] * self.A
         for g, group in enumerate(self.groups):
@@ -225,9 +310,12 @@ class ParallelSlots:
         self.single_observation_space = self.groups[0].observation_space
         self.single_action_space = self.groups[0].action_space
         env0 = self.envs[0]
-        self._dims = [int(np.prod(env0.observation_space(agent).shape)) if self.groups[g].padded else None
+        self._dims = [int(np.prod(env0.observation_space(agent).shape)) if groups[g].padded else None
                       for agent, g in zip(self.agents, agent_group, strict=True)]  # fmt: skip
         """Each padded agent's own observation size: its slot keeps zeros after it."""
+        self._padded = [np.zeros(groups[g].observation_space.shape or (), groups[g].observation_space.dtype)
+                        if self._frames[g].active and groups[g].padded else None for g in agent_group]  # fmt: skip
+        """A padded agent's observation before its group's frame preprocessing."""
         self._send = [self._sender(env0.action_space(agent), self.groups[g].action_space)
                       for agent, g in zip(self.agents, agent_group, strict=True)]  # fmt: skip
         self.limit, self.clip, self.scale = max_episode_steps, reward_clip, reward_scale
@@ -272,12 +360,20 @@ class ParallelSlots:
         count_crash(self._crash_streak, e, self.name, err)
         rebuild_env(self, e, "step", err, lambda seed: self._reset(e, seed))
 
-    def _put(self, e: int, a: int, obs: Any) -> np.ndarray:
-        """Write agent ``a``'s observation in env ``e`` into its group's batch; its row there."""
+    def _put(self, e: int, a: int, obs: Any, first: bool = False) -> np.ndarray:
+        """Write agent ``a``'s observation in env ``e`` into its group's batch (``first``: of its episode); its
+        row there."""
         g, rank, count = self._place[a]
         row = self._obs[g][e * count + rank]
         dim = self._dims[a]
-        if dim is None:
+        frames = self._frames[g]
+        if frames.active:
+            padded = self._padded[a]
+            if padded is not None:
+                padded[:dim] = obs
+                obs = padded
+            frames.put(row, np.asarray(obs), first)
+        elif dim is None:
             row[...] = obs
         else:
             row[:dim] = obs
@@ -288,7 +384,7 @@ class ParallelSlots:
         self._present[e] = [agent in obs for agent in self.agents]
         for a, agent in enumerate(self.agents):
             if agent in obs:
-                self._put(e, a, obs[agent])
+                self._put(e, a, obs[agent], first=True)
         self._return[e], self._length[e], self._steps[e] = 0.0, 0, 0
 
     def step(self, actions: np.ndarray) -> VectorStep:

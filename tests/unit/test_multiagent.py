@@ -261,6 +261,46 @@ def test_discrete_agents_play_mpe2s_discrete_game_exactly():
         assert np.array_equal(sa.truncated, sb.truncated) and len(sa.episodes) == len(sb.episodes)
 
 
+class Pictures(Scripted):
+    """Scripted, but agents a and b see (8, 8, 3) RGB images, every pixel 10 * step + the agent's index; c sees
+    [2, step]."""
+
+    def observation_space(self, agent):
+        if agent == "c":
+            return gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+        return gym.spaces.Box(0, 255, (8, 8, 3), np.uint8)
+
+    def _obs(self):
+        return {
+            ag: np.array([2, self.t], np.float32)
+            if ag == "c"
+            else np.full((8, 8, 3), 10 * self.t + "ab".index(ag), np.uint8)
+            for ag in self.agents
+        }
+
+
+def test_frame_preprocessing_per_agent_images_grayed_resized_and_every_agent_stacked():
+    venv = ParallelSlots([Pictures, Pictures], [0, 1], "pictures", grayscale=True, resize=(4, 4), frame_stack=2)
+    images, vectors = venv.groups
+    assert images.observation_space.shape == (2, 4, 4) and images.observation_space.dtype == np.uint8
+    assert vectors.observation_space.shape == (4,)  # a vector agent is stacked, not grayed
+    pictures, numbers = venv.reset_groups()
+    assert pictures.shape == (4, 2, 4, 4) and (pictures[1] == 1).all() and (pictures[2] == 0).all()  # first frame x2
+    assert numbers.tolist() == [[2, 0, 2, 0]] * 2
+    step = venv.step_groups([np.zeros(4, np.int64), np.zeros(2, np.int64)])
+    pictures, numbers = step.obs
+    assert (pictures[1, 0] == 1).all() and (pictures[1, 1] == 11).all()  # older frame first, newest last
+    assert numbers.tolist() == [[2, 0, 2, 1]] * 2
+    for _ in range(2):  # c is truncated at step 3: its final observation is its stack
+        step = venv.step_groups([np.zeros(4, np.int64), np.zeros(2, np.int64)])
+    assert [(i, o.tolist()) for i, o in step.final_obs] == [(2, [2, 2, 2, 3]), (5, [2, 2, 2, 3])]
+    step = venv.step_groups([np.zeros(4, np.int64), np.zeros(2, np.int64)])  # a ends the episode: a new one starts
+    assert (step.obs[0][0] == 0).all() and step.obs[1].tolist() == [[2, 0, 2, 0]] * 2  # each stack refilled
+    cfg = EnvConfig(family="pettingzoo", id="mpe2.simple_spread_v3", frame_stack=3, options={"N": 2})
+    check_env_config(cfg)
+    assert env_spaces(cfg).obs_shape == (36,)  # 3 x 12 floats
+
+
 def test_the_arena_is_a_vector_of_snakes():
     cfg = EnvConfig(family="snake_arena", id="SnakeArena-v0", options={"num_snakes": 3, "dim": 10})
     check_env_config(cfg)
@@ -282,7 +322,10 @@ def test_the_arena_is_a_vector_of_snakes():
         (EnvConfig(family="pettingzoo", id="mpe2.simple_tag_v3", discrete_agents=("agent_*",)),
          "whose actions are Discrete(5): it turns one-dimensional Box(0, 1, (d,)) actions into Discrete(d) ones"),
         (EnvConfig(family="pettingzoo", id="mpe2.simple_spread_v3", options={"M": 3}), "fix env.options"),
-        (EnvConfig(family="pettingzoo", id="mpe2.simple_spread_v3", frame_stack=4), "env.frame_stack=1"),
+        (EnvConfig(family="pettingzoo", id="mpe2.simple_spread_v3", frame_skip=4), "set env.frame_skip=1"),
+        (EnvConfig(family="pettingzoo", id="mpe2.simple_spread_v3", grayscale=True),
+         "env.grayscale/env.resize need (H, W[, C]) uint8 image observations but mpe2.simple_spread_v3's agents"),
+        (EnvConfig(family="snake_arena", id="SnakeArena-v0", frame_stack=4), "env.frame_stack=1"),
         (EnvConfig(family="snake_arena", id="SnakeArena-v0", options={"num_snakes": 16, "dim": 8}), "raise dim"),
         (EnvConfig(family="snake_arena", id="SnakeArena-v0", options={"size": 8}), "valid options are num_snakes"),
         (EnvConfig(family="snake_arena", id="SnakeArena-v0", max_episode_steps=50), "env.options.hunger_limit"),
