@@ -163,8 +163,10 @@ def _weights(policy: dict[str, Any]) -> Any:
 
 
 def randomize(evaluator: Any, cfg: Any, spaces: Any, names: list[str]) -> None:
-    """Let policies ``names`` of the evaluator's PolicySet act uniformly at random (ConfigError naming the fix
-    for a run of one policy, an unknown name, or a Box action space)."""
+    """Let policies ``names`` of the evaluator's PolicySet act uniformly at random, each in its own action space:
+    Discrete, or within its Box's bounds (ConfigError naming the fix for a run of one policy, an unknown name, or
+    an unbounded Box)."""
+    from raylab.config.policies import policy_spaces
     from raylab.rollout.policies import PolicySet, RandomPolicy
 
     known = list(cfg.policies)
@@ -173,10 +175,18 @@ def randomize(evaluator: Any, cfg: Any, spaces: Any, names: list[str]) -> None:
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ConfigError(f"against_random={','.join(names)}: no policy {unknown[0]}; the run's are {', '.join(known)}")
-    if spaces.num_actions is None:
-        raise ConfigError("against_random acts uniformly in Discrete action spaces only: leave out against_random")
     for name in names:
-        evaluator.policy.policies[known.index(name)] = RandomPolicy(spaces.num_actions, seed=cfg.seed + 17)
+        own = policy_spaces(cfg, spaces, name)
+        bounds = own.action_bounds
+        if own.num_actions is None and (bounds is None or not np.all(np.isfinite(bounds))):
+            raise ConfigError(
+                f"against_random={name}: policy {name} acts in {own.action_space}, and a uniform action needs a "
+                f"Discrete space or a bounded Box: leave {name} out of against_random"
+            )
+        policy = RandomPolicy(
+            own.num_actions, seed=cfg.seed + 17, bounds=None if own.num_actions is not None else bounds
+        )
+        evaluator.policy.policies[known.index(name)] = policy
 
 
 def load_run_config(run_dir: Path, args: EvaluateArgs) -> Any:

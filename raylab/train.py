@@ -76,14 +76,11 @@ def run(cfg: RunConfig, keep_ray: bool = False) -> RunSummary:
 
 
 def check_spaces(cfg: RunConfig, spaces: EnvSpaces) -> None:
-    """What the algorithm and model can act in, against the env's spaces: one line naming the fix."""
-    from raylab.config.algorithms import ALGORITHMS
+    """What the algorithm can act in, against each policy's spaces, and the policy mapping against the env's
+    agents: one line naming the fix, before anything is written."""
+    from raylab.config.policies import check_policy_spaces
 
-    if spaces.continuous and not ALGORITHMS[cfg.algo.name].continuous_actions:
-        raise ConfigError(
-            f"algo={cfg.algo.name} needs discrete actions but {cfg.env.id} has {spaces.action_space}: "
-            f"choose an env with a Discrete action space, or algo=ppo / appo / a3c (Gaussian policy)"
-        )
+    check_policy_spaces(cfg, spaces)
 
 
 def config_groups() -> dict[str, list[str]]:

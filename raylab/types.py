@@ -6,6 +6,7 @@ zero-copy, observations keep the dtype the env gives (uint8 frames stay uint8).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -32,6 +33,14 @@ class EnvSpaces:
     agent_ids: tuple[str, ...] = ()
     """The agents of one env in slot order (a multi-agent env's ``possible_agents``; the arena's ``snake_<n>``);
     empty for a single-agent env. ``policy_mapping`` patterns match these."""
+    groups: tuple[EnvSpaces, ...] = ()
+    """A multi-agent env whose agents differ in spaces: one EnvSpaces per *space group* (agents of one
+    observation and action space, ``agent_ids`` in slot order; raylab/envs/multiagent.py), and the fields
+    above are then the first group's; empty when every agent shares one space (the fields above are all
+    agents'). Each policy acts for agents of one group and is built with its group's spaces
+    (raylab.config.policies.policy_spaces)."""
+    action_bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    """(low, high) of a Box action space; None for discrete actions."""
 
     @property
     def continuous(self) -> bool:
@@ -40,6 +49,29 @@ class EnvSpaces:
     def slots(self, envs: int) -> int:
         """Slots (agent streams) of ``envs`` envs: the batch a worker's policy acts on."""
         return envs * self.agents
+
+    def agent_groups(self) -> tuple[int, ...]:
+        """The space group of each agent (slot order); all 0 without groups."""
+        if not self.groups:
+            return (0,) * self.agents
+        return tuple(next(g for g, grp in enumerate(self.groups) if a in grp.agent_ids) for a in self.agent_ids)
+
+    def slot_layout(self, envs: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each of ``envs`` envs' slots' space group and its index among that group's slots
+        (``group_slots``)."""
+        return group_slots(self.agent_groups(), envs)
+
+
+def group_slots(agent_group: Sequence[int], envs: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(slot_group, slot_local)`` of ``envs`` envs whose agent a is in space group ``agent_group[a]``: slot
+    ``e * A + a`` is group g's slot ``e * A_g + r``, where A_g counts g's agents and r is a's rank among them.
+    One group: slot_local is the slot itself."""
+    group = np.asarray(agent_group, np.int64)
+    counts = np.bincount(group)
+    rank = np.array([int(np.sum(group[:a] == group[a])) for a in range(len(group))], np.int64)
+    env = np.repeat(np.arange(envs, dtype=np.int64), len(group))
+    slot_group = np.tile(group, envs)
+    return slot_group, env * counts[slot_group] + np.tile(rank, envs)
 
 
 @dataclass

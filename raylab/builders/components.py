@@ -34,6 +34,8 @@ from raylab.params.server import ParameterServer
 from raylab.replay.buffer import (
     PrioritizedSpec,
     ReplayBuffer,
+    bytes_per_transition,
+    check_bytes_fit,
     check_fits_in_memory,
     dedup_applies,
     require_dedup_applies,
@@ -100,12 +102,20 @@ def _each_policy(
     config and spaces (its agents only) for its slots of ``envs`` envs (raylab/config/policies.py)."""
     pmap = policy_map(cfg, spaces)
     if not pmap.several:
-        return build(cfg, spaces, spaces.slots(envs))
+        return build(cfg, one_space(spaces), spaces.slots(envs))
     parts = [
         build(policy_config(cfg, name), policy_spaces(cfg, spaces, name), pmap.slot_count(k, envs))
         for k, name in enumerate(pmap.names)
     ]
-    return PolicySet(parts, [pmap.slots(k, envs) for k in range(len(parts))])
+    layout = spaces.slot_layout(envs) if spaces.groups else None  # agents that differ: one batch per space group
+    return PolicySet(parts, [pmap.slots(k, envs) for k in range(len(parts))], layout)
+
+
+def one_space(spaces: EnvSpaces) -> EnvSpaces:
+    """``spaces``, which a builder of one policy's component takes: those of agents that share one space (a run's
+    agents that differ are each policy's, raylab.config.policies.policy_spaces)."""
+    assert not spaces.groups, "a policy's components take its own spaces: policy_spaces(cfg, spaces, name)"
+    return spaces
 
 
 def replay_dedup(cfg: RunConfig, spaces: EnvSpaces) -> bool:
@@ -129,7 +139,18 @@ def check_replay_fits(cfg: RunConfig, spaces: EnvSpaces) -> None:
     )
 
 
+def check_policy_replays_fit(cfg: RunConfig, spaces: EnvSpaces) -> None:
+    """``check_replay_fits`` for every policy's replay together, each storing its own agents' observations."""
+    parts = [(policy_config(cfg, name), policy_spaces(cfg, spaces, name)) for name in policy_map(cfg, spaces).names]
+    needed = sum(
+        p.replay.capacity * bytes_per_transition(s.obs_shape, s.obs_dtype, p.env.frame_stack, replay_dedup(p, s))
+        for p, s in parts
+    )
+    check_bytes_fit(sum(p.replay.capacity for p, _ in parts), needed)
+
+
 def build_replay(cfg: RunConfig, spaces: EnvSpaces, shard: int = 0) -> ReplayBuffer:
+    spaces = one_space(spaces)
     rc = cfg.replay
     prioritized = (
         PrioritizedSpec(rc.alpha, rc.beta, rc.beta_final, rc.beta_anneal_env_steps // rc.num_shards, rc.priority_eps)
@@ -176,6 +197,7 @@ def replay_snapshots_to_load(
 def build_objective(cfg: RunConfig, spaces: EnvSpaces) -> Objective:
     """The algorithm as the Learner trains it: DQN (and QR-DQN), PPO, or APPO (V-trace, lag-bounded)."""
     spec = algorithm(cfg.algo.name)
+    spaces = one_space(spaces)
     if spec.objective is None:
         reason = spec.info.no_learner or "it has no objective"
         raise ConfigError(f"algo={cfg.algo.name} has no learner ({reason}): build its workers, not a learner")
@@ -242,7 +264,7 @@ def build_parameter_servers(cfg: RunConfig, spaces: EnvSpaces) -> tuple[ParamLay
     import torch
 
     torch.manual_seed(cfg.seed)
-    model = build_actor_critic(cfg.model, spaces)
+    model = build_actor_critic(cfg.model, one_space(spaces))
     layout = ParamLayout.of(model)
     bounds = layout.shard_bounds(cfg.params.num_shards)
     flat = flatten_params(model)
@@ -270,7 +292,7 @@ def build_a3c_worker(
     ``incarnation`` counts restarts of this worker: a restarted worker gets fresh seeds, not a replay."""
     algo, cfg = a3c_config(cfg), _incarnation(cfg, incarnation)
     env = make_vector_env(cfg.env, cfg.topology.envs_per_worker, cfg.seed, worker_index=worker_id)
-    policy = algorithm(cfg.algo.name).rollout_policy(cfg, spaces, worker_id, 0)
+    policy = algorithm(cfg.algo.name).rollout_policy(cfg, one_space(spaces), worker_id, 0)
     assert isinstance(policy, ActorCriticPolicy), "A3C's worker trains the module its policy acts with"
     return A3CWorker(
         env,

@@ -24,13 +24,14 @@ from raylab.builders.components import (
     build_rate_limiter,
     build_replay,
     build_rollout_worker,
+    check_policy_replays_fit,
     check_replay_fits,
     replay_shard_capacity,
     replay_snapshots_to_load,
 )
 from raylab.config import ModelConfig, RunConfig
 from raylab.config.algorithms import ALGORITHMS
-from raylab.config.policies import policy_config, policy_map, policy_spaces
+from raylab.config.policies import check_policy_spaces, policy_config, policy_map, policy_spaces
 from raylab.driver.resume import ResumeState, resumed
 from raylab.errors import ConfigError
 from raylab.plan import A3CPlan, Policies, PolicyPlan, ReplayPlan, RolloutPlan, RunPlan
@@ -50,7 +51,9 @@ def topology_of(cfg: RunConfig) -> str:
 def build_plan(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = None) -> RunPlan:
     """The plan of the run ``cfg`` describes; a config that cannot run (a bad policy mapping, a replay that
     cannot fit in memory) fails here in one line, before Ray starts."""
-    check_model_fits(cfg.model, spaces, q_network=cfg.algo.name == "dqn")
+    check_policy_spaces(cfg, spaces)
+    for name in policy_map(cfg, spaces).names:  # each policy's network, of its own spaces
+        check_model_fits(policy_config(cfg, name).model, policy_spaces(cfg, spaces, name), cfg.algo.name == "dqn")
     topology = topology_of(cfg)
     flow = a3c_plan(cfg, spaces, resume) if topology == "a3c" else rollout_plan(cfg, spaces, resume, topology)
     workers = cfg.topology.num_workers
@@ -122,8 +125,9 @@ def rollout_spec(
 
 
 def learner_spec(cfg: RunConfig, spaces: EnvSpaces, sharing: int = 1) -> ActorSpec:
-    """A learner; ``sharing`` learners (several policies) share the GPU evenly. learner.num_gpus when set;
-    with learner.device=auto, one GPU when the cluster has any (resolved where the actor is placed)."""
+    """A learner of one policy (``cfg`` and ``spaces`` its own: policy_config, policy_spaces); ``sharing``
+    learners (several policies) share the GPU evenly. learner.num_gpus when set; with learner.device=auto, one
+    GPU when the cluster has any (resolved where the actor is placed)."""
     opt = cfg.learner
     fixed = bool(opt.num_gpus) or opt.device == "cpu"
     res = Resources(
@@ -142,7 +146,9 @@ def replay_spec(cfg: RunConfig, spaces: EnvSpaces, shard: int) -> ActorSpec:
 def rollout_plan(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None, topology: str) -> RolloutPlan:
     pmap = policy_map(cfg, spaces)  # a bad mapping fails here, before Ray starts
     names = pmap.names
-    if topology == "apex_dqn":
+    if topology == "apex_dqn" and spaces.groups:  # each policy's replay holds its own agents' observations
+        check_policy_replays_fit(cfg, spaces)
+    elif topology == "apex_dqn":
         total = sum(policy_config(cfg, n).replay.capacity for n in names)
         check_replay_fits(dataclasses.replace(cfg, replay=dataclasses.replace(cfg.replay, capacity=total)), spaces)
     plans = []
@@ -152,7 +158,7 @@ def rollout_plan(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None, 
         plans.append(
             PolicyPlan(
                 name=name, actor=f"learner_{name}" if pmap.several else "learner",
-                learner=learner_spec(pcfg, spaces, len(names)), replay=replay,
+                learner=learner_spec(pcfg, pspaces, len(names)), replay=replay,
                 resumed=_learner_part(resume, name, pmap.several), reports_as=name if pmap.several else None,
             )
         )  # fmt: skip

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from raylab.config.algorithms import ALGORITHMS
 from raylab.config.applicability import check_applicable
 from raylab.config.coerce import build, plain
 from raylab.config.schema import RunConfig
@@ -94,8 +95,15 @@ def check_policies(cfg: RunConfig) -> None:
 
 def policy_map(cfg: RunConfig, spaces: EnvSpaces) -> PolicyMap:
     """The run's policies and which agent each acts for; ConfigError naming the fix for an agent no pattern
-    covers, a policy that acts for no agent, or several policies on a single-agent env."""
+    covers, a policy that acts for no agent, several policies on a single-agent env, or a policy whose agents
+    differ in spaces (each policy's agents must share one space group, EnvSpaces.groups)."""
     if not cfg.policies:
+        if spaces.groups:
+            raise ConfigError(
+                f"{cfg.env.id}'s agents differ in spaces ({_describe(spaces.groups)}) and one policy acts for all of "
+                f"them: give each kind its own policy (+policies.<name>={{}} and +policy_mapping.<agent pattern>="
+                f"<name>){_pad_hint(cfg, spaces.groups)}"
+            )
         return PolicyMap((SHARED,), (0,) * spaces.agents)
     if not spaces.agent_ids:
         raise ConfigError(
@@ -120,18 +128,65 @@ def policy_map(cfg: RunConfig, spaces: EnvSpaces) -> PolicyMap:
                 f"policy {name} acts for no agent (agents: {', '.join(spaces.agent_ids)}): map an agent to it in "
                 f"policy_mapping, or remove policies.{name}"
             )
+    agent_group = spaces.agent_groups()
+    for k, name in enumerate(names):
+        spanned = sorted({g for g, p in zip(agent_group, agent_policy, strict=True) if p == k})
+        if len(spanned) > 1:
+            groups = tuple(spaces.groups[g] for g in spanned)
+            raise ConfigError(
+                f"agents of one policy must share spaces, and policy {name}'s differ ({_describe(groups)}): map "
+                f"them to different policies in policy_mapping{_pad_hint(cfg, groups)}"
+            )
     return PolicyMap(names, tuple(agent_policy))
+
+
+def _describe(groups: tuple[EnvSpaces, ...]) -> str:
+    """``adversary_0, adversary_1: obs (16,) float32, actions Box(...); agent_0: ...``"""
+    return "; ".join(
+        f"{', '.join(g.agent_ids)}: obs {g.obs_shape} {g.obs_dtype}, actions {g.action_space}" for g in groups
+    )
+
+
+def _pad_hint(cfg: RunConfig, groups: tuple[EnvSpaces, ...]) -> str:
+    """The padding alternative, where it applies: agents of one action space and one-dimensional observations."""
+    one_action = all(g.action_space == groups[0].action_space for g in groups)
+    vectors = all(len(g.obs_shape) == 1 and g.obs_dtype == groups[0].obs_dtype for g in groups)
+    if cfg.env.pad_observations or not (one_action and vectors):
+        return ""
+    return ", or set env.pad_observations=true to zero-pad their observations to the largest"
 
 
 def policy_spaces(cfg: RunConfig, spaces: EnvSpaces, name: str) -> EnvSpaces:
     """``spaces`` as policy ``name`` sees them: one env holds only its agents (its batches, epsilon ladder and
-    replay rate limits are sized by its own slots)."""
+    replay rate limits are sized by its own slots), and, when the env's agents differ in spaces, the spaces are
+    its agents' own (their space group's: its network, replay and learner are built with them)."""
     if not cfg.policies:
         return spaces
     pmap = policy_map(cfg, spaces)
     k = pmap.names.index(name)
-    ids = tuple(a for a, p in zip(spaces.agent_ids, pmap.agent_policy, strict=True) if p == k)
-    return dataclasses.replace(spaces, agents=len(ids), agent_ids=ids)
+    mine = [a for a, p in enumerate(pmap.agent_policy) if p == k]
+    ids = tuple(spaces.agent_ids[a] for a in mine)
+    own = spaces.groups[spaces.agent_groups()[mine[0]]] if spaces.groups else spaces
+    return dataclasses.replace(own, agents=len(ids), agent_ids=ids, groups=())
+
+
+def check_policy_spaces(cfg: RunConfig, spaces: EnvSpaces) -> None:
+    """Each policy's algorithm acts in its own agents' action space: DQN's Q head in Discrete ones only (one line
+    naming the fix; a bad mapping fails here too)."""
+    info = ALGORITHMS[cfg.algo.name]
+    for name in policy_map(cfg, spaces).names:
+        own = policy_spaces(cfg, spaces, name)
+        if own.continuous and not info.continuous_actions:
+            if not cfg.policies:
+                raise ConfigError(
+                    f"algo={cfg.algo.name} needs discrete actions but {cfg.env.id} has {own.action_space}: "
+                    f"choose an env with a Discrete action space, or algo=ppo / appo / a3c (Gaussian policy)"
+                )
+            raise ConfigError(
+                f"algo={cfg.algo.name} needs discrete actions but policy {name}'s agents ({', '.join(own.agent_ids)}) "
+                f"have {own.action_space}: show them as Discrete with env.discrete_agents (Box(0, 1, (d,)) actions), "
+                f"or use algo=ppo / appo (Gaussian policy)"
+            )
 
 
 def policy_config(cfg: RunConfig, name: str) -> RunConfig:

@@ -57,7 +57,12 @@ class EnvConfig:
     """Take a random number (seeded) of up to this many no-op actions after each reset, for start diversity."""
     pad_observations: bool = False
     """Multi-agent envs whose agents' one-dimensional observations differ in size (mpe2.simple_tag_v3): zero-pad
-    each to the largest (SuperSuit's pad_observations_v0), so one batch holds every agent."""
+    each to the largest (SuperSuit's pad_observations_v0), so that one policy can act for all of them. Without
+    it, each kind of agent keeps its own observation space and needs its own policy."""
+    discrete_agents: tuple[str, ...] = ()
+    """env=pettingzoo: agent-id patterns (fnmatch) whose Box(0, 1, (d,)) actions are shown as Discrete(d) and
+    sent one-hot: with mpe2's continuous_actions=true (global to its env), one team acts discretely beside a
+    continuous one (for mpe2's agents without a voice, exactly its discrete actions)."""
     options: dict[str, Any] = field(default_factory=dict)
     """Family-specific options, checked by the family (gymnasium: keyword arguments of gymnasium.make; custom:
     of env.factory; mario: actions; procgen: distribution_mode, num_levels, start_level, num_threads; snake:

@@ -18,15 +18,24 @@ from raylab.errors import ConfigError
 
 
 class MultiAgentFamily(EnvFamily):
-    """Envs of several agents, as agent slots (one policy for all: parameter sharing). Of the shared
-    preprocessing they take env.reward_clip, env.reward_scale (per agent) and env.max_episode_steps."""
+    """Envs of several agents, as agent slots (one policy for all: parameter sharing, or several policies). Of the
+    shared preprocessing they take env.reward_clip, env.reward_scale (per agent) and env.max_episode_steps; a
+    family with ``frames`` also env.grayscale, env.resize and env.frame_stack, per agent."""
 
     multi_agent = True
+    frames = False
+    """It takes env.grayscale, env.resize and env.frame_stack (per agent; raylab.envs.multiagent.SlotFrames)."""
 
     def check(self, cfg: EnvConfig) -> None:
         if self.options:  # pettingzoo: env.options are its parallel_env's keyword arguments, checked by calling it
             super().check(cfg)
-        if cfg.frame_skip != 1 or cfg.frame_stack != 1 or cfg.grayscale or cfg.resize is not None or cfg.noop_max:
+        if self.frames and (cfg.frame_skip != 1 or cfg.noop_max):
+            raise ConfigError(
+                f"env={self.name} is multi-agent and takes frame stacking, grayscale and resize per agent, not yet "
+                f"frame skip or no-op starts: set env.frame_skip=1 and env.noop_max=0"
+            )
+        frames = cfg.frame_stack != 1 or cfg.grayscale or cfg.resize is not None
+        if not self.frames and (cfg.frame_skip != 1 or cfg.noop_max or frames):
             raise ConfigError(
                 f"env={self.name} is multi-agent and takes no frame preprocessing yet: set env.frame_skip=1, "
                 f"env.frame_stack=1, env.grayscale=false, env.resize=null, env.noop_max=0"
@@ -79,12 +88,14 @@ class PettingZooFamily(MultiAgentFamily):
     ``parallel_env(...)``."""
 
     name = "pettingzoo"
+    frames = True
 
     def check(self, cfg: EnvConfig) -> None:
         super().check(cfg)
         env = multiagent.make_parallel_env(cfg.id, cfg.options)
         try:
-            multiagent.agent_spaces(env, cfg.id, cfg.pad_observations)
+            groups = multiagent.space_groups(env, cfg.id, cfg.pad_observations, cfg.discrete_agents)
+            multiagent.check_frames(groups, cfg.id, cfg.grayscale, cfg.resize)
         finally:
             env.close()
 
@@ -95,4 +106,6 @@ class PettingZooFamily(MultiAgentFamily):
         return multiagent.ParallelSlots(
             [build] * num_envs, [seed + i for i in range(num_envs)], cfg.id, cfg.max_episode_steps,
             cfg.reward_clip, cfg.reward_scale, name=name, pad_observations=cfg.pad_observations,
+            discrete_agents=cfg.discrete_agents, grayscale=cfg.grayscale, resize=cfg.resize,
+            frame_stack=cfg.frame_stack,
         )  # fmt: skip

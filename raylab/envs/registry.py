@@ -13,6 +13,7 @@ and a run is reproducible from ``seed``.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import cast
 
 import gymnasium as gym
@@ -31,7 +32,7 @@ from raylab.envs.families import (
     SnakeFamily,
 )
 from raylab.envs.multiagent_families import PettingZooFamily, SnakeArenaFamily
-from raylab.envs.vector import SerialVectorEnv, VectorEnv
+from raylab.envs.vector import SerialVectorEnv, VectorEnv, space_group_count
 from raylab.envs.wrappers import (
     EpisodeStatistics,
     FrameStack,
@@ -72,6 +73,11 @@ def check_env_config(cfg: EnvConfig) -> None:
         raise ConfigError(
             f"env.pad_observations pads the observations of a PettingZoo env's agents, and env={cfg.family} has none "
             f"to pad: set env.pad_observations=false"
+        )
+    if cfg.discrete_agents and fam.name != "pettingzoo":
+        raise ConfigError(
+            f"env.discrete_agents shows a PettingZoo env's agents' Box actions as Discrete ones, and env={cfg.family} "
+            f"has no such agents: set env.discrete_agents=[]"
         )
     fam.check(cfg)
     if cfg.backend == "envpool":
@@ -152,15 +158,22 @@ def make_vector_env(cfg: EnvConfig, num_envs: int, seed: int, worker_index: int 
 
 def env_spaces(cfg: EnvConfig) -> EnvSpaces:
     """Describe the preprocessed observation and action spaces of ``cfg`` (builds one env and closes it); for a
-    multi-agent env, those of one agent, and how many agents (slots) one env holds."""
+    multi-agent env, those of one agent, and how many agents (slots) one env holds; agents that differ in spaces:
+    each space group's (``EnvSpaces.groups``)."""
     fam = family(cfg)
     agents, agent_ids = 1, cast(tuple[str, ...], ())
+    groups: tuple[EnvSpaces, ...] = ()
     if fam.multi_agent or fam.vector_only(cfg):
         venv = make_vector_env(cfg, 1, seed=0)
         obs_space, act_space = venv.single_observation_space, venv.single_action_space
         if fam.multi_agent:
             agents = venv.num_envs
             agent_ids = tuple(str(a) for a in getattr(venv, "agents", [f"agent_{i}" for i in range(agents)]))
+            if space_group_count(venv) > 1:
+                groups = tuple(
+                    _spaces(cfg, g.observation_space, g.action_space, tuple(agent_ids[a] for a in g.agents))
+                    for g in venv.groups  # type: ignore[attr-defined]
+                )
         venv.close()
     else:
         env = make_env(cfg, seed=0)
@@ -168,6 +181,14 @@ def env_spaces(cfg: EnvConfig) -> EnvSpaces:
             obs_space, act_space = env.observation_space, env.action_space
         finally:
             env.close()
+    return dataclasses.replace(_spaces(cfg, obs_space, act_space, agent_ids, agents), groups=groups)
+
+
+def _spaces(
+    cfg: EnvConfig, obs_space: gym.Space, act_space: gym.Space, agent_ids: tuple[str, ...], agents: int | None = None
+) -> EnvSpaces:
+    """EnvSpaces of agents ``agent_ids`` (``agents`` slots per env; default one per id, or 1) acting in these spaces;
+    ConfigError naming the fix for spaces raylab's models do not take."""
     if not isinstance(obs_space, gym.spaces.Box):
         raise ConfigError(
             f"{cfg.id} has {obs_space} observations; raylab's models take array (Box) observations: "
@@ -176,6 +197,7 @@ def env_spaces(cfg: EnvConfig) -> EnvSpaces:
     assert obs_space.dtype is not None
     num_actions = int(act_space.n) if isinstance(act_space, gym.spaces.Discrete) else None
     action_dim = None
+    bounds = None
     if isinstance(act_space, gym.spaces.Box):
         if len(act_space.shape) != 1:
             raise ConfigError(
@@ -183,6 +205,7 @@ def env_spaces(cfg: EnvConfig) -> EnvSpaces:
                 f"flatten the action space in your env"
             )
         action_dim = int(act_space.shape[0])
+        bounds = (tuple(float(x) for x in act_space.low), tuple(float(x) for x in act_space.high))
     elif num_actions is None:
         raise ConfigError(
             f"{cfg.id} has {act_space} actions; raylab acts in Discrete or one-dimensional Box action spaces: "
@@ -195,6 +218,7 @@ def env_spaces(cfg: EnvConfig) -> EnvSpaces:
         action_space=repr(act_space),
         frames_per_step=cfg.frame_skip,
         action_dim=action_dim,
-        agents=agents,
+        agents=agents if agents is not None else max(len(agent_ids), 1),
         agent_ids=agent_ids,
+        action_bounds=bounds,
     )

@@ -63,6 +63,41 @@ class VectorEnv(Protocol):
     def close(self) -> None: ...
 
 
+class GroupStep(NamedTuple):
+    """``VectorStep`` of an env whose slots form several space groups (agents that differ in observation or
+    action spaces, raylab/envs/multiagent.py): ``obs[g]`` is group g's batch, its slots in group order
+    (``slot_local``); every other field is over all slots, and ``final_obs`` holds (slot, an observation of
+    its group's shape)."""
+
+    obs: tuple[np.ndarray, ...]
+    rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    final_obs: list[tuple[int, np.ndarray]]
+    episodes: list[tuple[int, dict[str, float]]]
+    restarted: np.ndarray | None
+
+
+class GroupedVectorEnv(VectorEnv, Protocol):
+    """A vector env whose slots form several space groups: observations and actions travel as one array per
+    group, so no agent's are padded to another's. ``reset``/``step`` serve one group only."""
+
+    num_groups: int
+    slot_group: np.ndarray
+    """[num_envs] the space group of each slot."""
+    slot_local: np.ndarray
+    """[num_envs] each slot's index among its group's slots."""
+
+    def reset_groups(self) -> tuple[np.ndarray, ...]: ...
+
+    def step_groups(self, actions: Sequence[np.ndarray]) -> GroupStep: ...
+
+
+def space_group_count(env: Any) -> int:
+    """How many space groups ``env``'s slots form (1 for every env but a multi-agent one of differing agents)."""
+    return int(getattr(env, "num_groups", 1))
+
+
 class SerialVectorEnv:
     """Steps ``len(env_fns)`` envs in turn; an env whose episode ends is reset in the same step."""
 

@@ -142,7 +142,11 @@ def check_fits_in_memory(
     capacity: int, obs_shape: tuple[int, ...], obs_dtype: np.dtype, frame_stack: int = 1, dedup: bool = False
 ) -> None:
     """ConfigError when ``capacity`` transitions would not fit in 90 % of the memory available now."""
-    needed = capacity * bytes_per_transition(obs_shape, obs_dtype, frame_stack, dedup)
+    check_bytes_fit(capacity, capacity * bytes_per_transition(obs_shape, obs_dtype, frame_stack, dedup))
+
+
+def check_bytes_fit(capacity: int, needed: float) -> None:
+    """ConfigError when ``needed`` bytes (``capacity`` transitions) would not fit in 90 % of the memory available."""
     available = psutil.virtual_memory().available
     if needed > 0.9 * available:
         raise ConfigError(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
-from raylab.envs.vector import VectorEnv
+from raylab.envs.vector import GroupedVectorEnv, VectorEnv, space_group_count
 from raylab.rollout.policies import Policy, PolicySet
 from raylab.types import EvalResult, Stateful, Weights
 
@@ -24,6 +25,8 @@ class Evaluator:
         self.policy = policy
         self.names = list(policy_names) if policy_names is not None else None
         self.slot_policy: np.ndarray | None = None
+        self.grouped = cast(GroupedVectorEnv, env) if space_group_count(env) > 1 else None
+        """Agents of several space groups: ``_grouped_episodes`` steps them."""
         if isinstance(policy, PolicySet):
             assert self.names is not None and len(self.names) == len(policy.policies)
             self.slot_policy = np.empty(policy.num_slots, np.int64)
@@ -65,6 +68,8 @@ class Evaluator:
         returns: list[float] = []
         lengths: list[int] = []
         slots: list[int] = []
+        if self.grouped is not None:
+            return self._grouped_episodes(self.grouped, quota)
         obs = self.env.reset()
         memory = self.policy if isinstance(self.policy, Stateful) and self.policy.state_size > 0 else None
         if memory is not None:  # a recurrent policy: every episode starts from zeros
@@ -75,6 +80,29 @@ class Evaluator:
             if memory is not None:
                 memory.reset_states(step.terminated | step.truncated)
             for i, stats in step.episodes:  # raw game returns (before reward clipping/scaling)
+                if quota[i] > 0:
+                    quota[i] -= 1
+                    returns.append(float(stats["return"]))
+                    lengths.append(int(stats["length"]))
+                    slots.append(i)
+        return np.array(returns), np.array(lengths), np.array(slots, np.int64)
+
+    def _grouped_episodes(self, env: GroupedVectorEnv, quota: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``_episodes`` for agents of several space groups: one observation and action batch per group."""
+        assert isinstance(self.policy, PolicySet)
+        returns: list[float] = []
+        lengths: list[int] = []
+        slots: list[int] = []
+        obs = env.reset_groups()
+        memory = self.policy.state_size > 0
+        if memory:  # recurrent policies: every episode starts from zeros
+            self.policy.reset_states(np.ones(self.policy.num_slots, bool))
+        while quota.any():
+            step = env.step_groups(self.policy.act_groups(obs))
+            obs = step.obs
+            if memory:
+                self.policy.reset_states(step.terminated | step.truncated)
+            for i, stats in step.episodes:
                 if quota[i] > 0:
                     quota[i] -= 1
                     returns.append(float(stats["return"]))

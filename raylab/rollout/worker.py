@@ -14,6 +14,7 @@ import numpy as np
 
 from raylab.envs.vector import VectorEnv
 from raylab.metrics.timing import GapTimer, StageTimer
+from raylab.rollout.groups import GroupedRollout
 from raylab.rollout.policies import Policy, PolicySet, split_chunk
 from raylab.types import Chunk, Episodes, PolicyRollout, RolloutStats, Stateful, Weights
 
@@ -32,6 +33,13 @@ class Rollout:
     initial_states: list[np.ndarray | None] | None = None
     """A PolicySet's recurrent policies: each policy's states at the chunk's start (``split_chunk`` hands them
     to its part); a single policy's are in ``chunk.initial_state``."""
+    groups: list[Chunk] | None = None
+    """Agents of several space groups (raylab/rollout/groups.py): each group's chunk (``chunk`` is the first)."""
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        """One chunk per space group (one: ``chunk``)."""
+        return self.groups if self.groups is not None else [self.chunk]
 
 
 class RolloutWorker:
@@ -63,7 +71,9 @@ class RolloutWorker:
         rate limiter, queued behind the driver, or (serial topology) the learner's and other workers' turn;
         weight loads in between are weight_sync, not wait."""
         self._sync_s = 0.0
-        self._obs = env.reset().copy()
+        self._grouped = GroupedRollout.of(env, policy)
+        """Agents of several space groups: their path (raylab/rollout/groups.py); None: one space, below."""
+        self._obs = env.reset().copy() if self._grouped is None else np.zeros(0)
         self.memory: Stateful | None = policy if isinstance(policy, Stateful) and policy.state_size > 0 else None
         """The policy, when it keeps a state per slot (model.recurrent): reset here at every episode's end."""
         self._seq = 0
@@ -90,9 +100,14 @@ class RolloutWorker:
 
     def reset(self) -> None:
         """Reset every env: the next chunk starts fresh episodes (and a recurrent policy from zero states)."""
-        self._obs = self.env.reset().copy()
+        if self._grouped is not None:
+            self._grouped.reset()
+            slots = self._grouped.policy.num_slots
+        else:
+            self._obs = self.env.reset().copy()
+            slots = len(self._obs)
         if self.memory is not None:
-            self.memory.reset_states(np.ones(len(self._obs), bool))
+            self.memory.reset_states(np.ones(slots, bool))
 
     def sample(self) -> tuple[Chunk, RolloutStats]:
         """A chunk and its stats, the timer's stages popped into them; the time since the previous ``sample``
@@ -114,15 +129,16 @@ class RolloutWorker:
             slot_policy = np.empty(self.policy.num_slots, np.int64)
             for k, (idx, version) in enumerate(zip(self.policy.slots, self.policy.versions, strict=True)):
                 slot_policy[idx] = k
+                group, local = self.policy.parts[k]  # one space group: (0, idx)
                 initial = None if rollout.initial_states is None else rollout.initial_states[k]
-                chunks.append(split_chunk(chunk, idx, version, initial))
+                chunks.append(split_chunk(rollout.chunks[group], local, version, initial))
             ended = slot_policy[np.asarray(rollout.episode_slots, np.int64)]
             for k, part in enumerate(chunks):
                 records = [r for r, p in zip(rollout.episodes, ended, strict=True) if p == k]
                 parts.append(PolicyRollout(part.size, part.policy_version, episodes_of(records)))
         stats = RolloutStats(
             worker_id=self.worker_id,
-            num_steps=chunk.size,
+            num_steps=sum(c.size for c in rollout.chunks),
             policy_version=chunk.policy_version,
             episodes=episodes_of(rollout.episodes),
             timings=self.timer.pop(),
@@ -135,6 +151,8 @@ class RolloutWorker:
 
     def collect(self) -> Rollout:
         """Step the envs for one chunk (``env`` and ``inference`` stages go to the timer, which keeps them)."""
+        if self._grouped is not None:
+            return self._grouped.collect(self)
         steps, num_envs = self.rollout_length, self.env.num_envs
         obs = np.empty((steps + 1, *self._obs.shape), self._obs.dtype)
         actions: np.ndarray | None = None  # [T, E] int64, or [T, E, D] float32 (Box): the first action says

@@ -123,3 +123,56 @@ def test_a_video_of_a_multi_agent_run_is_refused_before_evaluating(tmp_path):
     with pytest.raises(ConfigError, match="videos of it are not made yet"):
         evaluate(EvaluateArgs(run_dir=summary.run_dir, episodes=4, video=True))
     assert not (Path(summary.run_dir) / "eval").exists()  # nothing written
+
+
+TEAMS = (
+    "logger.console=false", "topology=local", "topology.num_workers=1", "topology.envs_per_worker=2",
+    "topology.rollout_length=25", "model.hidden_sizes=[32]", "algo.minibatches=2", "stop.seconds=120",
+    "eval.every_seconds=null", "eval.final_episodes=8", "checkpoint.every_seconds=null",
+)  # fmt: skip
+"""Two rounds of a two-team mpe2 env: 1 worker x 2 envs x 25 steps of every agent each."""
+
+
+def _first_layer(params: dict) -> tuple[int, ...]:
+    return tuple(params["encoder.net.1.weight"].shape)
+
+
+def test_a_discrete_and_a_continuous_policy_train_in_one_run_each_in_its_own_spaces(tmp_path):
+    """simple_tag_mixed_ppo: Gaussian predators (16 floats, Box(5)) and a categorical prey (14 floats, Discrete(5))
+    in one env, nothing padded; each learns, checkpoints and is scored in its own spaces."""
+    from raylab.evaluate import EvaluateArgs, evaluate
+    from raylab.learner.checkpoint import load_checkpoint
+
+    summary = run(make_config(tmp_path, "+experiment=simple_tag_mixed_ppo", *TEAMS, "stop.env_steps=400"))
+    run_dir = Path(summary.run_dir)
+    bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
+    predators, prey = bm["policies"]["predators"], bm["policies"]["prey"]
+    assert summary.env_steps == 400 and predators["env_steps"] == 3 * prey["env_steps"] == 300  # 2 rounds
+    assert predators["updates"] > 0 and prey["updates"] > 0 and predators["version"] == prey["version"] == 2
+    assert predators["episodes"] == 12 and prey["episodes"] == 4  # 25-step episodes: 2 rounds x 2 envs x agents
+    final = load_checkpoint(run_dir / "checkpoints" / "final.pt")["policy"]["policies"]
+    assert _first_layer(final["predators"]["params"]) == (32, 16) and final["predators"]["params"]["log_std"].shape == (
+        5,
+    )
+    assert _first_layer(final["prey"]["params"]) == (32, 14) and "log_std" not in final["prey"]["params"]
+    assert tuple(final["prey"]["params"]["policy.weight"].shape) == (5, 32)  # 5 logits
+    scored = evaluate(EvaluateArgs(run_dir=str(run_dir), episodes=8))
+    assert scored["policies"]["predators"]["episodes"] + scored["policies"]["prey"]["episodes"] == 8
+    for team in ("predators", "prey"):  # a uniformly random Box team, then a uniformly random Discrete one
+        versus = evaluate(EvaluateArgs(run_dir=str(run_dir), episodes=8, against_random=team))
+        assert versus["against_random"] == [team] and versus["episodes"] == 8
+
+
+def test_two_teams_of_different_observation_sizes_train_without_padding(tmp_path):
+    """simple_adversary_ppo with env.pad_observations=false: the adversary's policy sees its 8 floats, the agents'
+    their 10."""
+    from raylab.learner.checkpoint import load_checkpoint
+
+    summary = run(make_config(
+        tmp_path, "+experiment=simple_adversary_ppo", "env.pad_observations=false", *TEAMS, "stop.env_steps=300",
+    ))  # fmt: skip
+    bm = json.loads((Path(summary.run_dir) / "benchmark_metrics.json").read_text())
+    assert bm["policies"]["agents"]["env_steps"] == 2 * bm["policies"]["adversary"]["env_steps"] == 200
+    assert bm["policies"]["adversary"]["updates"] > 0 and bm["policies"]["agents"]["updates"] > 0
+    final = load_checkpoint(Path(summary.run_dir) / "checkpoints" / "final.pt")["policy"]["policies"]
+    assert _first_layer(final["adversary"]["params"]) == (32, 8) and _first_layer(final["agents"]["params"]) == (32, 10)

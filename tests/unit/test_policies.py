@@ -3,6 +3,8 @@ config, per-policy batched inference, cutting a chunk into one chunk per policy,
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -231,3 +233,175 @@ def test_resume_checks_each_policys_networks_and_the_mapping_order_but_not_keys_
     old = {k: v for k, v in shared.items() if k not in ("policies", "policy_mapping")}
     old["env"] = {k: v for k, v in shared["env"].items() if k != "pad_observations"}
     check_compatible(old, shared, tmp_path)
+
+
+TAG_IDS = ("adversary_0", "adversary_1", "adversary_2", "agent_0")
+PREDATORS = EnvSpaces(
+    (16,), np.dtype(np.float32), None, "Box(0.0, 1.0, (5,), float32)", action_dim=5, agents=3, agent_ids=TAG_IDS[:3],
+    action_bounds=((0.0,) * 5, (1.0,) * 5),
+)  # fmt: skip
+PREY = EnvSpaces((14,), np.dtype(np.float32), 5, "Discrete(5)", agents=1, agent_ids=TAG_IDS[3:])
+TAG = EnvSpaces(
+    (16,), np.dtype(np.float32), None, PREDATORS.action_space, action_dim=5, agents=4, agent_ids=TAG_IDS,
+    groups=(PREDATORS, PREY), action_bounds=PREDATORS.action_bounds,
+)  # fmt: skip
+"""mpe2 simple_tag_v3 with continuous_actions=true and env.discrete_agents=[agent_*] (simple_tag_mixed_ppo)."""
+MIXED = ("+experiment=simple_tag_mixed_ppo", "logger.console=false")
+
+
+def test_each_policy_gets_its_own_agents_spaces(tmp_path):
+    from raylab.config.policies import policy_spaces
+
+    cfg = make_config(tmp_path, *MIXED)
+    pmap = policy_map(cfg, TAG)
+    assert pmap.names == ("predators", "prey") and pmap.agent_policy == (0, 0, 0, 1)
+    predators, prey = (policy_spaces(cfg, TAG, name) for name in pmap.names)
+    assert (predators.obs_shape, predators.action_dim, predators.agents, predators.groups) == ((16,), 5, 3, ())
+    assert (prey.obs_shape, prey.num_actions, prey.agent_ids, prey.groups) == ((14,), 5, ("agent_0",), ())
+    slot_group, slot_local = TAG.slot_layout(2)
+    assert slot_group.tolist() == [0, 0, 0, 1, 0, 0, 0, 1] and slot_local.tolist() == [0, 1, 2, 0, 3, 4, 5, 1]
+
+
+def test_agents_that_differ_in_spaces_need_a_policy_of_their_own(tmp_path):
+    from raylab.config.policies import check_policy_spaces
+
+    shared = make_config(tmp_path, *MIXED, "~policies", "~policy_mapping")
+    with pytest.raises(
+        ConfigError,
+        match=r"mpe2.simple_tag_v3's agents differ in spaces \(adversary_0, adversary_1, "
+        r"adversary_2: obs \(16,\) float32, actions Box.*; agent_0: obs \(14,\) float32, actions "
+        r"Discrete\(5\)\) and one policy acts for all of them: give each kind its own policy",
+    ) as err:
+        policy_map(shared, TAG)  # fmt: skip
+    assert "pad_observations" not in str(err.value) and "\n" not in str(err.value)  # their actions differ too
+    same_actions = (dataclasses.replace(PREDATORS, num_actions=5, action_dim=None, action_space="Discrete(5)"), PREY)
+    with pytest.raises(ConfigError, match=r"or set env\.pad_observations=true to zero-pad their observations"):
+        policy_map(shared, dataclasses.replace(TAG, groups=same_actions))
+    mapping = "+policy_mapping={adversary_0: predators, adversary_1: prey, adversary_2: prey, agent_0: prey}"
+    spanning = make_config(tmp_path, *MIXED, "~policy_mapping", mapping)
+    with pytest.raises(ConfigError, match="agents of one policy must share spaces, and policy prey's differ") as err:
+        policy_map(spanning, TAG)
+    assert "map them to different policies in policy_mapping" in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(ConfigError, match="agents of one policy must share spaces"):
+        check_policy_spaces(spanning, TAG)  # what raylab.train checks before writing anything
+    check_policy_spaces(make_config(tmp_path, *MIXED), TAG)  # PPO acts in Box and Discrete spaces alike
+
+
+def test_a_dqn_policy_of_box_agents_is_refused_naming_the_fix(tmp_path):
+    from raylab.config.policies import check_policy_spaces
+
+    cfg = make_config(
+        tmp_path, *MIXED, "algo=dqn", "topology=apex_dqn", "~algo.gae_lambda", "~algo.epochs", "~algo.minibatches",
+        "~algo.entropy_coef", "~model.log_std_init",
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match=r"algo=dqn needs discrete actions but policy predators's agents "
+                       r"\(adversary_0, adversary_1, adversary_2\) have Box.*: show them as Discrete with "
+                       r"env.discrete_agents"):  # fmt: skip
+        check_policy_spaces(cfg, TAG)
+    prey_only = dataclasses.replace(TAG, groups=(dataclasses.replace(PREDATORS, num_actions=5, action_dim=None), PREY))
+    check_policy_spaces(cfg, prey_only)
+
+
+class BoxConstant(Constant):
+    """Constant, but a Box action: ``action`` in every one of its ``dim`` entries."""
+
+    def __init__(self, action: float, log_prob: float, dim: int = 5, obs_size: int = 16):
+        super().__init__(0, log_prob)
+        self.value, self.dim, self.obs_size = action, dim, obs_size
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        assert obs.shape[1:] == (self.obs_size,)
+        super().act(obs)
+        return np.full((len(obs), self.dim), self.value, np.float32)
+
+
+def test_a_policy_set_over_space_groups_feeds_each_policy_its_own_slots_and_shapes():
+    box, discrete = BoxConstant(0.5, -0.5), Constant(3, -1.5)
+    layout = TAG.slot_layout(2)
+    policies = PolicySet([box, discrete], [np.array([0, 1, 2, 4, 5, 6]), np.array([3, 7])], layout)
+    assert policies.grouped and policies.parts[1][0] == 1 and policies.parts[1][1].tolist() == [0, 1]
+    obs = [np.zeros((6, 16), np.float32), np.ones((2, 14), np.float32)]
+    continuous, discrete_actions = policies.act_groups(obs)
+    assert continuous.dtype == np.float32 and continuous.shape == (6, 5) and (continuous == 0.5).all()
+    assert discrete_actions.dtype == np.int64 and discrete_actions.tolist() == [3, 3]
+    assert box.batches == [6] and discrete.batches == [2]  # each policy once, on its slots only
+    assert policies.last_log_probs is not None and policies.last_log_probs.tolist() == [-0.5] * 3 + [-1.5] + [
+        -0.5
+    ] * 3 + [-1.5]  # fmt: skip
+    with pytest.raises(AssertionError, match="one space group"):
+        PolicySet([box, discrete], [np.array([0, 1, 2, 3, 4, 5]), np.array([6, 7])], layout)
+
+
+def mixed_tag_worker(rollout_length: int = 8, max_cycles: int = 5):
+    from raylab.config import EnvConfig
+    from raylab.envs.registry import make_vector_env
+
+    cfg = EnvConfig(
+        family="pettingzoo", id="mpe2.simple_tag_v3", discrete_agents=("agent_*",),
+        options={"continuous_actions": True, "max_cycles": max_cycles},
+    )  # fmt: skip
+    env = make_vector_env(cfg, 2, seed=0)
+    predators, prey = BoxConstant(1.0, -0.5), Constant(2, -1.5)
+    policies = PolicySet([predators, prey], [np.array([0, 1, 2, 4, 5, 6]), np.array([3, 7])], TAG.slot_layout(2))
+    return RolloutWorker(env, policies, worker_id=1, rollout_length=rollout_length)
+
+
+def test_a_worker_over_space_groups_cuts_each_policys_chunk_in_its_own_spaces():
+    worker = mixed_tag_worker()
+    worker.set_weights([Weights(3, {}), Weights(6, {})])
+    (predators, prey), stats = worker.sample_each()
+    assert predators.obs.shape == (9, 6, 16) and predators.actions.shape == (8, 6, 5)
+    assert predators.actions.dtype == np.float32 and (predators.actions == 1.0).all()
+    assert prey.obs.shape == (9, 2, 14) and prey.actions.dtype == np.int64 and (prey.actions == 2).all()
+    assert (predators.policy_version, prey.policy_version) == (3, 6) and predators.seq == prey.seq == 0
+    assert predators.log_probs is not None and (predators.log_probs == -0.5).all()
+    assert prey.log_probs is not None and (prey.log_probs == -1.5).all()
+    # max_cycles=5: every agent's episode is truncated at step 4, with its final observation in its own shape
+    assert predators.truncated[4].all() and prey.truncated[4].all() and not prey.truncated[:4].any()
+    assert predators.final_obs.shape == (6, 16) and predators.final_index.tolist() == [[4, s] for s in range(6)]
+    assert prey.final_obs.shape == (2, 14) and prey.final_index.tolist() == [[4, 0], [4, 1]]
+    assert stats.num_steps == 64 and stats.policies is not None
+    assert [p.num_steps for p in stats.policies] == [48, 16]
+    assert [len(p.episodes) for p in stats.policies] == [6, 2] and len(stats.episodes) == 8
+    (after, prey_after), _ = worker.sample_each()
+    assert np.array_equal(after.obs[0], predators.obs[-1]) and np.array_equal(prey_after.obs[0], prey.obs[-1])
+    assert after.seq == 1
+    worker.reset()
+    (fresh, _), _ = worker.sample_each()
+    assert fresh.seq == 2 and fresh.obs.shape == (9, 6, 16)
+
+
+def test_the_evaluator_scores_each_policy_of_agents_that_differ():
+    from raylab.rollout.evaluator import Evaluator
+
+    worker = mixed_tag_worker()
+    evaluator = Evaluator(worker.env, worker.policy, ["predators", "prey"])
+    result = evaluator.evaluate([Weights(1, {}), Weights(1, {})], episodes=8)
+    assert result.policies is not None and len(result.returns) == 8
+    assert len(result.policies["predators"]) + len(result.policies["prey"]) == 8 and len(result.policies["prey"]) > 0
+
+
+def test_plans_build_each_policys_learner_and_check_its_network_with_its_own_spaces(tmp_path, monkeypatch):
+    from raylab.builders import plans
+
+    checked = []
+    real = plans.check_model_fits
+    monkeypatch.setattr(
+        plans, "check_model_fits", lambda model, spaces, q: (checked.append(spaces.obs_shape), real(model, spaces, q))
+    )
+    plan = plans.build_plan(make_config(tmp_path, *MIXED), TAG)
+    learners = {p.name: p.learner.args[0] for p in plan.flow.policies.plans}  # partial(build_learner, cfg, spaces)
+    assert learners["predators"].args[1] == dataclasses.replace(PREDATORS, agent_ids=TAG_IDS[:3])
+    assert learners["prey"].args[1].obs_shape == (14,) and learners["prey"].args[1].num_actions == 5
+    assert learners["prey"].args[0].seed == learners["predators"].args[0].seed + SEED_STRIDE
+    assert checked == [(16,), (14,)]
+
+
+def test_a_random_policy_in_a_box_acts_uniformly_within_its_bounds():
+    from raylab.rollout.policies import RandomPolicy
+
+    policy = RandomPolicy(None, seed=2, bounds=((0.0, -2.0), (1.0, 2.0)))
+    actions = policy.act(np.zeros((4000, 3), np.float32))
+    assert actions.shape == (4000, 2) and actions.dtype == np.float32
+    assert actions[:, 0].min() >= 0 and actions[:, 0].max() <= 1 and actions[:, 1].min() >= -2
+    assert abs(actions[:, 1].mean()) < 0.1 and actions[:, 1].max() > 1.9

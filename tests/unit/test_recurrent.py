@@ -379,3 +379,36 @@ def test_a_custom_model_takes_no_recurrent_core():
     cfg = ModelConfig(encoder="custom", factory="x:y", recurrent="lstm")
     with pytest.raises(ConfigError, match="model=custom builds the whole network"):
         build_actor_critic(cfg, SPACES)
+
+
+def test_recurrent_policies_over_space_groups_carry_their_own_states():
+    """simple_tag with continuous predators (16 floats) and discrete prey (14 floats), each policy an LSTM or GRU
+    in its own spaces: each part starts from its policy's states, and the learner's pass gives back the acting
+    log-probabilities (a Gaussian and a categorical policy)."""
+    from raylab.config import EnvConfig
+    from raylab.envs.registry import env_spaces, make_vector_env
+
+    cfg = EnvConfig(
+        family="pettingzoo", id="mpe2.simple_tag_v3", discrete_agents=("agent_*",),
+        options={"continuous_actions": True, "max_cycles": 6},
+    )  # fmt: skip
+    spaces = env_spaces(cfg)
+    assert len(spaces.groups) == 2
+    env = make_vector_env(cfg, 2, seed=0)
+    nets = []
+    for g, kind in enumerate(("lstm", "gru")):
+        own = spaces.groups[g]
+        torch.manual_seed(g)
+        nets.append(build_actor_critic(ModelConfig(hidden_sizes=(16,), recurrent=kind, recurrent_size=8), own))
+    layout = spaces.slot_layout(2)
+    slots = [np.flatnonzero(layout[0] == g) for g in range(2)]
+    policies = PolicySet([ActorCriticPolicy(copy.deepcopy(n), seed=0) for n in nets], slots, layout)
+    worker = RolloutWorker(env, policies, worker_id=0, rollout_length=4)
+    worker.sample_each()
+    parts, _ = worker.sample_each()  # crosses the episode end at step 6
+    for net, part in zip(nets, parts, strict=True):
+        assert part.initial_state is not None and part.initial_state.shape == (len(part.obs[0]), net.state_size)
+        assert np.abs(part.initial_state).sum() > 0
+        r = round_values(net, part, IO())
+        np.testing.assert_allclose(r.log_probs, part.log_probs, atol=1e-5)
+    assert parts[0].actions.dtype == np.float32 and parts[1].actions.dtype == np.int64
