@@ -36,9 +36,6 @@ LEARNER = tuple(name for name, info in ALGORITHMS.items() if info.no_learner is 
 NO_LEARNER = tuple(name for name, info in ALGORITHMS.items() if info.no_learner is not None)
 ACTOR_CRITIC = tuple(name for name, info in ALGORITHMS.items() if info.continuous_actions)
 Q_HEAD = tuple(name for name, info in ALGORITHMS.items() if not info.continuous_actions)
-RECURRENT = (*ACTOR_CRITIC, "dqn")
-"""The algorithms with a model.recurrent form (dqn: R2D2, its replay storing sequences)."""
-_RECURRENT = "a state per slot; dqn trains it as R2D2"
 
 
 @dataclass(frozen=True)
@@ -99,16 +96,9 @@ TABLE: tuple[Applies, ...] = (
         model=Scope(BUILT_IN_MODELS, _BUILT_IN),
     ),
     Applies("model.log_std_init", algo=Scope(ACTOR_CRITIC, "their Gaussian policy for Box actions")),
-    Applies(
-        "model.recurrent",
-        algo=Scope(RECURRENT, _RECURRENT),
-        model=Scope(BUILT_IN_MODELS, _BUILT_IN),
-    ),
-    Applies(
-        "model.recurrent_size",
-        algo=Scope(RECURRENT, _RECURRENT),
-        model=Scope(BUILT_IN_MODELS, _BUILT_IN),
-    ),
+    # every algorithm has a recurrent form (the actor-critics: BPTT over chunks; dqn: R2D2's sequence replay)
+    Applies("model.recurrent", model=Scope(BUILT_IN_MODELS, _BUILT_IN)),
+    Applies("model.recurrent_size", model=Scope(BUILT_IN_MODELS, _BUILT_IN)),
     Applies("model.norm", model=Scope(("nature_cnn",), "BatchNorm after its convolutions")),
     Applies(
         "model.rollout_precision",

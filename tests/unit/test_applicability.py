@@ -16,6 +16,7 @@ FACTORY = "raylab_corridor.models:make_model"
 
 NON_DEFAULT = {
     "model.dueling": True, "model.normalize_obs": True, "model.log_std_init": -0.5,
+    "model.recurrent": "lstm", "model.recurrent_size": 64,
     "model.norm": "batch", "model.factory": FACTORY, "model.options": {"hidden": 3}, "model.rollout_precision": "bf16",
     "topology.chunks_in_flight": 2,
     "learner.precision": "bf16", "learner.compile_mode": "reduce-overhead", "learner.compile": True,
