@@ -22,7 +22,8 @@ from raylab.replay.rate_limiter import SamplesPerInsertLimiter
 @dataclass(frozen=True)
 class ReplayPlan:
     """One policy's replay (Ape-X): its shards (run-wide indices ``first ..``), its rate limiter, the snapshots a
-    resumed run reloads, its capacity and the agent steps of one worker's chunk (the limiter's insert unit)."""
+    resumed run reloads, its capacity (items: transitions or R2D2's sequences) and the agent steps of one worker's
+    chunk (the limiter's insert unit)."""
 
     first: int
     shards: tuple[ActorSpec, ...]
@@ -30,6 +31,9 @@ class ReplayPlan:
     snapshots: tuple[Path | None, ...]
     capacity: int
     chunk_size: int
+    steps_per_item: int = 1
+    """Env steps one sampled item trains (the limiter's sample unit): 1 for a transition, R2D2's
+    algo.sequence.trace for a sequence."""
 
 
 @dataclass(frozen=True)

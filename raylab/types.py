@@ -107,6 +107,12 @@ class Chunk:
     (zeros where an episode starts there); None for a feed-forward policy. Inside the chunk the state restarts
     from zeros after every step that ended an episode (terminated, truncated or crashed), so the learner
     replays the chunk from these rows alone."""
+    core_states: np.ndarray | None = None
+    """[K, S] float32, R2D2's sequence start states (a worker with ``record_state_every``): row k is the state
+    slot ``core_index[k, 1]`` acts from at step ``core_index[k, 0]`` (in [1, T]; T is the next chunk's step 0),
+    recorded every ``record_state_every`` steps into each episode; None when not recorded."""
+    core_index: np.ndarray | None = None
+    """[K, 2] int64 (t, e) of ``core_states``."""
 
     @property
     def num_steps(self) -> int:
@@ -145,6 +151,32 @@ class Batch:
     rewards: np.ndarray
     discounts: np.ndarray
     next_obs: np.ndarray
+    indices: np.ndarray | None = None
+    weights: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.actions.shape[0])
+
+
+@dataclass
+class SequenceBatch:
+    """An R2D2 learner batch of ``B`` sequences of ``m = burn_in + trace`` steps (raylab/replay/sequences.py)
+    plus, for prioritized replay, their keys and importance weights."""
+
+    obs: np.ndarray
+    """[B, m + 1, ...]: the observations, ``obs[length]`` the bootstrap one, padded after it."""
+    actions: np.ndarray
+    """[B, m]."""
+    rewards: np.ndarray
+    """[B, m]."""
+    state: np.ndarray
+    """[B, S]: the recurrent state the policy acted from at each sequence's first step."""
+    burn_in: np.ndarray
+    """[B]: warm-up steps of each sequence (no loss on them)."""
+    length: np.ndarray
+    """[B]: real steps of each sequence."""
+    terminal: np.ndarray
+    """[B]: the episode terminated at step ``length - 1``."""
     indices: np.ndarray | None = None
     weights: np.ndarray | None = None
 

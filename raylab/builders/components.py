@@ -34,6 +34,7 @@ from raylab.params.server import ParameterServer
 from raylab.replay.buffer import (
     PrioritizedSpec,
     ReplayBuffer,
+    SequenceLayout,
     bytes_per_transition,
     check_bytes_fit,
     check_fits_in_memory,
@@ -73,7 +74,11 @@ def build_rollout_worker(
         lambda c, s, n: spec.rollout_policy(c, s, worker_id, env_steps * n // spaces.slots(topo.envs_per_worker)),
     )  # fmt: skip
     env = make_vector_env(cfg.env, topo.envs_per_worker, cfg.seed, worker_index=worker_id)
-    worker = RolloutWorker(env, policy, worker_id=worker_id, rollout_length=topo.rollout_length, timer=_timer(cfg))
+    layout = replay_sequences(cfg, spaces) if cfg.algo.name == "dqn" else None
+    worker = RolloutWorker(
+        env, policy, worker_id=worker_id, rollout_length=topo.rollout_length, timer=_timer(cfg),
+        record_state_every=layout.period if layout is not None else 0,
+    )  # fmt: skip
     worker.env_steps = env_steps
     return worker
 
@@ -127,16 +132,29 @@ def replay_dedup(cfg: RunConfig, spaces: EnvSpaces) -> bool:
     return bool(cfg.replay.frame_dedup)
 
 
-def replay_shard_capacity(cfg: RunConfig) -> int:
-    """Transitions per replay shard (replay.capacity is the total)."""
-    return max(1, cfg.replay.capacity // cfg.replay.num_shards)
+def replay_sequences(cfg: RunConfig, spaces: EnvSpaces) -> SequenceLayout | None:
+    """R2D2's replay sequences (algo=dqn with model.recurrent), None for transitions."""
+    if cfg.model.recurrent == "none":
+        return None
+    seq = dqn_config(cfg).sequence
+    size = 2 * cfg.model.recurrent_size if cfg.model.recurrent == "lstm" else cfg.model.recurrent_size
+    return SequenceLayout(seq.burn_in, seq.trace, seq.period, size)
+
+
+def replay_shard_capacity(cfg: RunConfig, spaces: EnvSpaces | None = None) -> int:
+    """Items per replay shard (replay.capacity is the total, in transitions; R2D2's sequences: in env steps,
+    one sequence per algo.sequence.period of them)."""
+    steps = max(1, cfg.replay.capacity // cfg.replay.num_shards)
+    layout = replay_sequences(cfg, spaces) if spaces is not None else None
+    return layout.items(steps) if layout is not None else steps
 
 
 def check_replay_fits(cfg: RunConfig, spaces: EnvSpaces) -> None:
     """ConfigError (before Ray starts) when replay.capacity cannot fit in memory, counting de-duplication."""
     check_fits_in_memory(
-        cfg.replay.capacity, spaces.obs_shape, spaces.obs_dtype, cfg.env.frame_stack, replay_dedup(cfg, spaces)
-    )
+        cfg.replay.capacity, spaces.obs_shape, spaces.obs_dtype, cfg.env.frame_stack, replay_dedup(cfg, spaces),
+        replay_sequences(cfg, spaces),
+    )  # fmt: skip
 
 
 def check_policy_replays_fit(cfg: RunConfig, spaces: EnvSpaces) -> None:
@@ -158,7 +176,7 @@ def build_replay(cfg: RunConfig, spaces: EnvSpaces, shard: int = 0) -> ReplayBuf
         else None
     )
     return ReplayBuffer(
-        capacity=replay_shard_capacity(cfg),
+        capacity=replay_shard_capacity(cfg, spaces),
         obs_shape=spaces.obs_shape,
         obs_dtype=spaces.obs_dtype,
         n_step=dqn_config(cfg).n_step,
@@ -168,6 +186,7 @@ def build_replay(cfg: RunConfig, spaces: EnvSpaces, shard: int = 0) -> ReplayBuf
         frame_stack=cfg.env.frame_stack,
         dedup=replay_dedup(cfg, spaces),
         timer=_timer(cfg),
+        sequence=replay_sequences(cfg, spaces),
     )
 
 
@@ -186,8 +205,9 @@ def replay_snapshots_to_load(
     for path in paths:
         if path is not None:
             check_snapshot(
-                path, replay_shard_capacity(cfg), cfg.replay.kind == "prioritized", replay_dedup(cfg, spaces)
-            )
+                path, replay_shard_capacity(cfg, spaces), cfg.replay.kind == "prioritized", replay_dedup(cfg, spaces),
+                replay_sequences(cfg, spaces) is not None,
+            )  # fmt: skip
     missing = [first + k for k, path in enumerate(paths) if path is None]
     if missing:
         print(f"raylab: no replay snapshot of shard(s) {missing} beside {resume.path.name}: they refill", flush=True)
@@ -242,7 +262,8 @@ def limit_blas_threads(threads: int) -> None:
 def build_rate_limiter(cfg: RunConfig, spaces: EnvSpaces) -> SamplesPerInsertLimiter:
     """The limiter with enough slack for one in-flight chunk per worker plus one learner call."""
     spi = cfg.replay.samples_per_insert
-    sample_request = cfg.learner.batch_size * cfg.learner.updates_per_call
+    layout = replay_sequences(cfg, spaces)
+    sample_request = cfg.learner.batch_size * cfg.learner.updates_per_call * steps_per_item(cfg, spaces)
     slots = spaces.slots(cfg.topology.envs_per_worker)
     chunk = cfg.topology.rollout_length * slots
     error_buffer = cfg.replay.error_buffer
@@ -255,8 +276,17 @@ def build_rate_limiter(cfg: RunConfig, spaces: EnvSpaces) -> SamplesPerInsertLim
         )
     # The limiter counts env steps inserted; the replay completes a step's n-step transition only once the
     # next n - 1 steps arrived, so up to (n - 1) steps per env are still in flight at any time.
-    pending = (dqn_config(cfg).n_step - 1) * slots * cfg.topology.num_workers
+    # R2D2: a sequence completes once its m = burn_in + trace steps arrived (or its episode ended).
+    window = dqn_config(cfg).n_step - 1 if layout is None else layout.length
+    pending = window * slots * cfg.topology.num_workers
     return SamplesPerInsertLimiter(spi, cfg.replay.min_size + pending, error_buffer)
+
+
+def steps_per_item(cfg: RunConfig, spaces: EnvSpaces) -> int:
+    """Env steps one sampled replay item trains: 1 for a transition, algo.sequence.trace for R2D2's sequences
+    (the rate limiter counts samples in trained steps, inserts in env steps)."""
+    layout = replay_sequences(cfg, spaces)
+    return 1 if layout is None else layout.trace
 
 
 def build_parameter_servers(cfg: RunConfig, spaces: EnvSpaces) -> tuple[ParamLayout, list[int], list[np.ndarray]]:

@@ -28,6 +28,7 @@ from raylab.builders.components import (
     check_replay_fits,
     replay_shard_capacity,
     replay_snapshots_to_load,
+    steps_per_item,
 )
 from raylab.config import ModelConfig, RunConfig
 from raylab.config.algorithms import ALGORITHMS
@@ -188,8 +189,9 @@ def _replay_plan(cfg: RunConfig, pcfg: RunConfig, spaces: EnvSpaces, resume: Res
         shards=tuple(replay_spec(pcfg, spaces, first + j) for j in range(num_shards)),
         limiter=build_rate_limiter(pcfg, spaces),
         snapshots=tuple(replay_snapshots_to_load(pcfg, spaces, resume, first)),
-        capacity=replay_shard_capacity(pcfg) * num_shards,
+        capacity=replay_shard_capacity(pcfg, spaces) * num_shards,
         chunk_size=cfg.topology.rollout_length * spaces.slots(cfg.topology.envs_per_worker),
+        steps_per_item=steps_per_item(pcfg, spaces),
     )
 
 

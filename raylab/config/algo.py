@@ -36,6 +36,47 @@ class EpsilonConfig:
 
 
 @dataclass(frozen=True)
+class SequenceConfig:
+    """R2D2's replay sequences (algo=dqn with model.recurrent; Kapturowski et al. 2019, Acme's R2D2Config)."""
+
+    burn_in: int = 40
+    """Steps at the start of a sequence that only warm the stored state up (no loss on them); a sequence that
+    starts an episode has none (its stored state, zeros, is exact)."""
+    trace: int = 80
+    """Steps after the burn-in that the loss trains on; a sequence holds burn_in + trace steps (fewer where its
+    episode ends first: sequences never cross an episode)."""
+    period: int = 40
+    """A new sequence starts every this many steps of an episode (consecutive ones overlap by
+    burn_in + trace - period steps), at most ``trace`` so that every step is trained by some sequence."""
+    priority_max_weight: float = 0.9
+    """A sequence's priority is this x max |TD error| + (1 - this) x mean |TD error| over its trained steps."""
+    value_rescaling: bool = True
+    """Train on h(Q) with h(x) = sign(x)(sqrt(|x| + 1) - 1) + rescale_eps * x (Pohlen et al. 2018) instead of
+    clipping rewards."""
+    rescale_eps: float = 1e-3
+    """The linear term of the value rescaling h."""
+
+    @property
+    def length(self) -> int:
+        """Steps per sequence (its observations: one more, for the bootstrap)."""
+        return self.burn_in + self.trace
+
+    def __post_init__(self) -> None:
+        check(self.burn_in >= 0, f"algo.sequence.burn_in must be >= 0 (got {self.burn_in})")
+        check(self.trace >= 1, f"algo.sequence.trace must be >= 1 (got {self.trace})")
+        check(
+            1 <= self.period <= self.trace,
+            f"algo.sequence.period={self.period} must be in [1, algo.sequence.trace={self.trace}] (a longer period "
+            f"leaves steps no sequence trains on): lower algo.sequence.period",
+        )
+        check(
+            0.0 <= self.priority_max_weight <= 1.0,
+            f"algo.sequence.priority_max_weight must be in [0, 1] (got {self.priority_max_weight})",
+        )
+        check(self.rescale_eps >= 0, f"algo.sequence.rescale_eps must be >= 0 (got {self.rescale_eps})")
+
+
+@dataclass(frozen=True)
 class DQNConfig:
     name: Literal["dqn"] = "dqn"
     """Algorithm name (selects this schema)."""
@@ -57,6 +98,9 @@ class DQNConfig:
     """1.0 copies the online net; < 1 moves the target by this fraction (Polyak)."""
     epsilon: EpsilonConfig = field(default_factory=EpsilonConfig)
     """Exploration schedule of the rollout workers."""
+    sequence: SequenceConfig = field(default_factory=SequenceConfig)
+    """With model.recurrent (R2D2): the replay stores sequences, trained with burn-in from their stored start
+    states; n_step targets are computed inside each sequence."""
 
     def __post_init__(self) -> None:
         check(0.0 <= self.gamma <= 1.0, f"algo.gamma must be in [0, 1] (got {self.gamma})")

@@ -96,16 +96,9 @@ TABLE: tuple[Applies, ...] = (
         model=Scope(BUILT_IN_MODELS, _BUILT_IN),
     ),
     Applies("model.log_std_init", algo=Scope(ACTOR_CRITIC, "their Gaussian policy for Box actions")),
-    Applies(
-        "model.recurrent",
-        algo=Scope(ACTOR_CRITIC, "their actor-critic keeps a state per slot"),
-        model=Scope(BUILT_IN_MODELS, _BUILT_IN),
-    ),
-    Applies(
-        "model.recurrent_size",
-        algo=Scope(ACTOR_CRITIC, "their actor-critic keeps a state per slot"),
-        model=Scope(BUILT_IN_MODELS, _BUILT_IN),
-    ),
+    # every algorithm has a recurrent form (the actor-critics: BPTT over chunks; dqn: R2D2's sequence replay)
+    Applies("model.recurrent", model=Scope(BUILT_IN_MODELS, _BUILT_IN)),
+    Applies("model.recurrent_size", model=Scope(BUILT_IN_MODELS, _BUILT_IN)),
     Applies("model.norm", model=Scope(("nature_cnn",), "BatchNorm after its convolutions")),
     Applies(
         "model.rollout_precision",

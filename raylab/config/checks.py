@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from raylab.config.algo import APPOConfig, PPOConfig
+from raylab.config.algo import APPOConfig, DQNConfig, PPOConfig, SequenceConfig
 from raylab.config.algorithms import ALGORITHMS, LOCAL_TOPOLOGY, TOPOLOGY_ALGOS
 from raylab.config.applicability import check_applicable
 from raylab.config.coerce import build, to_container
@@ -35,6 +35,27 @@ def resolve(cfg: Mapping[str, Any], run_dir: str = ".") -> RunConfig:
         run = dataclasses.replace(run, env=dataclasses.replace(run.env, normalize_reward_gamma=run.algo.gamma))
     check_cross_fields(run)
     return run
+
+
+def check_r2d2(run: RunConfig, algo: DQNConfig) -> None:
+    """algo=dqn with model.recurrent is R2D2: sequences in the replay, the expected-value loss."""
+    if run.model.recurrent == "none":
+        check(
+            algo.sequence == SequenceConfig(),
+            "algo.sequence sets R2D2's replay sequences, which need a recurrent Q network: add model.recurrent=lstm "
+            "(or gru), or remove algo.sequence",
+        )
+        return
+    check(
+        algo.loss == "huber",
+        f"algo.loss={algo.loss} with model.recurrent (R2D2) is not supported: R2D2 trains expected values with value "
+        "rescaling; set algo.loss=huber",
+    )
+    check(
+        not run.policies,
+        "several policies with model.recurrent and algo=dqn (R2D2) are not supported yet: remove policies, or "
+        "model.recurrent",
+    )
 
 
 def check_cross_fields(run: RunConfig) -> None:
@@ -81,6 +102,8 @@ def check_cross_fields(run: RunConfig) -> None:
                 f"algo.bptt={bptt} must divide topology.rollout_length={run.topology.rollout_length} (the learner "
                 f"cuts each chunk into sequences of bptt steps): e.g. algo.bptt={run.topology.rollout_length}",
             )
+    if isinstance(run.algo, DQNConfig):
+        check_r2d2(run, run.algo)
     check_applicable(run)
     check_policies(run)
     check_env_config(run.env)

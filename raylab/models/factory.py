@@ -66,6 +66,9 @@ class QNetwork(nn.Module):
         self.encoder = encoder
         self.head = head
 
+    state_size = 0
+    """Floats of memory per slot (0: a feed-forward network; RecurrentQNetwork has some)."""
+
     @property
     def num_atoms(self) -> int:
         return self.head.atoms
@@ -76,6 +79,42 @@ class QNetwork(nn.Module):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         atoms = self.atoms(obs)
         return atoms.squeeze(2) if atoms.shape[2] == 1 else atoms.mean(dim=2)
+
+
+class RecurrentQNetwork(QNetwork):
+    """encoder -> LSTM or GRU core (raylab/models/recurrent.py) -> Q head: R2D2's network (algo=dqn with
+    model.recurrent). Like RecurrentActorCritic it has no ``forward(obs)``: acting goes through ``step``,
+    training through ``unroll`` over whole sequences from their stored start states."""
+
+    def __init__(self, encoder: Encoder, core: RecurrentCore, head: QHead | DuelingQHead):
+        super().__init__(encoder, head)
+        self.core = core
+
+    @property
+    def state_size(self) -> int:  # type: ignore[override]
+        return self.core.state_size
+
+    def initial_state(self, num: int) -> torch.Tensor:
+        """The state of ``num`` slots at an episode's start: zeros."""
+        return torch.zeros(num, self.state_size)
+
+    def atoms(self, obs: torch.Tensor) -> torch.Tensor:
+        raise TypeError("a recurrent Q network needs its state: call step(obs, state) or unroll(...)")
+
+    def step(self, obs: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step of ``B`` slots: (Q values ``[B, A]``, next state ``[B, S]``)."""
+        out, state = self.core.step(encode(self.encoder, obs), state)
+        return self.head(out).squeeze(2), state
+
+    def unroll(
+        self, obs: torch.Tensor, state: torch.Tensor, reset_before: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``obs [L, B, ...]`` from ``state [B, S]`` (zeroed where ``reset_before [L, B]``): Q values
+        ``[L, B, A]`` and the state after the last step. The encoder runs once over all ``L * B`` steps."""
+        steps, batch = obs.shape[:2]
+        features = encode(self.encoder, obs.reshape(steps * batch, *obs.shape[2:]))
+        out, last, _ = self.core.unroll(features.reshape(steps, batch, -1), state, reset_before)
+        return self.head(out.reshape(steps * batch, -1)).squeeze(2).reshape(steps, batch, -1), last
 
 
 class ActorCritic(nn.Module):
@@ -223,6 +262,11 @@ def build_q_network(cfg: ModelConfig, spaces: EnvSpaces, atoms: int = 1) -> QNet
     """Q network with ``atoms`` outputs per action (the number of quantiles for QR-DQN)."""
     num_actions = _num_actions(spaces)
     if cfg.encoder == "custom":
+        if cfg.recurrent != "none":
+            raise ConfigError(
+                "model.recurrent adds raylab's core after raylab's encoders; model=custom builds the whole network: "
+                "set model.recurrent=none"
+            )
         if atoms != 1:
             raise ConfigError(
                 "model=custom returns Q values itself: set algo.loss=huber, "
@@ -230,6 +274,11 @@ def build_q_network(cfg: ModelConfig, spaces: EnvSpaces, atoms: int = 1) -> QNet
             )
         return CustomQNetwork(build_custom(cfg, spaces, "q"))
     encoder = build_encoder(cfg, spaces)
+    if cfg.recurrent != "none":
+        if atoms != 1:
+            raise ConfigError("model.recurrent (R2D2) trains expected Q values: set algo.loss=huber")
+        core = RecurrentCore(cfg.recurrent, encoder.out_dim, cfg.recurrent_size)
+        return RecurrentQNetwork(encoder, core, (DuelingQHead if cfg.dueling else QHead)(core.size, num_actions, 1))
     head = (DuelingQHead if cfg.dueling else QHead)(encoder.out_dim, num_actions, atoms)
     return QNetwork(encoder, head)
 

@@ -23,7 +23,7 @@ from raylab.replay.snapshot import latest_periodic_snapshot, load_snapshot, save
 from raylab.rollout.a3c import A3CWorker, WorkerReport
 from raylab.rollout.evaluator import Evaluator
 from raylab.rollout.worker import RolloutWorker
-from raylab.types import Batch, Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, Weights
+from raylab.types import Batch, Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, SequenceBatch, Weights
 
 RESTARTED_INCARNATION = 998
 """A worker Ray restarted builds with incarnation 998..1997 (by its pid): fresh env seeds instead of a replay of
@@ -64,7 +64,7 @@ class Draw:
     def __init__(self, replay: ReplayBuffer, batch_size: int, num_batches: int):
         self.replay, self.batch_size, self.num_batches = replay, batch_size, num_batches
 
-    def __iter__(self) -> Iterator[Batch]:
+    def __iter__(self) -> Iterator[Batch | SequenceBatch]:
         if len(self.replay) == 0:  # its workers' first chunks are still in flight
             return iter(())
         return (self.replay.sample(self.batch_size) for _ in range(self.num_batches))

@@ -3,6 +3,10 @@
 With ``frame_stack > 1`` and image observations the buffer stores frames once (``raylab.replay.frames``):
 ``obs``/``next_obs`` columns hold frame ids and stacks are rebuilt when a batch is read.
 
+With a ``SequenceLayout`` (R2D2: algo=dqn with model.recurrent) the items are sequences instead of transitions
+(raylab/replay/sequences.py): the same ring, samplers, keys, priorities, de-duplication and snapshots, with a
+SequenceAdder and ``SequenceBatch`` batches; priorities are per sequence.
+
 Items are addressed by *key*, the insert number: item ``key`` lives in slot ``key % capacity`` while it is
 stored. Batches carry keys, so a priority update that arrives after its item was overwritten (the learner
 is a call or two behind the replay) is recognised and dropped instead of landing on the newer item.
@@ -25,9 +29,10 @@ from raylab.replay.adder import NStepAdder
 from raylab.replay.frames import ID_DTYPE, FrameDedup, FramePool
 from raylab.replay.prioritized import PrioritizedSampler
 from raylab.replay.sampler import UniformSampler
+from raylab.replay.sequences import SEQUENCE_FIELDS, SequenceAdder, Sequences
 from raylab.replay.storage import RingStorage
 from raylab.replay.writer import RingWriter
-from raylab.types import Batch, Chunk, Transitions
+from raylab.types import Batch, Chunk, SequenceBatch, Transitions
 
 DEDUP_POOL_SLACK = 1.05
 """Frames allocated up front per transition of capacity with de-duplication (the pool grows if needed)."""
@@ -115,6 +120,25 @@ class PrioritizedSpec:
         return self.beta + frac * (self.beta_final - self.beta)
 
 
+@dataclass(frozen=True)
+class SequenceLayout:
+    """R2D2's replay items: sequences of ``burn_in + trace`` steps starting every ``period`` steps of an episode,
+    each with the recurrent state (``state_size`` floats) the policy acted from at its start."""
+
+    burn_in: int
+    trace: int
+    period: int
+    state_size: int
+
+    @property
+    def length(self) -> int:
+        return self.burn_in + self.trace
+
+    def items(self, steps: int) -> int:
+        """Sequences that hold about ``steps`` env steps (each step starts about 1 / period of them)."""
+        return max(1, steps // self.period)
+
+
 def dedup_applies(obs_shape: tuple[int, ...], obs_dtype: np.dtype, frame_stack: int) -> bool:
     """Frame de-duplication needs stacked channel-first uint8 images: (k * C, H, W) with k > 1."""
     images = len(obs_shape) == 3 and np.dtype(obs_dtype) == np.uint8
@@ -138,11 +162,35 @@ def bytes_per_transition(obs_shape: tuple[int, ...], obs_dtype: np.dtype, frame_
     return 2 * obs_bytes + scalars
 
 
+def bytes_per_sequence(
+    obs_shape: tuple[int, ...], obs_dtype: np.dtype, frame_stack: int, dedup: bool, layout: SequenceLayout
+) -> float:
+    """Replay memory per stored sequence: m + 1 observations (m + 1 id rows and ``period`` new frames with
+    de-duplication), m actions and rewards, the start state and the scalars."""
+    m = layout.length
+    scalars = 8 + 8 + 2 + 2 + 1 + 4 * layout.state_size + m * (8 + 4)  # key, priority, burn_in, length, ...
+    obs_bytes = int(np.prod(obs_shape, dtype=np.int64)) * np.dtype(obs_dtype).itemsize
+    if dedup:
+        frames = DEDUP_POOL_SLACK * layout.period * (obs_bytes / frame_stack + 4 + 4)
+        return frames + (m + 1) * frame_stack * ID_DTYPE.itemsize + scalars
+    return (m + 1) * obs_bytes + scalars
+
+
 def check_fits_in_memory(
-    capacity: int, obs_shape: tuple[int, ...], obs_dtype: np.dtype, frame_stack: int = 1, dedup: bool = False
+    capacity: int,
+    obs_shape: tuple[int, ...],
+    obs_dtype: np.dtype,
+    frame_stack: int = 1,
+    dedup: bool = False,
+    sequence: SequenceLayout | None = None,
 ) -> None:
-    """ConfigError when ``capacity`` transitions would not fit in 90 % of the memory available now."""
-    check_bytes_fit(capacity, capacity * bytes_per_transition(obs_shape, obs_dtype, frame_stack, dedup))
+    """ConfigError when ``capacity`` transitions (with ``sequence``: env steps, held as sequences) would not fit
+    in 90 % of the memory available now."""
+    if sequence is not None:
+        needed = sequence.items(capacity) * bytes_per_sequence(obs_shape, obs_dtype, frame_stack, dedup, sequence)
+    else:
+        needed = capacity * bytes_per_transition(obs_shape, obs_dtype, frame_stack, dedup)
+    check_bytes_fit(capacity, needed)
 
 
 def check_bytes_fit(capacity: int, needed: float) -> None:
@@ -156,7 +204,10 @@ def check_bytes_fit(capacity: int, needed: float) -> None:
 
 
 class ReplayBuffer:
-    """n-step transitions in preallocated ring storage, sampled uniformly or by priority."""
+    """n-step transitions (or R2D2's sequences) in preallocated ring storage, sampled uniformly or by priority.
+
+    ``capacity`` counts items: transitions, or with ``sequence`` sequences (SequenceLayout.items of the env
+    steps they should hold)."""
 
     def __init__(
         self,
@@ -170,29 +221,45 @@ class ReplayBuffer:
         frame_stack: int = 1,
         dedup: bool = False,
         timer: StageTimer | None = None,
+        sequence: SequenceLayout | None = None,
     ):
         obs_dtype = np.dtype(obs_dtype)
         if dedup:
             require_dedup_applies(obs_shape, obs_dtype, frame_stack)
-        check_fits_in_memory(capacity, obs_shape, obs_dtype, frame_stack, dedup)
+        steps = capacity * sequence.period if sequence is not None else capacity
+        check_fits_in_memory(steps, obs_shape, obs_dtype, frame_stack, dedup, sequence)
         self.capacity = int(capacity)
+        self.sequence = sequence
         self.dedup: FrameDedup | None = None
         obs_spec: tuple[tuple[int, ...], np.dtype] = (tuple(obs_shape), obs_dtype)
         if dedup:
             frame_shape = (obs_shape[0] // frame_stack, *obs_shape[1:])
-            pool = FramePool(frame_shape, obs_dtype, int(DEDUP_POOL_SLACK * capacity) + 64)
-            self.dedup = FrameDedup(pool, frame_stack, n_step)
+            pool = FramePool(frame_shape, obs_dtype, int(DEDUP_POOL_SLACK * steps) + 64)
+            self.dedup = FrameDedup(pool, frame_stack, n_step if sequence is None else sequence.length)
             obs_spec = ((frame_stack,), ID_DTYPE)
-        self.storage = RingStorage(
-            capacity,
-            {
-                "obs": obs_spec,
-                "actions": ((), np.dtype(np.int64)),
-                "rewards": ((), np.dtype(np.float32)),
-                "discounts": ((), np.dtype(np.float32)),
-                "next_obs": obs_spec,
-            },
-        )
+        self.fields: tuple[str, ...] = _FIELDS
+        self.id_columns: tuple[str, ...] = ("obs", "next_obs")
+        """The columns that hold frame ids with de-duplication."""
+        specs: dict[str, tuple[tuple[int, ...], np.dtype]] = {
+            "obs": obs_spec,
+            "actions": ((), np.dtype(np.int64)),
+            "rewards": ((), np.dtype(np.float32)),
+            "discounts": ((), np.dtype(np.float32)),
+            "next_obs": obs_spec,
+        }
+        if sequence is not None:
+            m = sequence.length
+            self.fields, self.id_columns = SEQUENCE_FIELDS, ("obs",)
+            specs = {
+                "obs": ((m + 1, *obs_spec[0]), obs_spec[1]),
+                "actions": ((m,), np.dtype(np.int64)),
+                "rewards": ((m,), np.dtype(np.float32)),
+                "state": ((sequence.state_size,), np.dtype(np.float32)),
+                "burn_in": ((), np.dtype(np.int16)),
+                "length": ((), np.dtype(np.int16)),
+                "terminal": ((), np.dtype(bool)),
+            }
+        self.storage = RingStorage(capacity, specs)
         self.keys = np.full(capacity, -1, np.int64)
         """The key of the item in each slot (-1: empty)."""
         self.writer = RingWriter(capacity)
@@ -201,7 +268,11 @@ class ReplayBuffer:
         self.per = (
             PrioritizedSampler(capacity, prioritized.alpha, prioritized.eps, seed) if prioritized is not None else None
         )
-        self.adder = NStepAdder(n_step, gamma)
+        self.adder: NStepAdder | SequenceAdder = (
+            NStepAdder(n_step, gamma)
+            if sequence is None
+            else SequenceAdder(sequence.burn_in, sequence.trace, sequence.state_size)
+        )
         self.sampled = 0
         self.priority_updates = 0
         self.stale_priority_updates = 0
@@ -224,39 +295,41 @@ class ReplayBuffer:
         self.inserted_by_worker[chunk.worker_id] += count
         return count
 
-    def add(self, transitions: Transitions) -> int:
-        """Store transitions (with de-duplication, their ``obs``/``next_obs`` are frame ids)."""
-        count = len(transitions)
+    def add(self, items: Transitions | Sequences) -> int:
+        """Store transitions, or sequences (with de-duplication, their observations are frame ids)."""
+        count = len(items)
         if count == 0:
             return 0
+        columns = {f: getattr(items, f) for f in self.fields}
         if count > self.capacity:  # only the newest ``capacity`` would survive: store just those
-            transitions = Transitions(*(getattr(transitions, f)[-self.capacity :] for f in _FIELDS))
+            columns = {f: v[-self.capacity :] for f, v in columns.items()}
+            count = self.capacity
         first_key = self.writer.total  # key % capacity == slot, since the writer's cursor is total % capacity
-        indices = self.writer.next_indices(len(transitions))
+        indices = self.writer.next_indices(count)
         if self.dedup is not None:
             pool = self.dedup.pool
-            pool.incref(transitions.obs)
-            pool.incref(transitions.next_obs)
+            for name in self.id_columns:
+                pool.incref(columns[name])
             evicted = indices[self.keys[indices] >= 0]
             if evicted.size:
-                pool.decref(self.storage.columns["obs"][evicted])
-                pool.decref(self.storage.columns["next_obs"][evicted])
-        self.storage.write(indices, vars(transitions))
-        self.keys[indices] = first_key + np.arange(len(transitions))
+                for name in self.id_columns:
+                    pool.decref(self.storage.columns[name][evicted])
+        self.storage.write(indices, columns)
+        self.keys[indices] = first_key + np.arange(count)
         if self.per is not None:
             self.per.on_insert(indices)
         return count
 
     # -- reading -------------------------------------------------------------------------------------------
-    def sample(self, batch_size: int) -> Batch:
+    def sample(self, batch_size: int) -> Batch | SequenceBatch:
         return self.sample_many(batch_size, 1)[0]
 
-    def sample_many(self, batch_size: int, num_batches: int) -> list[Batch]:
+    def sample_many(self, batch_size: int, num_batches: int) -> list[Batch | SequenceBatch]:
         """``num_batches`` batches gathered in one pass (one Ray call feeds many learner updates)."""
         with self.timer.stage("sample_s"):
             return self._sample_many(batch_size, num_batches)
 
-    def _sample_many(self, batch_size: int, num_batches: int) -> list[Batch]:
+    def _sample_many(self, batch_size: int, num_batches: int) -> list[Batch | SequenceBatch]:
         count = batch_size * num_batches
         weights: np.ndarray | None = None
         if self.per is not None and self.prioritized is not None:
@@ -272,11 +345,12 @@ class ReplayBuffer:
         self.sampled += count
         columns = self.storage.read(indices)
         if self.dedup is not None:
-            columns["obs"] = self.dedup.pool.gather(columns["obs"])
-            columns["next_obs"] = self.dedup.pool.gather(columns["next_obs"])
+            for name in self.id_columns:
+                columns[name] = self.dedup.pool.gather(columns[name])
         keys = self.keys[indices]
+        kind: type[Batch] | type[SequenceBatch] = Batch if self.sequence is None else SequenceBatch
         return [
-            Batch(
+            kind(
                 **{k: v[i * batch_size : (i + 1) * batch_size] for k, v in columns.items()},
                 indices=keys[i * batch_size : (i + 1) * batch_size],
                 weights=None if weights is None else weights[i * batch_size : (i + 1) * batch_size],
@@ -333,6 +407,11 @@ class ReplayBuffer:
         if int(arrays["capacity"]) != self.capacity or (self.per is not None) != ("per_nodes" in arrays):
             raise ValueError("the snapshot's capacity or sampler differs from this buffer's")
         for name, col in self.storage.columns.items():
+            if f"storage_{name}" not in arrays:
+                raise ConfigError(
+                    f"the replay snapshot holds no {name}: it was made with{'out' if self.sequence else ''} "
+                    "model.recurrent (R2D2's sequences): resume with the model it was made with"
+                )
             saved = arrays[f"storage_{name}"]
             if saved.shape[1:] != col.shape[1:] or saved.dtype != col.dtype:
                 raise ConfigError(
@@ -353,10 +432,12 @@ class ReplayBuffer:
             self.per.max_priority = float(arrays["per_max_priority"])
             self.per.rng.bit_generator.state = json.loads(str(arrays["rng_per"]))
         if self.dedup is not None:
-            self.dedup.restore(
-                arrays["frames"], self.storage.columns["obs"][:size], self.storage.columns["next_obs"][:size]
-            )
-        self.adder = NStepAdder(self.adder.n, self.adder.gamma)  # no worker's carry survives
+            self.dedup.restore(arrays["frames"], *(self.storage.columns[c][:size] for c in self.id_columns))
+        if isinstance(self.adder, NStepAdder):  # no worker's carry survives
+            self.adder = NStepAdder(self.adder.n, self.adder.gamma)
+        else:
+            old = self.adder
+            self.adder = SequenceAdder(old.burn_in, old.length - old.burn_in, old.state_size)
         return size
 
     # -- accounting ----------------------------------------------------------------------------------------

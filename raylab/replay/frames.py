@@ -12,7 +12,9 @@ within a fresh stack repeated frames (reset padding) are stored once.
 
 Lifetime: a frame is referenced by every stored transition whose ``obs`` or ``next_obs`` contains it, and is
 *held* by the stream that produced it until every transition that can contain it has been emitted (its
-step + k + n steps later). A frame whose count reaches zero goes back to the free list.
+step + k + n steps later). A frame whose count reaches zero goes back to the free list. R2D2's sequences
+(raylab/replay/sequences.py) work the same way: a sequence's ``obs`` are ``[m + 1, k]`` ids, and a frame is
+held for k + m steps (m = burn_in + trace), the longest a sequence containing it takes to complete.
 """
 
 from __future__ import annotations
@@ -123,6 +125,8 @@ class FrameDedup:
     """
 
     def __init__(self, pool: FramePool, stack: int, n_step: int):
+        """``n_step``: how many steps after an observation the items that contain it are complete (DQN's n-step
+        window; R2D2's sequence length, a sequence starting up to that many steps before its last observation)."""
         self.pool = pool
         self.k = int(stack)
         self.channels = pool.frame_shape[0]

@@ -50,15 +50,16 @@ def save_snapshot(path: Path, buffer: ReplayBuffer) -> Path:
     return atomic_save(path, lambda f: np.savez(f, **arrays))  # type: ignore[arg-type]  # numpy's stub: allow_pickle
 
 
-def check_snapshot(path: Path, capacity: int, prioritized: bool, dedup: bool) -> None:
-    """What ``load_snapshot`` would refuse, checked without loading the data (a driver, before Ray starts)."""
+def check_snapshot(path: Path, capacity: int, prioritized: bool, dedup: bool, sequences: bool = False) -> None:
+    """What ``load_snapshot`` would refuse, checked without loading the data (a driver, before Ray starts);
+    ``sequences``: this run's replay stores R2D2's sequences."""
     with _open(path) as npz:
         files = set(npz.files)
         try:
             saved = [int(npz[k]) if k in files else -1 for k in ("format", "capacity")]
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
             raise _corrupt(path, err) from None
-    _check(path, files, saved, capacity, prioritized, dedup)
+    _check(path, files, saved, capacity, prioritized, dedup, sequences)
 
 
 def load_snapshot(path: Path, buffer: ReplayBuffer) -> int:
@@ -70,7 +71,10 @@ def load_snapshot(path: Path, buffer: ReplayBuffer) -> int:
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
             raise _corrupt(path, err) from None
     saved = [int(arrays[k]) if k in arrays else -1 for k in ("format", "capacity")]
-    _check(path, set(arrays), saved, buffer.capacity, buffer.per is not None, buffer.dedup is not None)
+    _check(
+        path, set(arrays), saved, buffer.capacity, buffer.per is not None, buffer.dedup is not None,
+        buffer.sequence is not None,
+    )  # fmt: skip
     return buffer.load_state_arrays(arrays)
 
 
@@ -91,10 +95,18 @@ def _corrupt(path: Path, err: Exception) -> RaylabError:
     )
 
 
-def _check(path: Path, files: set[str], saved: list[int], capacity: int, prioritized: bool, dedup: bool) -> None:
+def _check(
+    path: Path, files: set[str], saved: list[int], capacity: int, prioritized: bool, dedup: bool, sequences: bool
+) -> None:
     """``saved``: the snapshot's format and capacity (-1: absent)."""
     if not files >= REQUIRED or saved[0] != FORMAT:
         raise RaylabError(f"{path} is not a raylab replay snapshot of format {FORMAT}: delete it")
+    if ("storage_state" in files) != sequences:
+        raise ConfigError(
+            f"the replay snapshot {path.name} holds {'sequences' if not sequences else 'transitions'} but this run "
+            f"stores {'sequences (R2D2)' if sequences else 'transitions'}: resume with the model.recurrent it was made "
+            "with"
+        )
     if saved[1] != capacity:
         raise ConfigError(
             f"the replay snapshot {path.name} holds a shard of capacity {saved[1]}, this run's is {capacity}: set "

@@ -57,9 +57,12 @@ class RolloutWorker:
         rollout_length: int,
         timer: StageTimer | None = None,
         cut_at_episode_end: bool = False,
+        record_state_every: int = 0,
     ):
         """``policy`` may be a PolicySet (several policies, raylab/rollout/policies.py): ``sample_each`` then
-        cuts each chunk into one chunk per policy."""
+        cuts each chunk into one chunk per policy. ``record_state_every`` (R2D2's algo.sequence.period, a
+        recurrent policy): the chunk also carries the state each slot acts from every that many steps into its
+        episode (``Chunk.core_states``), where the replay starts a sequence mid-episode."""
         self.env = env
         self.policy = policy
         self.worker_id = worker_id
@@ -78,6 +81,9 @@ class RolloutWorker:
         """The policy, when it keeps a state per slot (model.recurrent): reset here at every episode's end."""
         self._seq = 0
         self.env_steps = 0
+        self.record_state_every = int(record_state_every) if self.memory is not None else 0
+        self._since_start = np.zeros(len(self._obs), np.int64)
+        """Steps each slot has taken in its current episode (record_state_every)."""
 
     @property
     def policy_version(self) -> int:
@@ -108,6 +114,7 @@ class RolloutWorker:
             slots = len(self._obs)
         if self.memory is not None:
             self.memory.reset_states(np.ones(slots, bool))
+        self._since_start = np.zeros(slots, np.int64)
 
     def sample(self) -> tuple[Chunk, RolloutStats]:
         """A chunk and its stats, the timer's stages popped into them; the time since the previous ``sample``
@@ -169,6 +176,9 @@ class RolloutWorker:
         version = self.policy.version
         memory = self.memory
         initial = None if memory is None else memory.states(num_envs)
+        period = self.record_state_every
+        core_states: list[np.ndarray] = []
+        core_index: list[np.ndarray] = []
         restarts_before = self.env.restarts
         timer = self.timer
         taken = 0
@@ -185,7 +195,10 @@ class RolloutWorker:
             with timer.stage("env"):
                 step = self.env.step(actions[t])
             if memory is not None:  # a slot whose episode ended (or whose env crashed) starts from zeros
-                memory.reset_states(step.terminated | step.truncated)
+                ended = step.terminated | step.truncated
+                memory.reset_states(ended)
+                if period:
+                    self._record_states(memory, t + 1, ended, period, core_states, core_index)
             obs[t + 1] = step.obs
             rewards[t] = step.rewards
             terminated[t] = step.terminated
@@ -226,10 +239,37 @@ class RolloutWorker:
             restarted=restarted,
             log_probs=log_probs,
             initial_state=initial if isinstance(initial, np.ndarray) else None,
+            core_states=_rows(core_states, (0, memory.state_size), np.float32) if period and memory else None,
+            core_index=_rows(core_index, (0, 2), np.int64) if period else None,
         )
         self._seq += 1
         parts = initial if isinstance(initial, list) else None
         return Rollout(chunk, episodes, self.env.restarts - restarts_before, episode_slots, parts)
+
+    def _record_states(
+        self,
+        memory: Stateful,
+        t: int,
+        ended: np.ndarray,
+        period: int,
+        states: list[np.ndarray],
+        index: list[np.ndarray],
+    ) -> None:
+        """After a step: the states slots act from at step ``t`` where that is ``period``, ``2 * period``, ...
+        steps into their episode (the zero state at an episode's start needs no record)."""
+        since = self._since_start
+        since[ended] = 0
+        since[~ended] += 1
+        rows = np.flatnonzero(~ended & (since % period == 0))
+        if rows.size:
+            current = memory.states(len(since))
+            assert isinstance(current, np.ndarray), "recorded states need a single recurrent policy"
+            states.append(current[rows])
+            index.append(np.stack([np.full(rows.size, t, np.int64), rows.astype(np.int64)], axis=1))
+
+
+def _rows(parts: list[np.ndarray], empty: tuple[int, int], dtype: type) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(empty, dtype)
 
 
 def episodes_of(records: list[dict[str, float]]) -> Episodes:

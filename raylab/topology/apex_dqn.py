@@ -74,8 +74,9 @@ class ApexDQNTopology(ReplayFlow):
         in_flight = driver.in_flight(ApexUpdate)
         for lane, replay in zip(self.lanes, self.replays, strict=True):
             busy = sum(1 for job in in_flight if job.lane is lane)
-            while busy < LEARNER_CALLS_IN_FLIGHT and replay.limiter.can_sample(batch * calls):
-                replay.limiter.record_sample(batch * calls)
+            samples = batch * calls * replay.plan.steps_per_item  # R2D2: the trained steps of its sequences
+            while busy < LEARNER_CALLS_IN_FLIGHT and replay.limiter.can_sample(samples):
+                replay.limiter.record_sample(samples)
                 shard = replay.calls_made % len(replay.shards)  # learner calls take turns among the shards
                 shard_tag = driver.restarts.tag(f"replay_{replay.index(shard)}")
                 stats, weights, priorities = lane.learner.update(replay.shards[shard].sample_many(batch, calls))

@@ -16,8 +16,8 @@ FACTORY = "raylab_corridor.models:make_model"
 
 NON_DEFAULT = {
     "model.dueling": True, "model.normalize_obs": True, "model.log_std_init": -0.5,
+    "model.recurrent": "lstm", "model.recurrent_size": 64,
     "model.norm": "batch", "model.factory": FACTORY, "model.options": {"hidden": 3}, "model.rollout_precision": "bf16",
-    "model.recurrent": "gru", "model.recurrent_size": 16,
     "topology.chunks_in_flight": 2,
     "learner.precision": "bf16", "learner.compile_mode": "reduce-overhead", "learner.compile": True,
     "learner.grad_accumulation": 2, "learner.prefetch": False, "learner.tf32": False, "learner.fused": True,

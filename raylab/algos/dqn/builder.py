@@ -1,5 +1,5 @@
 """DQN as the builders see it (raylab.algos.spec): epsilon-greedy workers on the Ape-X epsilon ladder,
-evaluation with algo.epsilon.eval, the DQN (or QR-DQN) objective."""
+evaluation with algo.epsilon.eval, the DQN (or QR-DQN) objective; with model.recurrent, R2D2's."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import numpy as np
 
 from raylab.algos.dqn.objective import DQN
 from raylab.algos.dqn.policy import EpsilonGreedyPolicy, EpsilonSchedule, apex_epsilons
+from raylab.algos.dqn.r2d2 import R2D2
 from raylab.algos.spec import Algorithm
 from raylab.config import DQNConfig, RunConfig
 from raylab.config.algorithms import ALGORITHMS
-from raylab.models.factory import QNetwork, build_q_network
+from raylab.models.factory import QNetwork, RecurrentQNetwork, build_q_network
 from raylab.types import EnvSpaces, Policy
 
 
@@ -53,7 +54,11 @@ def eval_policy(cfg: RunConfig, spaces: EnvSpaces, num_envs: int) -> Policy:
 
 
 def objective(cfg: RunConfig, spaces: EnvSpaces) -> DQN:
-    return DQN(q_network(cfg, spaces), dqn_config(cfg))
+    """DQN, or R2D2 for a recurrent Q network (model.recurrent): sequences from the replay."""
+    q_net = q_network(cfg, spaces)
+    if isinstance(q_net, RecurrentQNetwork):
+        return R2D2(q_net, dqn_config(cfg))
+    return DQN(q_net, dqn_config(cfg))
 
 
 DQN_ALGORITHM = Algorithm(ALGORITHMS["dqn"], rollout_policy, eval_policy, objective)

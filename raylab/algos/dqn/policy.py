@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from raylab.models.factory import QNetwork, for_acting
+from raylab.models.factory import QNetwork, RecurrentQNetwork, for_acting
 from raylab.models.numpy_policy import Mirrored, NumpyQ, VersionedWeights, q_linears
 
 
@@ -64,15 +64,33 @@ class EpsilonGreedyPolicy(VersionedWeights):
         self.last_log_probs: np.ndarray | None = None  # epsilon-greedy keeps none
         self.steps = 0
         """Vector steps taken (each is one agent step per env slot)."""
+        self.state_size = int(q_net.state_size)
+        """Floats of memory per slot (model.recurrent: R2D2); 0 for a feed-forward network."""
+        self._state: np.ndarray | None = None
+        """[N, S] the state each slot acts from next (a recurrent network), allocated by the first act."""
+
+    def states(self, num: int) -> np.ndarray | None:
+        """A copy of the state each of ``num`` slots acts from next; None without memory."""
+        if not self.state_size:
+            return None
+        if self._state is None or len(self._state) != num:
+            return np.zeros((num, self.state_size), np.float32)
+        return self._state.copy()
+
+    def reset_states(self, done: np.ndarray) -> None:
+        if self._state is not None and len(self._state) == len(done):
+            self._state[done] = 0.0
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         num = obs.shape[0]
         eps = self.epsilons(self.steps * num)
         explore = self.rng.random(num) < eps
         self.steps += 1
-        if explore.all():  # no slot needs the network (common early on, and with few envs)
+        if self.state_size:  # every slot's state advances every step, also where it explores
+            greedy = self._greedy_recurrent(obs)
+        elif explore.all():  # no slot needs the network (common early on, and with few envs)
             return np.asarray(self.rng.integers(self.num_actions, size=num))
-        if self.numpy is not None:
+        elif self.numpy is not None:
             greedy = self.numpy.values(obs).argmax(1)
         else:
             with torch.inference_mode():
@@ -80,6 +98,17 @@ class EpsilonGreedyPolicy(VersionedWeights):
         if explore.any():
             return np.where(explore, self.rng.integers(self.num_actions, size=num), greedy)
         return greedy
+
+    def _greedy_recurrent(self, obs: np.ndarray) -> np.ndarray:
+        """Argmax Q of every slot from its state, advancing the states (a batch of a new size starts at zeros)."""
+        if self._state is None or len(self._state) != len(obs):
+            self._state = np.zeros((len(obs), self.state_size), np.float32)
+        q_net = self.q_net
+        assert isinstance(q_net, RecurrentQNetwork)
+        with torch.inference_mode():
+            q, state = q_net.step(torch.from_numpy(obs), torch.from_numpy(self._state))
+        self._state = state.numpy()
+        return q.argmax(dim=1).numpy()
 
     @property
     def q_net(self) -> QNetwork:

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from raylab.algos.dqn.objective import DQN
+from raylab.algos.dqn.r2d2 import R2D2
 from raylab.algos.objective import Objective
 from raylab.algos.ppo.objective import ClippedObjective
 from raylab.learner.fused.dqn import FusedDQNStep
@@ -48,6 +49,8 @@ NOT_FUSED = "this algorithm's update is not fused (DQN's, PPO's and APPO's are)"
 def fused_step(objective: Objective, optimizer: torch.optim.Optimizer, max_grad_norm: float | None) -> FusedStep | str:
     """The fused step of ``objective`` (DQN, PPO, APPO) on ``optimizer``'s parameters, or why there is none
     (another algorithm, or a network or loss option the NumPy step does not write out)."""
+    if isinstance(objective, R2D2):
+        return "R2D2's sequence update (algo=dqn with model.recurrent) is not fused"
     if isinstance(objective, DQN):
         reason = FusedDQNStep.unsupported(objective.q_net, objective.target_net, objective.quantile, optimizer)
         if reason:
