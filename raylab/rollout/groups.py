@@ -11,16 +11,30 @@ one space group never comes here: ``collect`` keeps its own path, unchanged.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import Protocol, cast
 
 import numpy as np
 
 from raylab.envs.vector import GroupedVectorEnv, VectorEnv, space_group_count
+from raylab.metrics.timing import StageTimer
+from raylab.rollout.collected import Rollout
 from raylab.rollout.policies import Policy, PolicySet
-from raylab.types import Chunk
+from raylab.types import Chunk, Stateful
 
-if TYPE_CHECKING:
-    from raylab.rollout.worker import Rollout, RolloutWorker
+
+class Collector(Protocol):
+    """The rollout worker, as the grouped path sees it: its settings, and the counters it advances."""
+
+    rollout_length: int
+    cut_at_episode_end: bool
+    timer: StageTimer
+    memory: Stateful | None
+    worker_id: int
+    env_steps: int
+
+    def next_seq(self) -> int:
+        """The new chunk's ``seq`` (the worker counts on)."""
+        ...
 
 
 class GroupedRollout:
@@ -53,10 +67,8 @@ class GroupedRollout:
         self.obs = [o.copy() for o in self.env.reset_groups()]
         return self.obs
 
-    def collect(self, worker: RolloutWorker) -> Rollout:
+    def collect(self, worker: Collector) -> Rollout:
         """``RolloutWorker.collect`` over the space groups: ``Rollout.groups`` holds one chunk per group."""
-        from raylab.rollout.worker import Rollout
-
         steps, num_envs = worker.rollout_length, self.env.num_envs
         policy, env, timer = self.policy, self.env, worker.timer
         obs = [np.empty((steps + 1, *o.shape), o.dtype) for o in self.obs]
@@ -114,6 +126,7 @@ class GroupedRollout:
         assert actions is not None  # rollout_length >= 1
         self.obs = [o[taken].copy() for o in obs]
         worker.env_steps += taken * num_envs
+        seq = worker.next_seq()
         chunks = [
             Chunk(
                 obs=obs[g][: taken + 1],
@@ -125,13 +138,12 @@ class GroupedRollout:
                 final_index=np.array(final_index[g], np.int64).reshape(-1, 2),
                 policy_version=version,
                 worker_id=worker.worker_id,
-                seq=worker._seq,
+                seq=seq,
                 restarted=None if restarted is None else _none_if_clear(restarted[:taken, m]),
                 log_probs=None if log_probs is None else log_probs[:taken, m],
             )
             for g, m in enumerate(self.members)
         ]
-        worker._seq += 1
         return Rollout(chunks[0], episodes, env.restarts - restarts_before, episode_slots, initial, groups=chunks)
 
 

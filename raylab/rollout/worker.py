@@ -8,38 +8,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from raylab.envs.vector import VectorEnv
 from raylab.metrics.timing import GapTimer, StageTimer
+from raylab.rollout.collected import Rollout
 from raylab.rollout.groups import GroupedRollout
 from raylab.rollout.policies import Policy, PolicySet, split_chunk
 from raylab.types import Chunk, Episodes, PolicyRollout, RolloutStats, Stateful, Weights
-
-
-@dataclass
-class Rollout:
-    """What one ``collect`` call gathered."""
-
-    chunk: Chunk
-    episodes: list[dict[str, float]]
-    """Records of the episodes that ended in it (raw game returns and lengths, plus the env's extras)."""
-    env_restarts: int
-    """Envs rebuilt after a crash during it."""
-    episode_slots: list[int] = field(default_factory=list)
-    """The slot each of ``episodes`` ended in."""
-    initial_states: list[np.ndarray | None] | None = None
-    """A PolicySet's recurrent policies: each policy's states at the chunk's start (``split_chunk`` hands them
-    to its part); a single policy's are in ``chunk.initial_state``."""
-    groups: list[Chunk] | None = None
-    """Agents of several space groups (raylab/rollout/groups.py): each group's chunk (``chunk`` is the first)."""
-
-    @property
-    def chunks(self) -> list[Chunk]:
-        """One chunk per space group (one: ``chunk``)."""
-        return self.groups if self.groups is not None else [self.chunk]
 
 
 class RolloutWorker:
@@ -84,6 +61,11 @@ class RolloutWorker:
         self.record_state_every = int(record_state_every) if self.memory is not None else 0
         self._since_start = np.zeros(len(self._obs), np.int64)
         """Steps each slot has taken in its current episode (record_state_every)."""
+
+    def next_seq(self) -> int:
+        """The new chunk's ``seq``: the worker's chunk counter, advanced."""
+        self._seq += 1
+        return self._seq - 1
 
     @property
     def policy_version(self) -> int:

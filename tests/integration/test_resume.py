@@ -25,6 +25,14 @@ CASES = {
     "dqn_local": ("topology=local", "algo.epsilon.anneal_env_steps=3000"),
     "ppo_local": ("topology=local", "algo=ppo", "model.hidden_sizes=[16]"),
     "a3c_local": ("topology=local", "algo=a3c", "model.hidden_sizes=[16]"),
+    "ppo_lstm_local": (
+        "topology=local",
+        "algo=ppo",
+        "model.hidden_sizes=[16]",
+        "model.recurrent=lstm",
+        "model.recurrent_size=8",
+        "algo.bptt=8",
+    ),
 }
 
 
