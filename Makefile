@@ -14,7 +14,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-atari-peers clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-atari-peers clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -111,6 +111,9 @@ $(RLLIB_VENV)/bin/python:
 TASK ?= cartpole
 bench-rllib: install $(RLLIB_VENV)/bin/python ## raylab PPO vs RLlib PPO side by side, TASK=cartpole|pendulum -> benchmarks/$(TASK)_ppo_vs_rllib.json
 	$(PY) benchmarks/ppo_vs_rllib.py --task $(TASK) --rllib-python $(RLLIB_VENV)/bin/python $(ARGS)
+
+bench-memory: install $(RLLIB_VENV)/bin/python ## tasks that need memory: recurrent policies beside feed-forward controls, RLlib's PPO-LSTM, frame-stacked Ape-X; ARGS="--groups stateless r2d2 popgym minigrid --seeds 0 1 2" (~6 h for all) -> benchmarks/memory_tasks_<group>.json
+	WANDB_MODE=disabled $(PY) benchmarks/memory_tasks.py --rllib-python $(RLLIB_VENV)/bin/python $(ARGS)
 
 SF_VENV ?= .venv-sf
 $(SF_VENV)/bin/python:

@@ -14,6 +14,7 @@ not part of the installed raylab: it lives with the docs it writes.
     registry.py     TABLES (every table by name: its files, renderer and title) and table()
     learning.py     the renderers of learning runs (bench learn, before/after, fixed budget, faults)
     peers.py        ... of raylab beside RLlib and Sample Factory
+    memory.py       ... of the tasks that need memory (benchmarks/memory_tasks.py, a file per group)
     throughput.py   ... of sampling, raw envs, the arena and A3C scaling
     components.py   ... of one component alone (learner, act(), Snake loop, timers, replay snapshots)
 """
