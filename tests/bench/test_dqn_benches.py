@@ -33,6 +33,7 @@ def test_learner_bench_writes_ratios_parity_and_a_plot(tmp_path):
     assert report["machine"]["cores"] and out.with_suffix(".png").stat().st_size > 1000
 
 
+@pytest.mark.slow  # 8 s
 def test_learner_bench_times_the_ppo_objective_on_the_impala_cnn(tmp_path):
     out = tmp_path / "learner_ppo.json"
     proc = bench("learner", "--algo", "ppo", "--batch-sizes", "16", "--minibatches", "2", "--epochs", "1", "--rounds",
@@ -50,6 +51,7 @@ def test_learner_bench_times_the_ppo_objective_on_the_impala_cnn(tmp_path):
     assert odd.returncode == 2 and "multiple of 32" in odd.stderr
 
 
+@pytest.mark.slow  # 7 s
 def test_snake_loop_bench_counts_real_steps_and_compares(tmp_path):
     out = tmp_path / "snake.json"
     proc = bench("snake_dqn_loop", "--rounds", "1", "--variants", "seed004", "raylab_8env", "--output", str(out))

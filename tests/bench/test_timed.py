@@ -71,6 +71,7 @@ def check_outputs(out, mode: str) -> dict:
     return bm
 
 
+@pytest.mark.slow  # 12 s
 def test_sequential_runs_in_one_process_with_the_same_layout(tmp_path):
     out = tmp_path / "seq"
     proc = timed("sequential", out)

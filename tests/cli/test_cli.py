@@ -145,7 +145,7 @@ def test_ctrl_c_stops_cleanly_with_outputs(topology, tmp_path):
     assert (run_dir / "checkpoints" / "final.pt").exists()
 
 
-@pytest.mark.parametrize("topology", ["local", "apex_dqn"])
+@pytest.mark.parametrize("topology", ["local", pytest.param("apex_dqn", marks=pytest.mark.slow)])  # apex_dqn: 21 s
 def test_sigterm_stops_cleanly_with_exit_0(topology, tmp_path):
     """SIGTERM (ray job stop, a scheduler's preemption, docker stop): outputs written, exit 0, promptly."""
     run_dir = tmp_path / "run"
@@ -185,6 +185,7 @@ def test_bad_gymnasium_options_are_one_line(tmp_path):
     assert "fix env.options" in proc.stderr
 
 
+@pytest.mark.slow  # 7 s
 def test_bench_envs_writes_json_and_png(tmp_path):
     out = tmp_path / "envs.json"
     proc = subprocess.run(

@@ -120,6 +120,7 @@ def test_two_raylets_join_one_cluster(cluster):
     assert active.count("node_") == 2, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow  # 32 s; the default tier keeps two raylets joining one cluster
 def test_job_submit_runs_on_both_nodes(cluster, tmp_path):
     out = tmp_path / "run"
     cmd = [

@@ -111,6 +111,7 @@ def test_a_killed_worker_is_restarted_and_the_run_completes(tmp_path):
     assert summary.benchmark["workers"]["1"]["env_steps"] > 0
 
 
+@pytest.mark.slow  # 13 s
 def test_a_crashed_parameter_server_shard_is_restored_from_the_checkpoint(tmp_path):
     """A shard's process SIGKILLed mid-run: Ray restarts it with its initial weights, the driver rolls the
     server back to the latest periodic checkpoint with versions moving on, and the run still learns the task."""

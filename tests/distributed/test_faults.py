@@ -103,6 +103,7 @@ def run_with_kills(cmd: list[str], run_dir: Path, plan: list[str],
     return proc.returncode, log_path.read_text(errors="replace")
 
 
+@pytest.mark.slow  # 48 s; the default tier keeps A3C's killed-worker restart
 def test_killed_rollout_actors_replay_and_learner_come_back_and_the_run_learns_on_to_its_target(tmp_path):
     """cartpole_dqn (Ape-X topology) with two rollout actors killed, then the replay shard, a rollout actor
     again, the learner and a rollout actor: each death is counted exactly once, and after the last one the
@@ -170,6 +171,7 @@ def test_ppo_and_appo_actors_come_back(experiment, tmp_path):
     assert sum(w["env_steps"] for w in bm["workers"].values()) == bm["total_timesteps"] > 0
 
 
+@pytest.mark.slow  # 34 s
 def test_two_rival_policies_learn_on_ray_and_one_killed_learner_comes_back(tmp_path):
     """snake_arena_rivals_ppo on Ray: red and blue each have a learner actor. Once a periodic checkpoint exists,
     one learner is SIGKILLed: Ray restarts it, it resumes from that checkpoint, the run goes on to its

@@ -11,6 +11,7 @@ from tests.conftest import make_config
 pytestmark = [pytest.mark.distributed, pytest.mark.usefixtures("ray_session")]
 
 
+@pytest.mark.slow  # 14 s
 def test_apex_dqn_snakes_learn_to_eat_on_ray(tmp_path):
     cfg = make_config(
         tmp_path, "+experiment=snake_arena_dqn", "logger.console=false", "topology.num_workers=2",

@@ -17,21 +17,21 @@ SHORT = (
 
 
 SLOW = pytest.mark.slow
-"""20 s each: the default tier keeps Mario (DQN on frames, the Nature CNN), Snake, CoinRun with PPO (the
-IMPALA CNN) and Pong with PPO; CoinRun's and Pong's DQN, CoinRun's and Breakout's APPO run in the slow tier
-(APPO's path runs on the fake task in tests/distributed/test_appo.py)."""
+"""10-25 s each: the default tier keeps Snake (DQN) and Pong with PPO (the Nature CNN on EnvPool's frames);
+Mario's DQN, CoinRun's PPO (the IMPALA CNN) and DQN, Pong's DQN, CoinRun's and Breakout's APPO run in the slow
+tier (APPO's path runs on the fake task in tests/distributed/test_appo.py; Mario's env in tests/envs)."""
 
 
 @pytest.mark.parametrize(
     ("experiment", "overrides", "extras"),
     [
-        ("mario_dqn", ("env.max_episode_steps=150", "replay.capacity=4000", "replay.min_size=300",
-                       "stop.env_steps=1500"), {"x_pos", "flag_get"}),
+        pytest.param("mario_dqn", ("env.max_episode_steps=150", "replay.capacity=4000", "replay.min_size=300",
+                     "stop.env_steps=1500"), {"x_pos", "flag_get"}, marks=SLOW),
         pytest.param("coinrun_dqn", ("env.max_episode_steps=100", "topology.envs_per_worker=4",
                      "replay.capacity=4000", "replay.min_size=300", "stop.env_steps=2000"), set(), marks=SLOW),
         ("snake_dqn", ("replay.min_size=300", "stop.env_steps=4000"), {"snake_length", "score"}),
-        ("coinrun_ppo", ("env.max_episode_steps=100", "topology.envs_per_worker=4", "algo.minibatches=2",
-                         "stop.env_steps=2000"), set()),
+        pytest.param("coinrun_ppo", ("env.max_episode_steps=100", "topology.envs_per_worker=4",
+                     "algo.minibatches=2", "stop.env_steps=2000"), set(), marks=SLOW),
         pytest.param("coinrun_appo", ("env.max_episode_steps=100", "topology.envs_per_worker=4",
                      "algo.minibatches=2", "stop.env_steps=2000"), set(), marks=SLOW),
         ("pong_ppo", ("env.max_episode_steps=100", "topology.envs_per_worker=4", "algo.minibatches=2",

@@ -98,6 +98,7 @@ def test_appo_solves_cartpole(tmp_path):
     assert summary.eval_return_mean is not None and summary.eval_return_mean >= 450
 
 
+@pytest.mark.slow  # 21 s; APPO learns the fake task in tests/distributed/test_appo.py
 @pytest.mark.distributed
 def test_appo_solves_cartpole_on_envpools_cartpole(tmp_path):
     """env.backend=envpool: the rollout actors step EnvPool's CartPole (tests/envs/test_classic_pool.py shows it

@@ -1,9 +1,11 @@
-"""Multi-agent learning in the default tier: one shared policy for every agent, against a uniformly random
-policy measured here on the same env. Each run stops on a confirmed greedy evaluation and its independent
-final evaluation must hold most of it, so the test waits for the learning it checks, not for a step count.
-The margin between the stop and the check is about 3 standard errors of the difference of two evaluations:
-measured over 3 seeds each, arena returns varied by 6.6-8.0 per episode at means of 8-12 (64 episodes, a
-standard error of about 1), simple_spread's by 4.5-6.0 (90 episodes, about 0.6)."""
+"""Multi-agent learning (the snake arena in the default tier, simple_spread in the slow one): one shared policy
+for every agent, against a uniformly random policy measured here on the same env. Each run stops on a confirmed
+greedy evaluation and its independent final evaluation must hold most of it, so the test waits for the learning
+it checks, not for a step count. The margin between the stop and the check is about 3 standard errors of the
+difference of two evaluations: measured over 3 seeds each, arena returns varied by 6.6-8.0 per episode at means
+of 8-12 (64 episodes, a standard error of about 1), simple_spread's by 4.5-6.0 (90 episodes, about 0.6)."""
+
+import pytest
 
 from raylab.bench.learn import random_policy_return
 from raylab.config import EnvConfig
@@ -30,6 +32,7 @@ def test_snake_arena_ppo_snakes_eat_far_more_than_random_ones(tmp_path):
     assert summary.eval_return_mean is not None and summary.eval_return_mean >= 4 > random + 4
 
 
+@pytest.mark.slow  # 20 s; the snake arena's learning test stays
 def test_pettingzoo_simple_spread_shared_policy_beats_random(tmp_path):
     """mpe2's cooperative simple_spread (3 agents, 25 steps): a random policy earns about -27 per agent."""
     cfg = make_config(

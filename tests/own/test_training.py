@@ -43,7 +43,11 @@ def test_trains_in_one_process(tmp_path, env):
 @pytest.mark.usefixtures("ray_session")
 @pytest.mark.parametrize(
     ("experiment", "env"),
-    [("cartpole_ppo", BY_ID), ("cartpole_appo", BY_FACTORY), ("cartpole_ppo", BY_VECTOR_FACTORY)],
+    [
+        ("cartpole_ppo", BY_ID),
+        pytest.param("cartpole_appo", BY_FACTORY, marks=pytest.mark.slow),  # 10 s each: the id form stays
+        pytest.param("cartpole_ppo", BY_VECTOR_FACTORY, marks=pytest.mark.slow),
+    ],
     ids=["ppo_module_id", "appo_factory", "ppo_vector_factory"],
 )
 def test_trains_on_ray(tmp_path, experiment, env):

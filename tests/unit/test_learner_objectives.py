@@ -173,7 +173,7 @@ def test_grad_accumulation_matches_whole_minibatches(algo):
         assert got.metrics == pytest.approx(want.metrics, rel=1e-5, abs=1e-7)
 
 
-@pytest.mark.parametrize("algo", ["ppo", "appo"])
+@pytest.mark.parametrize("algo", [pytest.param("ppo", marks=pytest.mark.slow), "appo"])  # 8 s each
 def test_compile_matches_eager(algo):
     ref, _, ref_stats = train(algo)
     compiled, _, stats = train(algo, compile=True)
