@@ -5,22 +5,21 @@
 Both halves run in this process, one thread, without Ray (the throughput a rollout actor and a CPU learner have):
 
 - **Rollout**: ``RolloutWorker.sample`` on StatelessCartPole-v1 (gymnasium, stepped in turn) at 8 and 32 envs
-  per worker, 64 steps per chunk, agent steps per second. Variants: the MLP of ``stateless_cartpole_ppo`` acting
-  through its NumPy copy (the default for a plain MLP) and through torch, and the recurrent network of
-  ``stateless_cartpole_ppo_lstm`` (a 64-unit layer, then the core) with an LSTM and with a GRU of 64 and 256 units
-  (acting always in torch: the state goes through the core every step).
+  per worker, 64 steps per chunk, agent steps per second. Variants: the MLP of ``stateless_cartpole_ppo`` and the
+  recurrent network of ``stateless_cartpole_ppo_lstm`` (a 64-unit layer, then an LSTM or a GRU of 64 or 256
+  units), each acting through its NumPy copy (model.numpy_inference, the default for an MLP encoder) and through
+  torch.
 - **Learner**: ``Learner.update_many`` of PPO on one round of chunks acted by that policy (2 workers x 8 envs x 64
   steps = 1,024 steps; 2 epochs x 8 minibatches, as ``cartpole_ppo``), steps trained per second. Recurrent
   variants train whole sequences: ``algo.bptt`` 16 (64 sequences, 8 a minibatch) and 64 (the whole chunk).
 
-Variants alternate round by round (``--rounds``); medians, and each variant's ratio to the MLP's (torch acting
-for the rollout's ratio, so the core's cost is not mixed with the NumPy copy's gain).
+Variants alternate round by round (``--rounds``); medians, and each variant's ratio to the MLP's acting the same
+way (NumPy or torch), so the core's cost is not mixed with the NumPy copy's gain.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
 import statistics
@@ -29,16 +28,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 ENV_ID = "raylab.envs.memory_tasks:StatelessCartPole-v1"
 ROLLOUT_VARIANTS: dict[str, dict[str, Any]] = {
     "mlp_numpy": {"recurrent": "none", "numpy": True},
     "mlp_torch": {"recurrent": "none", "numpy": False},
-    "lstm_64": {"recurrent": "lstm", "size": 64},
-    "gru_64": {"recurrent": "gru", "size": 64},
-    "lstm_256": {"recurrent": "lstm", "size": 256},
-    "gru_256": {"recurrent": "gru", "size": 256},
+    "lstm_64_numpy": {"recurrent": "lstm", "size": 64, "numpy": True},
+    "lstm_64_torch": {"recurrent": "lstm", "size": 64, "numpy": False},
+    "gru_64_numpy": {"recurrent": "gru", "size": 64, "numpy": True},
+    "gru_64_torch": {"recurrent": "gru", "size": 64, "numpy": False},
+    "lstm_256_numpy": {"recurrent": "lstm", "size": 256, "numpy": True},
+    "lstm_256_torch": {"recurrent": "lstm", "size": 256, "numpy": False},
 }
 LEARNER_VARIANTS: dict[str, dict[str, Any]] = {
     "mlp": {"recurrent": "none"},
@@ -53,9 +52,12 @@ STEPS = 64
 def _model(spec: dict[str, Any]) -> Any:
     from raylab.config import ModelConfig
 
+    numpy = spec.get("numpy", False)
     if spec["recurrent"] == "none":
-        return ModelConfig(hidden_sizes=(64, 64), numpy_inference=spec.get("numpy", False))
-    return ModelConfig(hidden_sizes=(64,), recurrent=spec["recurrent"], recurrent_size=spec["size"])
+        return ModelConfig(hidden_sizes=(64, 64), numpy_inference=numpy)
+    return ModelConfig(
+        hidden_sizes=(64,), recurrent=spec["recurrent"], recurrent_size=spec["size"], numpy_inference=numpy
+    )
 
 
 def _worker(spec: dict[str, Any], envs: int, seed: int) -> Any:
@@ -85,16 +87,19 @@ def rollout_rate(spec: dict[str, Any], envs: int, seconds: float) -> float:
 
 def learner_rate(spec: dict[str, Any], calls: int) -> float:
     """Steps trained per second by ``Learner.update_many`` on a round of 2 x 8 envs x 64 steps."""
+    import torch
+
     from raylab.algos.ppo.objective import PPO
     from raylab.config import PPOConfig
+    from raylab.envs.config import EnvConfig
+    from raylab.envs.registry import env_spaces
     from raylab.learner import Learner
+    from raylab.models.factory import build_actor_critic
 
-    chunks, nets = [], []
-    for w in range(2):
-        worker, net = _worker({**spec, "numpy": False}, 8, seed=w)
-        chunks.append(worker.sample()[0])
-        nets.append(net)
-    objective = PPO(copy.deepcopy(nets[0]), PPOConfig(epochs=2, minibatches=8, bptt=spec.get("bptt")))
+    chunks = [_worker({**spec, "numpy": False}, 8, seed=w)[0].sample()[0] for w in range(2)]
+    torch.manual_seed(0)
+    net = build_actor_critic(_model(spec), env_spaces(EnvConfig(family="gymnasium", id=ENV_ID)))
+    objective = PPO(net, PPOConfig(epochs=2, minibatches=8, bptt=spec.get("bptt")))
     learner = Learner(objective, lr=3e-4, adam_eps=1e-5, max_grad_norm=0.5, device="cpu")
     learner.update_many(chunks)  # warm-up
     start = time.perf_counter()
@@ -147,9 +152,8 @@ def main() -> int:
         "load_1min": loads,
         "torch": torch.__version__,
         "rollout_steps_per_s": med_rollout,
-        "rollout_vs_mlp_torch": {
-            e: {v: r / by["mlp_torch"] for v, r in by.items()} for e, by in med_rollout.items()
-        },
+        "rollout_vs_mlp_torch": {e: {v: r / by["mlp_torch"] for v, r in by.items()} for e, by in med_rollout.items()},
+        "rollout_vs_mlp_numpy": {e: {v: r / by["mlp_numpy"] for v, r in by.items()} for e, by in med_rollout.items()},
         "learner_steps_per_s": med_learner,
         "learner_vs_mlp": {v: r / med_learner["mlp"] for v, r in med_learner.items()},
         "runs": {"rollout": rollout, "learner": learner},

@@ -7,41 +7,37 @@ from .format import Json, _int, _ratio, _rows, _sentence
 ROLLOUT_LABELS = {
     "mlp_numpy": "MLP, NumPy copy (default)",
     "mlp_torch": "MLP, torch",
-    "lstm_64": "LSTM 64",
-    "gru_64": "GRU 64",
-    "lstm_256": "LSTM 256",
-    "gru_256": "GRU 256",
+    "lstm_64_numpy": "LSTM 64, NumPy copy (default)",
+    "lstm_64_torch": "LSTM 64, torch",
+    "gru_64_numpy": "GRU 64, NumPy copy (default)",
+    "gru_64_torch": "GRU 64, torch",
+    "lstm_256_numpy": "LSTM 256, NumPy copy (default)",
+    "lstm_256_torch": "LSTM 256, torch",
 }
 
 
 def recurrent_cost(data: list[Json]) -> str:
-    """benchmarks/recurrent_cost.py: agent steps/s of a rollout worker and steps trained/s of a PPO learner."""
+    """benchmarks/recurrent_cost.py: agent steps/s of a rollout worker and steps trained/s of a PPO learner,
+    each with its ratio to the MLP acting the same way (NumPy or torch) and to the MLP's learner."""
     (d,) = data
     envs = list(d["rollout_steps_per_s"])
-    header = ["network", *(f"rollout, {e} envs: steps/s" for e in envs), "learner", "learner: steps trained/s"]
-    rollout = list(next(iter(d["rollout_steps_per_s"].values())))
-    learner = list(d["learner_steps_per_s"])
+    rollout = list(d["rollout_steps_per_s"][envs[0]])
+    header = ["rollout worker", *(f"{e} envs: steps/s (÷ MLP)" for e in envs)]
     rows = []
-    for k in range(max(len(rollout), len(learner))):
-        cells = []
-        if k < len(rollout):
-            name = rollout[k]
-            cells.append(ROLLOUT_LABELS.get(name, name))
-            for e in envs:
-                rate, ratio = d["rollout_steps_per_s"][e][name], d["rollout_vs_mlp_torch"][e][name]
-                cells.append(f"{_int(rate)} ({_ratio(ratio)})")
-        else:
-            cells += ["—"] * (1 + len(envs))
-        if k < len(learner):
-            name = learner[k]
-            rate, ratio = d["learner_steps_per_s"][name], d["learner_vs_mlp"][name]
-            cells += [name.replace("/", ", ").replace("_", " "), f"{_int(rate)} ({_ratio(ratio)})"]
-        else:
-            cells += ["—", "—"]
+    for name in rollout:
+        base = "mlp_numpy" if name.endswith("numpy") else "mlp_torch"
+        cells = [ROLLOUT_LABELS.get(name, name)]
+        for e in envs:
+            rate = d["rollout_steps_per_s"][e][name]
+            cells.append(f"{_int(rate)} ({_ratio(rate / d['rollout_steps_per_s'][e][base])})")
         rows.append(cells)
+    learner_rows = [
+        [name.replace("/", ", ").replace("_", " "), _int(rate), _ratio(d["learner_vs_mlp"][name])]
+        for name, rate in d["learner_steps_per_s"].items()
+    ]
     return (
         _rows(header, rows)
-        + f"\n{_sentence(d['protocol'])}; ratios to the MLP acting in torch (rollout) and to the MLP (learner); "
-        f"torch {d['torch']}.\n"
+        + "\n"
+        + _rows(["PPO learner", "steps trained/s", "÷ MLP"], learner_rows)
+        + f"\n{_sentence(d['protocol'])}; torch {d['torch']}.\n"
     )
-

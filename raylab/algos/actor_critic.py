@@ -102,6 +102,13 @@ class ActorCriticPolicy(VersionedWeights):
         """One step of every slot: acts from its state and advances it (a slot of a new batch size, zeros)."""
         if self._state is None or len(self._state) != len(obs):
             self._state = np.zeros((len(obs), self.state_size), np.float32)
+        if self.numpy is not None:  # an MLP encoder and its core, stepped in NumPy (the state advanced in place)
+            if self.greedy:
+                return self.numpy.mode(obs, self._state)
+            sampled, sampled_log_probs = self.numpy.sample(obs, self._state)
+            if self.keep_log_probs:
+                self.last_log_probs = sampled_log_probs
+            return sampled
         model = self.model
         assert isinstance(model, RecurrentActorCritic)
         with torch.inference_mode():

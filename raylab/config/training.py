@@ -35,8 +35,9 @@ class ModelConfig:
     """PPO and APPO rollout actors act through a NumPy copy of a plain MLP actor-critic, DQN's through one of a
     plain MLP Q network (raylab/models/numpy_policy.py: the same distribution, the same greedy actions; 2.2x
     faster than torch at 32 envs of CartPole, where torch's per-operation overhead dominates:
-    benchmarks/policy_inference.json); false keeps torch. Other models (CNNs, dueling or quantile heads,
-    custom) always act in torch."""
+    benchmarks/policy_inference.json); false keeps torch. An MLP with a recurrent core (model.recurrent) acts
+    through a NumPy copy too, the LSTM or GRU step included (benchmarks/recurrent_cost.json). Other models
+    (CNNs, dueling or quantile heads, custom) always act in torch."""
     rollout_precision: Literal["fp32", "bf16"] = "fp32"
     """The rollout actors' inference with a CNN (PPO, APPO, DQN; not A3C, whose workers train the module they act
     with): ``bf16`` runs the encoder of their copy of the network in bfloat16, cast from each published fp32

@@ -8,7 +8,8 @@ PufferLib and Sample Factory keep torch for inference; raylab keeps it for every
 shape (CNNs, custom models, A3C's policy, which trains its module in place) and for the learner.
 
 ``supports(model)`` says whether a model is the plain shape: ``MLPEncoder`` (Flatten, Linear, ReLU) under
-raylab's ``ActorCritic`` with an optional ``RunningNorm`` and a Categorical or diagonal-Gaussian head.
+raylab's ``ActorCritic`` (or a ``RecurrentActorCritic``, whose LSTM or GRU step ``NumpyCore`` mirrors) with an
+optional ``RunningNorm`` and a Categorical or diagonal-Gaussian head.
 ``NumpyActor`` mirrors such a model's parameters (reloaded with each new weights version) and computes the
 same distribution parameters (tests/unit/test_numpy_policy.py: equal to torch's within float32 rounding), then
 samples from them with its own seeded NumPy generator. ``q_linears(model)`` and ``NumpyQ`` do the same for a
@@ -25,7 +26,7 @@ from torch import nn
 
 from raylab.models.distributions import LOG_2PI, Categorical, DiagGaussian
 from raylab.models.encoders import MLPEncoder
-from raylab.models.factory import ActorCritic, QNetwork
+from raylab.models.factory import ActorCritic, QNetwork, RecurrentActorCritic
 from raylab.models.heads import QHead
 from raylab.models.normalize import CLIP, RunningNorm
 from raylab.params.flat import load_params
@@ -33,8 +34,9 @@ from raylab.types import Weights
 
 
 def supports(model: nn.Module) -> bool:
-    """Whether ``model`` is an ActorCritic of the plain MLP shape that NumpyActor mirrors exactly."""
-    if type(model) is not ActorCritic or type(model.encoder) is not MLPEncoder:
+    """Whether ``model`` is an ActorCritic of the plain MLP shape that NumpyActor mirrors exactly (with an LSTM or
+    GRU core after the MLP: a RecurrentActorCritic)."""
+    if type(model) not in (ActorCritic, RecurrentActorCritic) or type(model.encoder) is not MLPEncoder:
         return False
     if model.obs_norm is not None and type(model.obs_norm) is not RunningNorm:
         return False
@@ -137,6 +139,8 @@ class NumpyActor:
         self._head = names[model.policy]
         norm = model.obs_norm
         self._norm = None if norm is None else (names[norm], float(norm.eps))
+        core = model.core if isinstance(model, RecurrentActorCritic) else None
+        self.core: NumpyCore | None = None if core is None else NumpyCore(core.kind, core.size, f"{names[core]}.rnn")
         self.load(model)
 
     def load(self, model: ActorCritic) -> None:
@@ -156,26 +160,32 @@ class NumpyActor:
             std = np.sqrt(np.asarray(params[f"{name}.var"], np.float64) + eps).astype(np.float32).reshape(-1)
             self.norm = (mean, std)
         self.log_std = None if self.discrete else np.array(params["log_std"], np.float32)
+        if self.core is not None:
+            self.core.load_params(params)
 
-    def params(self, obs: np.ndarray) -> np.ndarray:
-        """Logits [B, A] (discrete) or means [B, D] (Box) for a batch of observations."""
+    def params(self, obs: np.ndarray, state: np.ndarray | None = None) -> np.ndarray:
+        """Logits [B, A] (discrete) or means [B, D] (Box) for a batch of observations; with a core, ``state``
+        [B, S] is each slot's state, advanced in place."""
         h = features(obs)
         if self.norm is not None:
             mean, std = self.norm
             h = np.clip((h - mean) / std, -CLIP, CLIP)
         h = mlp(self.layers, h, relu_last=True)
+        if self.core is not None:
+            assert state is not None, "a recurrent actor acts from its slots' states"
+            h = self.core.step(h, state)
         w, b = self.head
         out = h @ w
         out += b
         return out
 
-    def mode(self, obs: np.ndarray) -> np.ndarray:
-        out = self.params(obs)
+    def mode(self, obs: np.ndarray, state: np.ndarray | None = None) -> np.ndarray:
+        out = self.params(obs, state)
         return out.argmax(1) if self.discrete else out
 
-    def sample(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def sample(self, obs: np.ndarray, state: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(actions, their log-probabilities): int64 [B] from the softmax, or float32 [B, D] from the Gaussian."""
-        out = self.params(obs)
+        out = self.params(obs, state)
         if self.discrete:
             z = out - out.max(1, keepdims=True)
             probs = np.exp(z)
@@ -191,6 +201,53 @@ class NumpyActor:
         actions = out + np.exp(self.log_std) * noise
         log_probs = -(0.5 * noise * noise + self.log_std + 0.5 * LOG_2PI).sum(1)
         return actions.astype(np.float32), log_probs.astype(np.float32)
+
+
+class NumpyCore:
+    """One step of a torch LSTM or GRU layer (raylab/models/recurrent.py) in NumPy float32, PyTorch's gate order
+    and equations: LSTM gates (i, f, g, o), ``c' = s(f) c + s(i) tanh(g)``, ``h' = s(o) tanh(c')``; GRU gates
+    (r, z, n), ``n = tanh(W_in x + b_in + r (W_hn h + b_hn))``, ``h' = (1 - z) n + z h``."""
+
+    def __init__(self, kind: str, size: int, prefix: str):
+        self.kind, self.size, self.prefix = kind, size, prefix
+
+    def load_params(self, params: dict[str, np.ndarray]) -> None:
+        p = self.prefix
+        self.w_ih = np.array(params[f"{p}.weight_ih_l0"], np.float32).T.copy()
+        self.w_hh = np.array(params[f"{p}.weight_hh_l0"], np.float32).T.copy()
+        self.b_ih = np.array(params[f"{p}.bias_ih_l0"], np.float32)
+        self.b_hh = np.array(params[f"{p}.bias_hh_l0"], np.float32)
+        if self.kind == "lstm":
+            self.bias = self.b_ih + self.b_hh
+
+    def step(self, x: np.ndarray, state: np.ndarray) -> np.ndarray:
+        """The core's output [B, size] for inputs ``x`` [B, F]; ``state`` [B, S] advanced in place."""
+        n = self.size
+        if self.kind == "lstm":
+            h, c = state[:, :n], state[:, n:]
+            gates = x @ self.w_ih
+            gates += h @ self.w_hh
+            gates += self.bias
+            i, f, o = _sigmoid(gates[:, :n]), _sigmoid(gates[:, n : 2 * n]), _sigmoid(gates[:, 3 * n :])
+            c_new = f * c + i * np.tanh(gates[:, 2 * n : 3 * n])
+            h_new = o * np.tanh(c_new)
+            state[:, :n], state[:, n:] = h_new, c_new
+            return h_new
+        h = state
+        gi = x @ self.w_ih
+        gi += self.b_ih
+        gh = h @ self.w_hh
+        gh += self.b_hh
+        r = _sigmoid(gi[:, :n] + gh[:, :n])
+        z = _sigmoid(gi[:, n : 2 * n] + gh[:, n : 2 * n])
+        cand = np.tanh(gi[:, 2 * n :] + r * gh[:, 2 * n :])
+        h_new = (1.0 - z) * cand + z * h
+        state[:] = h_new
+        return h_new
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (np.tanh(0.5 * x) + 1.0)  # stable for any x, float32 in and out
 
 
 M = TypeVar("M", bound=nn.Module)

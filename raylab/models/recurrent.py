@@ -9,8 +9,10 @@ state by ``1 - done`` the same way). Rollout workers act with ``step``; learners
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 
 class RecurrentCore(nn.Module):
@@ -28,6 +30,10 @@ class RecurrentCore(nn.Module):
                 nn.init.constant_(param, 0.0)
             else:
                 nn.init.orthogonal_(param, 1.0)
+
+    packed = True
+    """``unroll`` runs the pieces between episode starts as one packed call (False: a Python loop over the steps,
+    what benchmarks/recurrent_cost.py compares it with)."""
 
     @property
     def state_size(self) -> int:
@@ -56,14 +62,19 @@ class RecurrentCore(nn.Module):
         [L, B]`` is True. Returns (outputs ``[L, B, size]``, the state after the last step, and with ``keep``
         the state after each step ``[L, B, S]``, before any reset that follows it).
 
-        Without resets (or with resets only at step 0) and without ``keep``, one call of the fused kernel;
-        otherwise a loop over the steps."""
+        Without ``keep``, one call of the layer's kernel: over the whole ``[L, B]`` when no episode starts
+        inside it, else over the episodes' pieces packed (``torch.nn.utils.rnn.pack_padded_sequence``), each
+        piece from its own start state, as Sample Factory's ``build_rnn_inputs`` does. With ``keep`` (an LSTM's
+        cell state is not an output) a loop over the steps."""
         if reset_before is not None and bool(reset_before[0].any()):
             state = state * (~reset_before[0]).unsqueeze(-1).to(state.dtype)
         inside = reset_before is not None and bool(reset_before[1:].any())
         if not inside and not keep:
             y, hx = self.rnn(x, self._split(state))
             return y, self._join(hx), None
+        if not keep and self.packed:
+            assert reset_before is not None
+            return (*self._unroll_packed(x, state, reset_before), None)
         outputs, after = [], []
         for t in range(x.shape[0]):
             if t > 0 and reset_before is not None:
@@ -73,6 +84,34 @@ class RecurrentCore(nn.Module):
             if keep:
                 after.append(state)
         return torch.stack(outputs), state, torch.stack(after) if keep else None
+
+    def _unroll_packed(
+        self, x: torch.Tensor, state: torch.Tensor, reset_before: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``unroll`` with episode starts inside: every column cut where an episode starts, the pieces padded
+        into ``[longest, pieces]`` and run as one packed sequence (the first piece of column b from
+        ``state[b]``, the others from zeros), the outputs gathered back into ``[L, B]``."""
+        steps, batch = reset_before.shape
+        starts = reset_before.detach().cpu().numpy().T.copy()  # [B, L], column-major order of the steps
+        starts[:, 0] = True
+        flat = starts.reshape(-1)
+        piece = np.cumsum(flat) - 1  # each step's piece
+        first = np.flatnonzero(flat)  # each piece's first step
+        position = np.arange(flat.size) - first[piece]
+        lengths = np.diff(np.append(first, flat.size))
+        device = x.device
+        piece_t, position_t = torch.from_numpy(piece).to(device), torch.from_numpy(position).to(device)
+        inputs = x.new_zeros(int(lengths.max()), len(first), x.shape[-1])
+        inputs[position_t, piece_t] = x.transpose(0, 1).reshape(steps * batch, -1)
+        opening = torch.from_numpy(first % steps == 0).to(device)  # a column's first piece
+        column = torch.from_numpy(first // steps).to(device)
+        init = torch.where(opening.unsqueeze(-1), state[column], torch.zeros_like(state[column]))
+        packed = pack_padded_sequence(inputs, torch.from_numpy(lengths), enforce_sorted=False)
+        out, hx = self.rnn(packed, self._split(init))
+        padded, _ = pad_packed_sequence(out)
+        y = padded[position_t, piece_t].reshape(batch, steps, -1).transpose(0, 1)
+        last_piece = torch.from_numpy(piece.reshape(batch, steps)[:, -1]).to(device)
+        return y, self._join(hx)[last_piece]
 
 
 def reset_mask(terminated: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:

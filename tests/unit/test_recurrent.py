@@ -113,6 +113,33 @@ def test_unroll_equals_the_step_loop_with_resets(kind: str):
     torch.testing.assert_close(fused_last, looped_last)
 
 
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_the_packed_unroll_equals_the_loop_outputs_last_states_and_gradients(kind: str):
+    torch.manual_seed(1)
+    core = RecurrentCore(kind, 3, 5)
+    x0, s0 = torch.randn(9, 4, 3), torch.randn(4, core.state_size)
+    reset = torch.zeros(9, 4, dtype=torch.bool)
+    reset[0, 2] = reset[2, 0] = reset[3, 0] = reset[8, 1] = reset[4, 2] = reset[7, 2] = True  # column 3: none
+    results = []
+    for packed in (True, False):
+        core.packed = packed
+        x, s = x0.clone().requires_grad_(True), s0.clone().requires_grad_(True)
+        out, last, _ = core.unroll(x, s, reset)
+        (out.pow(2).sum() + last.sum()).backward()
+        grads = [p.grad.clone() for p in core.parameters()]
+        core.zero_grad()
+        results.append((out.detach(), last.detach(), x.grad, s.grad, grads))
+    core.packed = True
+    (out_p, last_p, gx_p, gs_p, gp_p), (out_l, last_l, gx_l, gs_l, gp_l) = results
+    torch.testing.assert_close(out_p, out_l)
+    torch.testing.assert_close(last_p, last_l)
+    torch.testing.assert_close(gx_p, gx_l)
+    torch.testing.assert_close(gs_p, gs_l)  # column 2 resets at step 0: no gradient reaches its start state
+    assert float(gs_p[2].abs().sum()) == 0.0 and float(gs_p[3].abs().sum()) > 0
+    for a, b in zip(gp_p, gp_l, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
 def test_a_recurrent_model_has_no_stateless_forward():
     with pytest.raises(TypeError, match="needs its state"):
         model()(torch.zeros(2, 4))
@@ -412,3 +439,38 @@ def test_recurrent_policies_over_space_groups_carry_their_own_states():
         r = round_values(net, part, IO())
         np.testing.assert_allclose(r.log_probs, part.log_probs, atol=1e-5)
     assert parts[0].actions.dtype == np.float32 and parts[1].actions.dtype == np.int64
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_the_numpy_copy_of_a_recurrent_mlp_acts_as_torch_does(kind: str):
+    """model.numpy_inference: an MLP encoder with its core, stepped in NumPy, gives torch's distribution and
+    state step after step (resets included), and reloads published weights."""
+    from raylab.models.numpy_policy import NumpyActor, supports
+
+    net = model(kind, size=8)
+    assert supports(net)
+    copy_ = NumpyActor(net, seed=0)
+    rng = np.random.default_rng(0)
+    state = np.zeros((5, net.state_size), np.float32)
+    torch_state = torch.zeros(5, net.state_size)
+    for t in range(6):
+        obs = rng.standard_normal((5, 4)).astype(np.float32)
+        if t == 3:
+            state[1] = 0.0
+            torch_state[1] = 0.0
+        got = copy_.params(obs, state)
+        with torch.no_grad():
+            want, _, torch_state = net.step(torch.from_numpy(obs), torch_state)
+        np.testing.assert_allclose(got, want.numpy(), atol=1e-5)
+        np.testing.assert_allclose(state, torch_state.numpy(), atol=1e-5)
+    numpy_policy = ActorCriticPolicy(copy.deepcopy(net), seed=0, numpy_inference=True)
+    torch_policy = ActorCriticPolicy(copy.deepcopy(net), seed=0, numpy_inference=False)
+    assert numpy_policy.numpy is not None and torch_policy.numpy is None
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(0.1)
+    params = {k: v.detach().numpy().copy() for k, v in net.state_dict().items()}
+    for policy in (numpy_policy, torch_policy):
+        policy.set_weights(Weights(1, params))
+        policy.act(np.ones((3, 4), np.float32))
+    np.testing.assert_allclose(numpy_policy.states(3), torch_policy.states(3), atol=1e-5)  # the new weights

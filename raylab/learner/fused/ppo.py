@@ -42,6 +42,8 @@ class FusedActorCriticStep:
     @staticmethod
     def unsupported(model: nn.Module, optimizer: torch.optim.Optimizer) -> str:
         """Why this model/optimizer cannot be fused ('' when it can)."""
+        if model.state_size if isinstance(model, ActorCritic) else False:
+            return "a recurrent actor-critic (model.recurrent) trains on sequences, in torch"
         if not isinstance(model, ActorCritic) or not supports(model):
             return "only a plain MLP actor-critic (model.encoder=mlp, no custom model) is fused"
         return adam_unsupported(optimizer, list(model.parameters()))
