@@ -11,7 +11,8 @@ Both halves run in this process, one thread, without Ray (the throughput a rollo
   torch.
 - **Learner**: ``Learner.update_many`` of PPO on one round of chunks acted by that policy (2 workers x 8 envs x 64
   steps = 1,024 steps; 2 epochs x 8 minibatches, as ``cartpole_ppo``), steps trained per second. Recurrent
-  variants train whole sequences: ``algo.bptt`` 16 (64 sequences, 8 a minibatch) and 64 (the whole chunk).
+  variants train whole sequences: ``algo.bptt`` 16 (64 sequences, 8 a minibatch) and 64 (the whole chunk), their
+  unroll packed into one call (the default) or stepped in a Python loop (``/loop``: before the packed unroll).
 
 Variants alternate round by round (``--rounds``); medians, and each variant's ratio to the MLP's acting the same
 way (NumPy or torch), so the core's cost is not mixed with the NumPy copy's gain.
@@ -42,10 +43,15 @@ ROLLOUT_VARIANTS: dict[str, dict[str, Any]] = {
 LEARNER_VARIANTS: dict[str, dict[str, Any]] = {
     "mlp": {"recurrent": "none"},
     "lstm_64/bptt_16": {"recurrent": "lstm", "size": 64, "bptt": 16},
+    "lstm_64/bptt_16/loop": {"recurrent": "lstm", "size": 64, "bptt": 16, "packed": False},
     "lstm_64/bptt_64": {"recurrent": "lstm", "size": 64, "bptt": 64},
+    "lstm_64/bptt_64/loop": {"recurrent": "lstm", "size": 64, "bptt": 64, "packed": False},
     "gru_64/bptt_16": {"recurrent": "gru", "size": 64, "bptt": 16},
     "lstm_256/bptt_16": {"recurrent": "lstm", "size": 256, "bptt": 16},
+    "lstm_256/bptt_16/loop": {"recurrent": "lstm", "size": 256, "bptt": 16, "packed": False},
 }
+"""``loop``: the unroll steps through the sequences in a Python loop (RecurrentCore.packed=False), as before the
+packed unroll; the others pack the pieces between episode starts into one call."""
 STEPS = 64
 
 
@@ -101,11 +107,17 @@ def learner_rate(spec: dict[str, Any], calls: int) -> float:
     net = build_actor_critic(_model(spec), env_spaces(EnvConfig(family="gymnasium", id=ENV_ID)))
     objective = PPO(net, PPOConfig(epochs=2, minibatches=8, bptt=spec.get("bptt")))
     learner = Learner(objective, lr=3e-4, adam_eps=1e-5, max_grad_norm=0.5, device="cpu")
-    learner.update_many(chunks)  # warm-up
-    start = time.perf_counter()
-    for _ in range(calls):
-        learner.update_many(chunks)
-    seconds = time.perf_counter() - start
+    from raylab.models.recurrent import RecurrentCore
+
+    RecurrentCore.packed = spec.get("packed", True)
+    try:
+        learner.update_many(chunks)  # warm-up
+        start = time.perf_counter()
+        for _ in range(calls):
+            learner.update_many(chunks)
+        seconds = time.perf_counter() - start
+    finally:
+        RecurrentCore.packed = True
     return calls * sum(c.size for c in chunks) * 2 / seconds  # 2 epochs: each step trained twice
 
 
