@@ -14,7 +14,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-atari-peers clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-atari-peers bench-recurrent clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -178,6 +178,9 @@ bench-snapshot: install ## cost of checkpoint.replay: write/load seconds and MiB
 
 bench-faults: install ## cartpole_dqn with a rollout actor SIGKILLed every 30 s, the learner and the replay once, beside a clean run
 	$(PY) benchmarks/fault_run.py --kill-every 30 --learner-at 45 --replay-at 75 --seconds 150 --output benchmarks/fault_run.json $(ARGS)
+
+bench-recurrent: install ## what a recurrent core costs a rollout worker (NumPy and torch acting) and a PPO learner (packed and looped unrolls), ~4 min -> benchmarks/recurrent_cost.json
+	$(PY) benchmarks/recurrent_cost.py --output benchmarks/recurrent_cost.json $(ARGS)
 
 bench-atari: install ## the frame path on Pong and CoinRun (env only, env + inference in one process, 1-2 rollout actors; fp32 vs bf16 rollouts) and CNN inference variants (~35 min) -> benchmarks/frame_path.json, cnn_inference.json
 	$(PY) benchmarks/cnn_inference.py --output benchmarks/cnn_inference.json $(ARGS)

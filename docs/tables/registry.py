@@ -33,6 +33,7 @@ from .learning import (
     throughput_before_after,
 )
 from .peers import appo_vs_peers, e2e_cartpole, e2e_mario, ppo_vs_rllib
+from .recurrent import recurrent_cost
 from .throughput import a3c_scaling, arena, envs, sampling, sampling_revisions, sampling_sink_weights
 
 
@@ -207,6 +208,9 @@ TABLES: dict[str, Table] = {
     ),
     "policy_inference": Table(("policy_inference.json",), policy_inference, "act() in torch and in NumPy"),
     "cnn_inference": Table(("cnn_inference.json",), cnn_inference, "a CNN's act() on the CPU, six ways"),
+    "recurrent_cost": Table(
+        ("recurrent_cost.json",), recurrent_cost, "a recurrent core's cost to a rollout worker and a PPO learner"
+    ),
     "frame_path": Table(("frame_path.json",), frame_path, "the frame path on Pong and CoinRun, stage by stage"),
     "atari_vs_peers": Table(
         ("atari_vs_peers.json",), atari_vs_peers, "Pong: raylab, Sample Factory and RLlib side by side"
