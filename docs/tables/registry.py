@@ -32,6 +32,7 @@ from .learning import (
     soak,
     throughput_before_after,
 )
+from .memory import memory_minigrid, memory_popgym, memory_r2d2, memory_stateless
 from .peers import appo_vs_peers, e2e_cartpole, e2e_mario, ppo_vs_rllib
 from .recurrent import recurrent_cost
 from .throughput import a3c_scaling, arena, envs, sampling, sampling_revisions, sampling_sink_weights
@@ -81,6 +82,22 @@ TABLES: dict[str, Table] = {
     ),
     "halfcheetah_learning": Table(
         ("halfcheetah_learning.json",), fixed_budget_learning, "HalfCheetah-v5, 20 minutes, PPO and APPO"
+    ),
+    "memory_tasks_stateless": Table(
+        ("memory_tasks_stateless.json",),
+        memory_stateless,
+        "StatelessCartPole-v1: recurrent policies, the MLP control, a frame stack and RLlib's PPO-LSTM, to 350",
+    ),
+    "memory_tasks_r2d2": Table(
+        ("memory_tasks_r2d2.json",),
+        memory_r2d2,
+        "R2D2 against frame-stacked Ape-X (StatelessCartPole-v1) and against Ape-X (CartPole-v1)",
+    ),
+    "memory_tasks_popgym": Table(
+        ("memory_tasks_popgym.json",), memory_popgym, "POPGym: recurrent PPO beside its MLP control, MMER"
+    ),
+    "memory_tasks_minigrid": Table(
+        ("memory_tasks_minigrid.json",), memory_minigrid, "MiniGrid Memory S7: PPO-LSTM beside its MLP control"
     ),
     "snake_arena_throughput": Table(("snake_arena_throughput.json",), arena, "the multi-snake arena's agent steps/s"),
     "core_before_after": Table(
