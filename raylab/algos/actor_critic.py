@@ -12,6 +12,7 @@ from raylab.config import RunConfig
 from raylab.models import numpy_policy
 from raylab.models.factory import ActorCritic, RecurrentActorCritic, build_actor_critic, for_acting
 from raylab.models.numpy_policy import Mirrored, NumpyActor, VersionedWeights
+from raylab.models.recurrent import SlotStates
 from raylab.types import EnvSpaces
 
 
@@ -57,8 +58,8 @@ class ActorCriticPolicy(VersionedWeights):
         self._mirrored = Mirrored(module, self.numpy)
         self.state_size = int(module.state_size)
         """Floats of memory per slot (model.recurrent); 0 for a feed-forward network."""
-        self._state: np.ndarray | None = None
-        """[N, S] the state each slot acts from next (a recurrent model), allocated by the first act."""
+        self._memory = SlotStates(self.state_size)
+        """The state each slot acts from next (a recurrent model)."""
 
     @property
     def model(self) -> ActorCritic:
@@ -67,15 +68,10 @@ class ActorCriticPolicy(VersionedWeights):
 
     def states(self, num: int) -> np.ndarray | None:
         """A copy of the state each of ``num`` slots acts from next; None without memory."""
-        if not self.state_size:
-            return None
-        if self._state is None or len(self._state) != num:
-            return np.zeros((num, self.state_size), np.float32)
-        return self._state.copy()
+        return self._memory.copy(num) if self.state_size else None
 
     def reset_states(self, done: np.ndarray) -> None:
-        if self._state is not None and len(self._state) == len(done):
-            self._state[done] = 0.0
+        self._memory.reset(done)
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         if self.state_size:
@@ -100,20 +96,19 @@ class ActorCriticPolicy(VersionedWeights):
 
     def _act_recurrent(self, obs: np.ndarray) -> np.ndarray:
         """One step of every slot: acts from its state and advances it (a slot of a new batch size, zeros)."""
-        if self._state is None or len(self._state) != len(obs):
-            self._state = np.zeros((len(obs), self.state_size), np.float32)
+        rows = self._memory.current(len(obs))
         if self.numpy is not None:  # an MLP encoder and its core, stepped in NumPy (the state advanced in place)
             if self.greedy:
-                return self.numpy.mode(obs, self._state)
-            sampled, sampled_log_probs = self.numpy.sample(obs, self._state)
+                return self.numpy.mode(obs, rows)
+            sampled, sampled_log_probs = self.numpy.sample(obs, rows)
             if self.keep_log_probs:
                 self.last_log_probs = sampled_log_probs
             return sampled
         model = self.model
         assert isinstance(model, RecurrentActorCritic)
         with torch.inference_mode():
-            params, _, state = model.step(torch.from_numpy(obs), torch.from_numpy(self._state))
-            self._state = state.numpy()
+            params, _, state = model.step(torch.from_numpy(obs), torch.from_numpy(rows))
+            self._memory.rows = state.numpy()
             dist = model.dist
             if self.greedy:
                 return dist.mode(params).numpy()

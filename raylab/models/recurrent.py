@@ -114,6 +114,33 @@ class RecurrentCore(nn.Module):
         return y, self._join(hx)[last_piece]
 
 
+class SlotStates:
+    """A recurrent policy's memory: one float32 row per slot (``size`` floats), zeros until the first step and
+    wherever an episode ended. What ActorCriticPolicy and EpsilonGreedyPolicy keep for the ``Stateful`` protocol."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.rows: np.ndarray | None = None
+        """[N, size] the state each slot acts from next; None before the first step."""
+
+    def current(self, num: int) -> np.ndarray:
+        """The live rows of ``num`` slots (zeros when there were none, or as many as another batch had)."""
+        if self.rows is None or len(self.rows) != num:
+            self.rows = np.zeros((num, self.size), np.float32)
+        return self.rows
+
+    def copy(self, num: int) -> np.ndarray:
+        """A copy of the rows ``num`` slots act from next."""
+        if self.rows is None or len(self.rows) != num:
+            return np.zeros((num, self.size), np.float32)
+        return self.rows.copy()
+
+    def reset(self, done: np.ndarray) -> None:
+        """Zero the rows where ``done``."""
+        if self.rows is not None and len(self.rows) == len(done):
+            self.rows[done] = 0.0
+
+
 def reset_mask(terminated: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:
     """``[T, B]`` episode ends -> ``[T + 1, B]`` ``reset_before``: step t + 1 starts a new episode where step t
     ended one; step 0 never (a worker hands each chunk the state its slots act from, already reset)."""

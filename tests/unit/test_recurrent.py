@@ -329,8 +329,8 @@ def test_a3c_loss_unrolls_from_the_chunk_state():
 def test_evaluation_starts_every_episode_from_zeros():
     class Spy(ActorCriticPolicy):
         def act(self, obs: np.ndarray) -> np.ndarray:
-            if self._state is not None:
-                self.seen.append(self._state.copy())
+            if self._memory.rows is not None:
+                self.seen.append(self._memory.rows.copy())
             return super().act(obs)
 
     vec = SerialVectorEnv([lambda: RecallEnv(length=3)], seeds=[0])

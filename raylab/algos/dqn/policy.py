@@ -7,6 +7,7 @@ import torch
 
 from raylab.models.factory import QNetwork, RecurrentQNetwork, for_acting
 from raylab.models.numpy_policy import Mirrored, NumpyQ, VersionedWeights, q_linears
+from raylab.models.recurrent import SlotStates
 
 
 def apex_epsilons(num_slots: int, base: float = 0.4, alpha: float = 7.0) -> np.ndarray:
@@ -66,20 +67,15 @@ class EpsilonGreedyPolicy(VersionedWeights):
         """Vector steps taken (each is one agent step per env slot)."""
         self.state_size = int(q_net.state_size)
         """Floats of memory per slot (model.recurrent: R2D2); 0 for a feed-forward network."""
-        self._state: np.ndarray | None = None
-        """[N, S] the state each slot acts from next (a recurrent network), allocated by the first act."""
+        self._memory = SlotStates(self.state_size)
+        """The state each slot acts from next (a recurrent model)."""
 
     def states(self, num: int) -> np.ndarray | None:
         """A copy of the state each of ``num`` slots acts from next; None without memory."""
-        if not self.state_size:
-            return None
-        if self._state is None or len(self._state) != num:
-            return np.zeros((num, self.state_size), np.float32)
-        return self._state.copy()
+        return self._memory.copy(num) if self.state_size else None
 
     def reset_states(self, done: np.ndarray) -> None:
-        if self._state is not None and len(self._state) == len(done):
-            self._state[done] = 0.0
+        self._memory.reset(done)
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         num = obs.shape[0]
@@ -101,13 +97,12 @@ class EpsilonGreedyPolicy(VersionedWeights):
 
     def _greedy_recurrent(self, obs: np.ndarray) -> np.ndarray:
         """Argmax Q of every slot from its state, advancing the states (a batch of a new size starts at zeros)."""
-        if self._state is None or len(self._state) != len(obs):
-            self._state = np.zeros((len(obs), self.state_size), np.float32)
+        rows = self._memory.current(len(obs))
         q_net = self.q_net
         assert isinstance(q_net, RecurrentQNetwork)
         with torch.inference_mode():
-            q, state = q_net.step(torch.from_numpy(obs), torch.from_numpy(self._state))
-        self._state = state.numpy()
+            q, state = q_net.step(torch.from_numpy(obs), torch.from_numpy(rows))
+        self._memory.rows = state.numpy()
         return q.argmax(dim=1).numpy()
 
     @property

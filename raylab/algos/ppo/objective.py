@@ -120,6 +120,21 @@ def round_values(model: ActorCritic, chunk: Chunk, io: DeviceIO) -> RoundValues:
             if len(chunk.final_obs)
             else np.zeros(0, np.float32)
         )
+    return _round(chunk, flat_obs[: steps * envs], actions, log_probs, values_all, final_values)
+
+
+def _round(
+    chunk: Chunk,
+    flat_obs: torch.Tensor,
+    actions: torch.Tensor,
+    log_probs: torch.Tensor,
+    values_all: torch.Tensor,
+    final_values: np.ndarray,
+    sequences: Sequences | None = None,
+) -> RoundValues:
+    """The round's values ``[T + 1, E]`` (and the final observations' values) as the targets' inputs: V(obs_t),
+    the value of what followed each step, and the steps before a crash bootstrapping from the crash state."""
+    steps, envs = chunk.num_steps, chunk.num_envs
     values_np = values_all.float().reshape(steps + 1, envs).cpu().numpy()
     values, next_values = values_np[:steps].copy(), values_np[1:].copy()
     terminated, truncated = chunk.terminated.copy(), chunk.truncated.copy()
@@ -129,7 +144,7 @@ def round_values(model: ActorCritic, chunk: Chunk, io: DeviceIO) -> RoundValues:
     if not valid.all():
         bootstrap_before_crashes(valid, terminated, truncated, next_values, values)
     return RoundValues(
-        flat_obs=flat_obs[: steps * envs],
+        flat_obs=flat_obs,
         actions=actions,
         log_probs=log_probs.cpu().numpy().reshape(steps, envs),
         values=values,
@@ -137,6 +152,7 @@ def round_values(model: ActorCritic, chunk: Chunk, io: DeviceIO) -> RoundValues:
         terminated=terminated,
         truncated=truncated,
         keep=np.flatnonzero(valid.reshape(-1)),
+        sequences=sequences,
     )
 
 
@@ -165,25 +181,10 @@ def _recurrent_round_values(model: RecurrentActorCritic, chunk: Chunk, io: Devic
     after = after.float()
     keep_rows = io.tensor(~reset_before[1:steps]).unsqueeze(-1).to(after.dtype)
     states = torch.cat([state0.unsqueeze(0), after[: steps - 1] * keep_rows])
-    values_np = values_all.float().reshape(steps + 1, envs).cpu().numpy()
-    values, next_values = values_np[:steps].copy(), values_np[1:].copy()
-    terminated, truncated = chunk.terminated.copy(), chunk.truncated.copy()
-    for (t_, e_), v in zip(chunk.final_index, final_values, strict=True):
-        next_values[t_, e_] = v
     valid = np.ones((steps, envs), bool) if chunk.restarted is None else ~chunk.restarted
-    if not valid.all():
-        bootstrap_before_crashes(valid, terminated, truncated, next_values, values)
-    return RoundValues(
-        flat_obs=obs[:steps].reshape(steps * envs, *obs.shape[2:]),
-        actions=actions,
-        log_probs=log_probs.cpu().numpy().reshape(steps, envs),
-        values=values,
-        next_values=next_values,
-        terminated=terminated,
-        truncated=truncated,
-        keep=np.flatnonzero(valid.reshape(-1)),
-        sequences=Sequences(obs[:steps], states, reset_before[:steps], valid),
-    )
+    flat_obs = obs[:steps].reshape(steps * envs, *obs.shape[2:])
+    sequences = Sequences(obs[:steps], states, reset_before[:steps], valid)
+    return _round(chunk, flat_obs, actions, log_probs, values_all, final_values, sequences)
 
 
 def sequence_units(array: torch.Tensor, length: int) -> torch.Tensor:
