@@ -29,7 +29,7 @@ Groups and their criteria:
 - ``popgym``: POPGym's RepeatPreviousEasy and CountRecallEasy, a fixed budget of ``--cap-s`` training seconds
   each; the figure is POPGym's MMER (the largest mean training-episode return over the run: here the largest
   ``episode/return_mean``, the mean of the last 100 episodes, over the run's metrics rows), with the final value.
-- ``minigrid``: MiniGrid's Memory room S7, a fixed budget; the success rate (an episode's return > 0: the
+- ``minigrid``: MiniGrid's Memory room S7 (one-hot view), a fixed budget; the success rate (an episode's return > 0: the
   matching object reached) and mean return of ``--minigrid-episodes`` sampled episodes of each periodic
   checkpoint (``--minigrid-points`` of them over the cap) and of final.pt (``python -m raylab.evaluate``'s
   evaluation, the run's own ``eval.greedy=false``), and the training return; "time to target" is the first
@@ -54,7 +54,13 @@ Variants (the feed-forward controls are the same experiment with ``model.recurre
 - ``repeat_previous_gru``, ``repeat_previous_mlp``: ``+experiment=popgym_repeat_previous_ppo_gru`` and its
   control.
 - ``count_recall_lstm``, ``count_recall_mlp``: ``+experiment=popgym_count_recall_ppo_lstm`` and its control.
-- ``memory_s7_lstm``, ``memory_s7_mlp``: ``+experiment=minigrid_memory_ppo_lstm`` and its control.
+- ``memory_s7_lstm``, ``memory_s7_mlp``: ``+experiment=minigrid_memory_onehot_ppo_lstm`` (the 3x3 view as
+  one-hot cell codes into an MLP: 5-6k env steps/s where the RGB frames of minigrid_memory_ppo_lstm run 350-420)
+  and its control.
+- ``rllib_repeat_previous_lstm``, ``rllib_count_recall_lstm``, ``rllib_memory_s7_lstm``: RLlib's PPO-LSTM on the
+  same env (raylab's builder, imported from this checkout) with the raylab experiment's settings in RLlib's names
+  (RLLIB_SETUPS; RLlib has no tuned example for these tasks, and no GRU in its default model). The POPGym paper's
+  per-task scores are not given beside them: its appendix tables could not be retrieved here.
 """
 
 from __future__ import annotations
@@ -76,9 +82,7 @@ from typing import Any
 
 CONTROL = ("model.recurrent=none", "algo.bptt=null")
 """A recurrent experiment's feed-forward control: the same experiment without the core and its BPTT."""
-RLLIB_ENV = "raylab-bench-StatelessCartPole"
-RLLIB_SHAPE = (2, 8)
-"""RLlib's env runners x envs per runner: raylab's stateless_cartpole_ppo_lstm shape."""
+RLLIB_ENV = "raylab-bench-memory-task"
 CURVE_POINTS = 300
 """A run's training curve is thinned to at most this many (env steps, seconds, return) points."""
 
@@ -118,6 +122,104 @@ class Variant:
     overrides: tuple[str, ...] = ()
     """raylab's overrides (the experiment first); empty for RLlib."""
     framework: str = "raylab"
+    rllib: str = ""
+    """An RLlib variant's setup (a key of RLLIB_SETUPS)."""
+
+
+@dataclass(frozen=True)
+class RllibSetup:
+    """One RLlib PPO-LSTM peer: its env (built inside .venv-rllib), its shape and its settings."""
+
+    env: str
+    """``stateless`` (RLlib's own StatelessCartPole class), ``popgym:<Task>`` or ``minigrid:<size>:<observation>``
+    (raylab.envs.memory_tasks' builders, imported from this checkout: the same env as raylab's run)."""
+    shape: tuple[int, int]
+    """env runners x envs per runner."""
+    training: dict[str, Any]
+    """PPOConfig.training(...) keyword arguments."""
+    model: dict[str, Any]
+    """DefaultModelConfig(...) keyword arguments."""
+    words: str
+    """The settings in words, for the JSON."""
+    rollout_fragment_length: int | str = "auto"
+    mean_std_filter: bool = False
+
+
+POPGYM_AS_RAYLAB = dict(
+    lr=0.0003, gamma=0.99, lambda_=0.95, num_epochs=4, train_batch_size_per_learner=8192, minibatch_size=1024,
+    vf_loss_coeff=1.0, entropy_coeff=0.0, clip_param=0.2, grad_clip=0.5, use_kl_loss=False,
+)  # fmt: skip
+"""raylab's popgym_* experiments' PPO settings in RLlib's names: 2 x 16 envs x 256 steps = 8,192 a round, 4
+epochs of 8 minibatches, no KL term."""
+RLLIB_SETUPS: dict[str, RllibSetup] = {
+    "stateless": RllibSetup(
+        "stateless",
+        (2, 8),
+        dict(lr=0.0003, gamma=0.99, num_epochs=6, vf_loss_coeff=0.05, use_kl_loss=True),
+        dict(use_lstm=True, max_seq_len=50, vf_share_layers=True),
+        "rllib/tuned_examples/ppo/stateless_cartpole_ppo.py: MeanStdFilter, lr 3e-4, gamma 0.99, num_epochs 6, "
+        "vf_loss_coeff 0.05, use_kl_loss, train batch 4,000 (the default); LSTM 256 after fcnet [256, 256], shared "
+        "value layers, max_seq_len 50; 2 env runners x 8 envs (raylab's stateless_cartpole_ppo_lstm shape; the "
+        "example's default is 3 env runners x 1 env)",
+        mean_std_filter=True,
+    ),
+    **{
+        f"popgym_{key}": RllibSetup(
+            f"popgym:{task}",
+            (2, 16),
+            POPGYM_AS_RAYLAB,
+            dict(
+                fcnet_hiddens=[128],
+                fcnet_activation="relu",
+                use_lstm=True,
+                lstm_cell_size=256,
+                max_seq_len=64,
+                vf_share_layers=True,
+            ),
+            f"raylab's {experiment} settings in RLlib's names (RLlib has no tuned POPGym example, and its default "
+            "model has no GRU: an LSTM in both): lr 3e-4, gamma 0.99, lambda 0.95, 4 epochs, train batch 8,192 "
+            "(2 env runners x 16 envs x 256 steps), minibatch 1,024, vf_loss_coeff 1.0, no entropy bonus, clip "
+            "0.2, grad clip 0.5, no KL term; fcnet [128] then LSTM 256, shared value layers, max_seq_len 64 "
+            "(raylab's bptt)",
+            rollout_fragment_length=256,
+        )
+        for key, task, experiment in (
+            ("repeat_previous", "RepeatPreviousEasy", "popgym_repeat_previous_ppo_gru"),
+            ("count_recall", "CountRecallEasy", "popgym_count_recall_ppo_lstm"),
+        )
+    },
+    "minigrid_memory": RllibSetup(
+        "minigrid:7:onehot",
+        (2, 8),
+        dict(
+            lr=0.0003,
+            gamma=0.99,
+            lambda_=0.95,
+            num_epochs=4,
+            train_batch_size_per_learner=4096,
+            minibatch_size=512,
+            vf_loss_coeff=0.25,
+            entropy_coeff=0.01,
+            clip_param=0.2,
+            grad_clip=0.5,
+            use_kl_loss=False,
+        ),
+        dict(
+            fcnet_hiddens=[128],
+            fcnet_activation="relu",
+            use_lstm=True,
+            lstm_cell_size=128,
+            max_seq_len=32,
+            vf_share_layers=True,
+        ),
+        "raylab's minigrid_memory_onehot_ppo_lstm settings in RLlib's names: lr 3e-4, gamma 0.99, lambda 0.95, 4 "
+        "epochs, train batch 4,096 (2 env runners x 8 envs x 256 steps), minibatch 512, vf_loss_coeff 0.25, "
+        "entropy 0.01, clip 0.2, grad clip 0.5, no KL term; fcnet [128] then LSTM 128, shared value layers, "
+        "max_seq_len 32 (raylab's bptt)",
+        rollout_fragment_length=256,
+    ),
+}
+"""The RLlib peers, by Variant.rllib."""
 
 
 STATELESS = "raylab.envs.memory_tasks:StatelessCartPole-v1"
@@ -153,7 +255,7 @@ GROUPS: dict[str, tuple[dict[str, Task], list[Variant]]] = {
                 "frame stack",
                 ("+experiment=stateless_cartpole_ppo", "env.frame_stack=4"),
             ),
-            Variant("rllib_ppo_lstm", "stateless_cartpole", "peer", framework="rllib"),
+            Variant("rllib_ppo_lstm", "stateless_cartpole", "peer", framework="rllib", rllib="stateless"),
         ],
     ),
     "r2d2": (
@@ -212,7 +314,11 @@ GROUPS: dict[str, tuple[dict[str, Task], list[Variant]]] = {
                 None,
                 None,
                 "POPGym RepeatPreviousEasy (uniform random play: -0.5)",
-                {"source": POPGYM_PAPER, "figure": "PPO-GRU's MMER", "value": POPGYM_MMER["repeat_previous"]},
+                {
+                    "source": f"RLlib's PPO-LSTM at the same settings, in the same run; {POPGYM_PAPER}",
+                    "figure": "the paper's PPO-GRU MMER is not given (its appendix tables could not be retrieved here)",
+                    "value": POPGYM_MMER["repeat_previous"],
+                },
             ),
             "count_recall": Task(
                 "raylab.envs.memory_tasks:PopGym-CountRecallEasy-v0",
@@ -220,7 +326,12 @@ GROUPS: dict[str, tuple[dict[str, Task], list[Variant]]] = {
                 None,
                 None,
                 "POPGym CountRecallEasy (uniform random play: about -0.93)",
-                {"source": POPGYM_PAPER, "figure": "PPO-LSTM's MMER", "value": POPGYM_MMER["count_recall"]},
+                {
+                    "source": f"RLlib's PPO-LSTM at the same settings, in the same run; {POPGYM_PAPER}",
+                    "figure": "the paper's PPO-LSTM MMER is not given (its appendix tables could not be retrieved "
+                    "here)",
+                    "value": POPGYM_MMER["count_recall"],
+                },
             ),
         },
         [
@@ -240,6 +351,14 @@ GROUPS: dict[str, tuple[dict[str, Task], list[Variant]]] = {
                 "feed-forward control",
                 ("+experiment=popgym_count_recall_ppo_lstm", *CONTROL),
             ),
+            Variant(
+                "rllib_repeat_previous_lstm",
+                "repeat_previous",
+                "peer",
+                framework="rllib",
+                rllib="popgym_repeat_previous",
+            ),
+            Variant("rllib_count_recall_lstm", "count_recall", "peer", framework="rllib", rllib="popgym_count_recall"),
         ],
     ),
     "minigrid": (
@@ -249,10 +368,12 @@ GROUPS: dict[str, tuple[dict[str, Task], list[Variant]]] = {
                 "budget",
                 0.9,
                 None,
-                "MiniGrid Memory S7, 3x3 view as 84x84 RGB (a memoryless policy picks the right end half the time)",
+                "MiniGrid Memory S7, 3x3 view as one-hot cell codes (a memoryless policy picks the right end half "
+                "the time)",
                 {
-                    "source": "MarcoMeter/recurrent-ppo-truncated-bptt (plays S9)",
-                    "figure": "its recurrent-PPO baseline's setup; no number on S7",
+                    "source": "RLlib's PPO-LSTM at the same settings, in the same run",
+                    "figure": "no published number on S7 with a 3x3 view (MarcoMeter/recurrent-ppo-truncated-bptt "
+                    "plays S9 from 99 fixed seeds without resetting its LSTM between episodes)",
                     "value": None,
                 },
             ),
@@ -262,14 +383,15 @@ GROUPS: dict[str, tuple[dict[str, Task], list[Variant]]] = {
                 "memory_s7_lstm",
                 "memory_s7",
                 "recurrent",
-                ("+experiment=minigrid_memory_ppo_lstm", "eval.final_episodes=0"),
+                ("+experiment=minigrid_memory_onehot_ppo_lstm", "eval.final_episodes=0"),
             ),
             Variant(
                 "memory_s7_mlp",
                 "memory_s7",
                 "feed-forward control",
-                ("+experiment=minigrid_memory_ppo_lstm", "eval.final_episodes=0", *CONTROL),
+                ("+experiment=minigrid_memory_onehot_ppo_lstm", "eval.final_episodes=0", *CONTROL),
             ),
+            Variant("rllib_memory_s7_lstm", "memory_s7", "peer", framework="rllib", rllib="minigrid_memory"),
         ],
     ),
 }
@@ -309,9 +431,11 @@ def raylab_command(seed: int, run_dir: Path, overrides: list[str]) -> list[str]:
     return [sys.executable, "-m", "raylab.train", *overrides, f"seed={seed}", f"hydra.run.dir={run_dir.resolve()}"]
 
 
-def rllib_command(args: argparse.Namespace, task: Task, seed: int) -> list[str]:
-    runners, envs = RLLIB_SHAPE
-    spec = [str(seed), f"{args.cap_s:g}", str(task.env_steps or 0), f"{task.target:g}", str(runners), str(envs)]
+def rllib_command(args: argparse.Namespace, variant: Variant, task: Task, seed: int) -> list[str]:
+    """An RLlib run in its own virtualenv: ``--rllib-run SETUP SEED CAP_S ENV_STEPS TARGET STOP_AT_TARGET``."""
+    target = "nan" if task.target is None else f"{task.target:g}"
+    stop_at_target = "1" if task.criterion == "train_return" else "0"
+    spec = [variant.rllib, str(seed), f"{args.cap_s:g}", str(task.env_steps or 0), target, stop_at_target]
     return [args.rllib_python, __file__, "--rllib-time-limit", str(args.rllib_time_limit), "--rllib-run", *spec]
 
 
@@ -323,10 +447,15 @@ def describe(variant: Variant, task: Task, args: argparse.Namespace, group: str)
     """What a variant runs, for the JSON: raylab's overrides and resolved shape (topology, workers x envs,
     model), RLlib's config in words. Resolving checks every raylab run's config before the first run."""
     if variant.framework == "rllib":
-        runners, envs = RLLIB_SHAPE
-        limit = (
-            f"a {args.rllib_time_limit}-step TimeLimit" if args.rllib_time_limit else "no TimeLimit (as the example)"
-        )
+        setup = RLLIB_SETUPS[variant.rllib]
+        runners, envs = setup.shape
+        if setup.env == "stateless":
+            limit = "no TimeLimit (as the example)"
+            if args.rllib_time_limit:
+                limit = f"a {args.rllib_time_limit}-step TimeLimit"
+            env_words = f"ray.rllib.examples.envs.classes.stateless_cartpole.StatelessCartPole under {limit}"
+        else:
+            env_words = f"{task.env_id} (raylab's env builder, imported from this checkout, the same env)"
         return {
             "framework": "rllib",
             "role": variant.role,
@@ -334,12 +463,11 @@ def describe(variant: Variant, task: Task, args: argparse.Namespace, group: str)
             "topology": "PPO (new API stack), 1 local learner",
             "workers": runners,
             "envs_per_worker": envs,
-            "model": "LSTM 256 after fcnet [256, 256], shared value layers, max_seq_len 50",
-            "config": "rllib/tuned_examples/ppo/stateless_cartpole_ppo.py: MeanStdFilter, lr 3e-4, gamma 0.99, "
-            "num_epochs 6, vf_loss_coeff 0.05, use_kl_loss, train batch 4,000 (the default)",
-            "shape_note": f"{runners} env runners x {envs} envs (raylab's stateless_cartpole_ppo_lstm shape; the "
-            "example's default is 3 env runners x 1 env)",
-            "env": f"ray.rllib.examples.envs.classes.stateless_cartpole.StatelessCartPole under {limit}",
+            "model": f"LSTM {setup.model.get('lstm_cell_size', 256)} after fcnet "
+            f"{setup.model.get('fcnet_hiddens', [256, 256])}, shared value layers, max_seq_len "
+            f"{setup.model['max_seq_len']}",
+            "config": setup.words,
+            "env": env_words,
         }
     import tempfile
 
@@ -503,22 +631,41 @@ def evaluate_checkpoints(run_dir: Path, episodes: int) -> list[dict[str, Any]]:
     return out
 
 
-def rllib_env(time_limit: int, config: Any = None) -> Any:
-    """RLlib's StatelessCartPole (its example env class), under a TimeLimit of ``time_limit`` steps (0: none)."""
+def rllib_env(setup_name: str, time_limit: int, config: Any = None) -> Any:
+    """The env of RLLIB_SETUPS[setup_name]: RLlib's StatelessCartPole (its example env class) under a TimeLimit of
+    ``time_limit`` steps (0: none), or raylab's POPGym / MiniGrid builder from this checkout (numpy and gymnasium
+    only: it imports in RLlib's virtualenv), so both frameworks play the same env."""
     import gymnasium as gym
-    from ray.rllib.examples.envs.classes.stateless_cartpole import StatelessCartPole
 
-    env = StatelessCartPole(config)
-    return gym.wrappers.TimeLimit(env, time_limit) if time_limit else env
+    env_spec = RLLIB_SETUPS[setup_name].env
+    if env_spec == "stateless":
+        from ray.rllib.examples.envs.classes.stateless_cartpole import StatelessCartPole
+
+        env = StatelessCartPole(config)
+        return gym.wrappers.TimeLimit(env, time_limit) if time_limit else env
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from raylab.envs import memory_tasks
+
+    family, *rest = env_spec.split(":")
+    if family == "popgym":
+        return memory_tasks.popgym_env(rest[0])
+    size, observation = rest
+    return memory_tasks.minigrid_memory(int(size), observation=observation)
 
 
-def rllib_config(seed: int, runners: int, envs: int) -> Any:
-    """RLlib's tuned StatelessCartPole PPO (rllib/tuned_examples/ppo/stateless_cartpole_ppo.py), RLlib 2.60's API,
-    at ``runners`` x ``envs``."""
+def rllib_config(setup_name: str, seed: int) -> Any:
+    """RLLIB_SETUPS[setup_name] as RLlib 2.60's PPOConfig (new API stack)."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.connectors.env_to_module import MeanStdFilter
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
+    setup = RLLIB_SETUPS[setup_name]
+    runners, envs = setup.shape
+    connector = {}
+    if setup.mean_std_filter:
+        connector["env_to_module_connector"] = lambda env, spaces, device: MeanStdFilter()
     return (
         PPOConfig()
         .environment(RLLIB_ENV)
@@ -526,28 +673,31 @@ def rllib_config(seed: int, runners: int, envs: int) -> Any:
         .env_runners(
             num_env_runners=runners,
             num_envs_per_env_runner=envs,
-            env_to_module_connector=lambda env, spaces, device: MeanStdFilter(),
+            rollout_fragment_length=setup.rollout_fragment_length,
+            **connector,
         )
-        .training(lr=0.0003, gamma=0.99, num_epochs=6, vf_loss_coeff=0.05, use_kl_loss=True)
-        .rl_module(model_config=DefaultModelConfig(use_lstm=True, max_seq_len=50, vf_share_layers=True))
+        .training(**setup.training)
+        .rl_module(model_config=DefaultModelConfig(**setup.model))
     )
 
 
-def rllib_run(seed: int, cap_s: float, env_steps_cap: int, target: float, runners: int, envs: int,
+def rllib_run(setup_name: str, seed: int, cap_s: float, env_steps_cap: int, target: float, stop_at_target: bool,
               time_limit: int) -> dict[str, Any]:  # fmt: skip
-    """Runs inside .venv-rllib: build RLlib's tuned PPO-LSTM, train until the target, the env-step budget or the
-    cap; the curve is one point per train() call."""
+    """Runs inside .venv-rllib: build the setup's PPO-LSTM and train until the cap or the env-step budget, or the
+    target (``stop_at_target``; otherwise the time to it is read off the curve, as raylab's). The curve is one
+    point per train() call; its return is RLlib's ``episode_return_mean`` (the last 100 episodes, as raylab's)."""
     import functools
     import logging
 
     import ray
     from ray.tune.registry import register_env
 
+    runners = RLLIB_SETUPS[setup_name].shape[0]
     ray.init(num_cpus=max(os.cpu_count() or 1, runners + 1), include_dashboard=False, logging_level=logging.ERROR)
-    register_env(RLLIB_ENV, functools.partial(rllib_env, time_limit))
-    algo = rllib_config(seed, runners, envs).build_algo()
+    register_env(RLLIB_ENV, functools.partial(rllib_env, setup_name, time_limit))
+    algo = rllib_config(setup_name, seed).build_algo()
     start = time.perf_counter()
-    reached, steps, ret, curve = False, 0, float("nan"), []
+    stopped_at_target, steps, curve = False, 0, []
     while time.perf_counter() - start < cap_s and (not env_steps_cap or steps < env_steps_cap):
         result = algo.train()
         runners_result = result.get("env_runners", {})
@@ -557,14 +707,15 @@ def rllib_run(seed: int, cap_s: float, env_steps_cap: int, target: float, runner
         )
         if math.isfinite(ret):
             curve.append([steps, round(time.perf_counter() - start, 2), round(ret, 4)])
-        if ret >= target:
-            reached = True
+        if stop_at_target and ret >= target:
+            stopped_at_target = True
             break
     seconds = time.perf_counter() - start
     algo.stop()
     ray.shutdown()
-    if reached:
-        stop = f"training return {ret:.1f} (last 100 episodes) >= {target:g}"
+    seconds_to, steps_to = first_at(curve, None if math.isnan(target) else target)
+    if stopped_at_target:
+        stop = f"training return {curve[-1][2]:.1f} (last 100 episodes) >= {target:g}"
     elif env_steps_cap and steps >= env_steps_cap:
         stop = f"env steps {steps} >= {env_steps_cap}"
     else:
@@ -572,11 +723,11 @@ def rllib_run(seed: int, cap_s: float, env_steps_cap: int, target: float, runner
     return {
         "ok": True,
         "stop_reason": stop,
-        "reached": reached,
+        "reached": None if math.isnan(target) else seconds_to is not None,
         "train_s": round(seconds, 2),
         "env_steps": steps,
-        "seconds_to_target": round(seconds, 2) if reached else None,
-        "env_steps_to_target": steps if reached else None,
+        "seconds_to_target": round(seconds, 2) if stopped_at_target else seconds_to,
+        "env_steps_to_target": steps if stopped_at_target else steps_to,
         "final_eval_return": None,
         "train_return_final": curve[-1][2] if curve else None,
         "train_return_max": max((c[2] for c in curve), default=None),
@@ -597,7 +748,7 @@ def run_one(
     env = {**os.environ, "WANDB_MODE": os.environ.get("WANDB_MODE", "disabled")}
     timeout = args.cap_s + args.grace_s
     if variant.framework == "rllib":
-        proc = run_process(rllib_command(args, task, seed), timeout, 30.0, env)
+        proc = run_process(rllib_command(args, variant, task, seed), timeout, 30.0, env)
         lines = [line for line in (proc["stdout"] or "").splitlines() if line.startswith("RESULT ")]
         if proc["rc"] == 0 and lines:
             record.update(json.loads(lines[-1].removeprefix("RESULT ")))
@@ -678,10 +829,12 @@ PROTOCOL = {
     "steps or the cap; greedy evaluations off while training (a final greedy evaluation after it, raylab only).",
     "r2d2": "R2D2 against Ape-X DQN with 4 stacked frames: where memory matters (StatelessCartPole-v1) and where it "
     "does not (CartPole-v1, against feed-forward Ape-X), each to its experiment's confirmed greedy target.",
-    "popgym": "POPGym: each recurrent PPO beside its MLP control (model.recurrent=none algo.bptt=null) for the same "
-    "training seconds; MMER: the largest mean training-episode return (last 100 episodes) over the run.",
-    "minigrid": "MiniGrid Memory S7: PPO-LSTM beside its MLP control for the same training seconds; the success rate "
-    "(return > 0) of sampled episodes of each periodic checkpoint and of final.pt, and the training return.",
+    "popgym": "POPGym: each recurrent PPO beside its MLP control (model.recurrent=none algo.bptt=null) and RLlib's "
+    "PPO-LSTM at the same settings for the same training seconds; MMER: the largest mean training-episode return "
+    "(last 100 episodes) over the run.",
+    "minigrid": "MiniGrid Memory S7: PPO-LSTM beside its MLP control and RLlib's PPO-LSTM for the same training "
+    "seconds; the success rate (return > 0) of sampled episodes of each periodic checkpoint and of final.pt (raylab), "
+    "and the training return.",
 }
 
 
@@ -818,7 +971,7 @@ def run_group(group: str, args: argparse.Namespace) -> int:
         for seed, v in plan:
             run_dir = runs_dir / f"{v.name}_seed{seed}"
             if v.framework == "rllib":
-                print(shlex.join(rllib_command(args, tasks[v.task], seed)))
+                print(shlex.join(rllib_command(args, v, tasks[v.task], seed)))
                 continue
             print(shlex.join(raylab_command(seed, run_dir, described[v.name]["overrides"])))
             if group == "minigrid":
@@ -873,13 +1026,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minigrid-episodes", type=int, default=50, help="episodes per checkpoint evaluation")
     parser.add_argument("--dry-run", action="store_true", help="print each run's command (configs checked), run none")
     parser.add_argument("--replot", metavar="JSON", help="redraw a group's PNG from its JSON, beside it")
-    parser.add_argument("--rllib-run", nargs=6, metavar=("SEED", "CAP_S", "ENV_STEPS", "TARGET", "RUNNERS", "ENVS"),
+    parser.add_argument("--rllib-run", nargs=6,
+                        metavar=("SETUP", "SEED", "CAP_S", "ENV_STEPS", "TARGET", "STOP_AT_TARGET"),
                         help=argparse.SUPPRESS)  # fmt: skip
     parser.add_argument("--evaluate-checkpoints", nargs=2, metavar=("RUN_DIR", "EPISODES"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rllib_run:
-        seed, cap, steps, target, runners, envs = args.rllib_run
-        result = rllib_run(int(seed), float(cap), int(steps), float(target), int(runners), int(envs),
+        setup, seed, cap, steps, target, stop_at_target = args.rllib_run
+        result = rllib_run(setup, int(seed), float(cap), int(steps), float(target), stop_at_target == "1",
                            args.rllib_time_limit)  # fmt: skip
         print("RESULT " + json.dumps(result), flush=True)
         return 0

@@ -65,6 +65,16 @@ def _notes(d: Json) -> str:
     return "".join(f"\n{line}\n" for line in lines)
 
 
+def _rllib_notes(d: Json) -> str:
+    """Each RLlib variant's settings and env, one line each."""
+    lines = []
+    for name, v in d["variants"].items():
+        if v["framework"] == "rllib":
+            words = "; ".join(w for w in (v.get("config"), v.get("shape_note")) if w)
+            lines.append(f"`{name}`, RLlib {d.get('rllib', '')}: {words}; {v['env']}.")
+    return "".join(f"\n{line}\n" for line in lines)
+
+
 def memory_stateless(data: list[Json]) -> str:
     """StatelessCartPole-v1: recurrent PPO, APPO and A3C, the MLP control, frame stacking and RLlib's PPO-LSTM, to
     a training return of 350 (RLlib's criterion)."""
@@ -82,9 +92,7 @@ def memory_stateless(data: list[Json]) -> str:
             _steps(s["median_env_steps_to_target"]), _steps(s["median_env_steps_per_s"]), greedy,
             _s(s["median_process_s"]),
         ])  # fmt: skip
-    rllib = next((v for v in d["variants"].values() if v["framework"] == "rllib"), None)
-    note = f"\nRLlib {d.get('rllib', '')}: {rllib['shape_note']}; {rllib['env']}.\n" if rllib else ""
-    return _rows(header, rows) + note + _notes(d)
+    return _rows(header, rows) + _rllib_notes(d) + _notes(d)
 
 
 def memory_r2d2(data: list[Json]) -> str:
@@ -108,20 +116,20 @@ def memory_r2d2(data: list[Json]) -> str:
 def memory_popgym(data: list[Json]) -> str:
     """POPGym: each recurrent PPO beside its MLP control for the same training seconds; MMER per seed."""
     (d,) = data
+    published = any(t["published"].get("value") is not None for t in d["tasks"].values())
     header = ["task", "variant", "model", "MMER, per seed", "MMER (median)", "final training return (median)",
-              "env steps (median)", "env steps/s (median)", "published MMER"]  # fmt: skip
+              "env steps (median)", "env steps/s (median)"] + ["published MMER"] * published  # fmt: skip
     rows = []
     for name, s in d["summary"].items():
         v = d["variants"][name]
         task = d["tasks"][v["task"]]
         value = task["published"].get("value")
-        published = f"{value:.3f} ({task['published']['figure']})" if value is not None else NONE
         rows.append([
             task["what"], _variant(name, v), _model(v), _per_seed(_runs(d, name), "train_return_max"),
             _num(s["median_train_return_max"]), _num(s["median_train_return_final"]), _steps(s["median_env_steps"]),
-            _steps(s["median_env_steps_per_s"]), published,
-        ])  # fmt: skip
-    return _rows(header, rows) + _notes(d)
+            _steps(s["median_env_steps_per_s"]),
+        ] + [f"{value:.3f} ({task['published']['figure']})" if value is not None else NONE] * published)  # fmt: skip
+    return _rows(header, rows) + _rllib_notes(d) + _notes(d)
 
 
 def memory_minigrid(data: list[Json]) -> str:
@@ -142,4 +150,4 @@ def memory_minigrid(data: list[Json]) -> str:
             f"{_s(s['median_seconds_to_target'])} ({_reached(s)})", _steps(s["median_env_steps"]),
             _steps(s["median_env_steps_per_s"]),
         ])  # fmt: skip
-    return _rows(header, rows) + _notes(d)
+    return _rows(header, rows) + _rllib_notes(d) + _notes(d)

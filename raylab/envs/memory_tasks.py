@@ -130,6 +130,29 @@ class ChannelFirst(gym.ObservationWrapper):
         return np.ascontiguousarray(np.transpose(observation, (2, 0, 1)))
 
 
+class OneHotCells(gym.ObservationWrapper):
+    """MiniGrid's symbolic window, (view, view, 3) codes of (object, colour, state), as one float32 row of one-hot
+    codes (object 11, colour 6, state 3: 20 a cell), as MiniGrid's OneHotPartialObsWrapper lays them out. Float,
+    not uint8: raylab scales uint8 observations by 1/255 as frames, which would shrink the 0/1 codes."""
+
+    def __init__(self, env: gym.Env, sizes: tuple[int, ...] = (11, 6, 3)):
+        super().__init__(env)
+        space = env.observation_space
+        assert isinstance(space, gym.spaces.Box) and space.shape is not None and len(space.shape) == 3
+        height, width, channels = space.shape
+        assert channels == len(sizes)
+        self._offsets = np.cumsum((0, *sizes[:-1])).astype(np.intp)
+        self._cells = height * width
+        self._width = int(sum(sizes))
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (self._cells * self._width,), np.float32)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        out = np.zeros((self._cells, self._width), np.float32)
+        codes = observation.reshape(self._cells, -1).astype(np.intp) + self._offsets
+        np.put_along_axis(out, codes, 1.0, axis=1)
+        return out.reshape(-1)
+
+
 class FirstActions(gym.ActionWrapper):
     """Only the first ``n`` of the env's Discrete actions (MiniGrid: 0 left, 1 right, 2 forward)."""
 
@@ -156,10 +179,12 @@ def minigrid_memory(
     ``observation``: ``rgb`` renders the window as an RGB image of ``tile_size`` pixels per cell (default
     84 // agent_view_size: 84x84 at view 3 or 7), (3, H, W) uint8 for model=nature_cnn; ``symbolic`` is MiniGrid's
     (object, colour, state) code per cell, (3, view, view) uint8, small enough for model=mlp. ``movement_only``
+    ``onehot`` is the same codes one-hot, one float32 row of view * view * 20 (MiniGrid's OneHotPartialObsWrapper
+    layout), the input an MLP learns from (``symbolic``'s uint8 codes are scaled by 1/255 as frames). ``movement_only``
     keeps the three actions that move (the baselines' action space; pickup, drop, toggle and done do nothing
     here). ``max_steps``: MiniGrid's own truncation (default 5 * size**2)."""
-    if observation not in ("rgb", "symbolic"):
-        raise ConfigError(f"env.options.observation must be rgb or symbolic (got {observation!r})")
+    if observation not in ("rgb", "symbolic", "onehot"):
+        raise ConfigError(f"env.options.observation must be rgb, symbolic or onehot (got {observation!r})")
     if size < 7 or size % 2 == 0 or agent_view_size < 3 or agent_view_size % 2 == 0:
         raise ConfigError(
             f"MiniGrid's Memory room needs an odd size >= 7 and an odd agent_view_size >= 3 (got size={size}, "
@@ -172,7 +197,8 @@ def minigrid_memory(
     )
     if observation == "rgb":
         env = wrappers.RGBImgPartialObsWrapper(env, tile_size=tile_size or max(84 // agent_view_size, 1))
-    env = ChannelFirst(wrappers.ImgObsWrapper(env))
+    env = wrappers.ImgObsWrapper(env)
+    env = OneHotCells(env) if observation == "onehot" else ChannelFirst(env)
     return FirstActions(env, 3) if movement_only else env
 
 

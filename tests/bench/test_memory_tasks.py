@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from docs.tables import memory as tables
@@ -67,10 +68,39 @@ def test_each_criterion_sets_its_stop(bench):
 
 
 def test_the_rllib_command_runs_this_script_in_rllibs_python(bench):
-    tasks, _ = bench.GROUPS["stateless"]
-    cmd = bench.rllib_command(args(cap_s=1200.0), tasks["stateless_cartpole"], 2)
+    tasks, variants = bench.GROUPS["stateless"]
+    (peer,) = [v for v in variants if v.framework == "rllib"]
+    cmd = bench.rllib_command(args(cap_s=1200.0), peer, tasks["stateless_cartpole"], 2)
     assert cmd[0] == "py-rllib" and cmd[1].endswith("memory_tasks.py")
-    assert cmd[cmd.index("--rllib-run") + 1 :] == ["2", "1200", "2000000", "350", "2", "8"]
+    assert cmd[cmd.index("--rllib-run") + 1 :] == ["stateless", "2", "1200", "2000000", "350", "1"]
+    # a budgeted task runs its whole cap (no target: nan; MiniGrid's target is read off the curve)
+    popgym_tasks, popgym_variants = bench.GROUPS["popgym"]
+    peers = {v.task: v for v in popgym_variants if v.framework == "rllib"}
+    cmd = bench.rllib_command(args(cap_s=300.0), peers["count_recall"], popgym_tasks["count_recall"], 0)
+    assert cmd[cmd.index("--rllib-run") + 1 :] == ["popgym_count_recall", "0", "300", "0", "nan", "0"]
+    minigrid_tasks, minigrid_variants = bench.GROUPS["minigrid"]
+    (peer,) = [v for v in minigrid_variants if v.framework == "rllib"]
+    cmd = bench.rllib_command(args(cap_s=900.0), peer, minigrid_tasks["memory_s7"], 1)
+    assert cmd[cmd.index("--rllib-run") + 1 :] == ["minigrid_memory", "1", "900", "0", "0.9", "0"]
+
+
+def test_every_rllib_peer_plays_the_env_of_the_raylab_runs_beside_it(bench, tmp_path):
+    """Each RLlib variant's setup builds the env that the task's raylab recurrent variant plays (its experiment's
+    env.id and env.options resolved): the same spaces and, from one seed, the same observations."""
+    from raylab.config import resolve
+    from raylab.envs import make_env
+    from raylab.train import compose
+
+    for group, (tasks, variants) in bench.GROUPS.items():
+        for v in variants:
+            if v.framework != "rllib" or bench.RLLIB_SETUPS[v.rllib].env == "stateless":
+                continue  # stateless: RLlib's own StatelessCartPole class (needs ray.rllib)
+            (ours,) = [r for r in variants if r.task == v.task and r.role == "recurrent"]
+            cfg = resolve(compose(list(ours.overrides)), run_dir=str(tmp_path / v.name))
+            env, reference = bench.rllib_env(v.rllib, 0), make_env(cfg.env, seed=0)
+            assert env.observation_space == reference.observation_space, (group, v.name)
+            assert env.action_space == reference.action_space, (group, v.name)
+            np.testing.assert_array_equal(env.reset(seed=3)[0], reference.reset(seed=3)[0])
 
 
 def test_curves_are_read_thinned_and_crossed(bench):

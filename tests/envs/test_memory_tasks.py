@@ -209,8 +209,29 @@ def test_minigrid_memory_view_size_symbolic_observation_and_time_limit():
     assert full.action_space == gym.spaces.Discrete(7)
 
 
+def test_minigrid_memory_onehot_observation_is_minigrids_one_hot_codes_as_floats():
+    """observation=onehot: MiniGrid's own OneHotPartialObsWrapper layout, flattened, float32 (a uint8 0/1 would be
+    scaled by 1/255 as a frame), step for step through an episode."""
+    from minigrid.envs import MemoryEnv
+    from minigrid.wrappers import ImgObsWrapper, OneHotPartialObsWrapper
+
+    env = make_env(memory_env("MiniGridMemory-S7-v0", options={"observation": "onehot"}), seed=0)
+    assert env_spaces(memory_env("MiniGridMemory-S7-v0", options={"observation": "onehot"})).obs_shape == (180,)
+    reference = ImgObsWrapper(OneHotPartialObsWrapper(MemoryEnv(size=7, agent_view_size=3)))
+    obs, _ = env.reset(seed=5)
+    expected, _ = reference.reset(seed=5)
+    assert obs.dtype == np.float32 and obs.shape == (180,) and obs.sum() == 27  # 9 cells, 3 codes each
+    for step in range(40):
+        np.testing.assert_array_equal(obs, expected.reshape(-1).astype(np.float32))
+        obs, reward, terminated, truncated, _ = env.step(step % 3)
+        expected, ref_reward, ref_terminated, ref_truncated, _ = reference.step(step % 3)
+        assert (reward, terminated, truncated) == (ref_reward, ref_terminated, ref_truncated)
+        if terminated or truncated:
+            break
+
+
 def test_minigrid_memory_rejects_an_unknown_observation():
-    with pytest.raises(ConfigError, match=r"env\.options\.observation must be rgb or symbolic"):
+    with pytest.raises(ConfigError, match=r"env\.options\.observation must be rgb, symbolic or onehot"):
         make_env(memory_env("MiniGridMemory-S7-v0", options={"observation": "pixels"}), seed=0)
 
 
