@@ -94,10 +94,14 @@ TABLES: dict[str, Table] = {
         "R2D2 against frame-stacked Ape-X (StatelessCartPole-v1) and against Ape-X (CartPole-v1)",
     ),
     "memory_tasks_popgym": Table(
-        ("memory_tasks_popgym.json",), memory_popgym, "POPGym: recurrent PPO beside its MLP control, MMER"
+        ("memory_tasks_popgym.json",),
+        memory_popgym,
+        "POPGym: recurrent PPO beside its MLP control and RLlib's PPO-LSTM, MMER",
     ),
     "memory_tasks_minigrid": Table(
-        ("memory_tasks_minigrid.json",), memory_minigrid, "MiniGrid Memory S7: PPO-LSTM beside its MLP control"
+        ("memory_tasks_minigrid.json",),
+        memory_minigrid,
+        "MiniGrid Memory S7: PPO-LSTM beside its MLP control and RLlib's PPO-LSTM",
     ),
     "snake_arena_throughput": Table(("snake_arena_throughput.json",), arena, "the multi-snake arena's agent steps/s"),
     "core_before_after": Table(
