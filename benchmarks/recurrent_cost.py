@@ -49,9 +49,13 @@ LEARNER_VARIANTS: dict[str, dict[str, Any]] = {
     "gru_64/bptt_16": {"recurrent": "gru", "size": 64, "bptt": 16},
     "lstm_256/bptt_16": {"recurrent": "lstm", "size": 256, "bptt": 16},
     "lstm_256/bptt_16/loop": {"recurrent": "lstm", "size": 256, "bptt": 16, "packed": False},
+    "mlp/bf16": {"recurrent": "none", "precision": "bf16"},
+    "lstm_64/bptt_16/bf16": {"recurrent": "lstm", "size": 64, "bptt": 16, "precision": "bf16"},
+    "lstm_256/bptt_16/bf16": {"recurrent": "lstm", "size": 256, "bptt": 16, "precision": "bf16"},
 }
 """``loop``: the unroll steps through the sequences in a Python loop (RecurrentCore.packed=False), as before the
-packed unroll; the others pack the pieces between episode starts into one call."""
+packed unroll; the others pack the pieces between episode starts into one call. ``bf16``: learner.precision=bf16
+(autocast: the matrix products in bfloat16, which this CPU's AVX-512 BF16 runs natively)."""
 STEPS = 64
 
 
@@ -91,8 +95,9 @@ def rollout_rate(spec: dict[str, Any], envs: int, seconds: float) -> float:
     return steps / (time.perf_counter() - start)
 
 
-def learner_rate(spec: dict[str, Any], calls: int) -> float:
-    """Steps trained per second by ``Learner.update_many`` on a round of 2 x 8 envs x 64 steps."""
+def learner_rate(spec: dict[str, Any], calls: int) -> tuple[float, int]:
+    """Steps trained per second by ``Learner.update_many`` on a round of 2 x 8 envs x 64 steps, and the
+    network's weight count."""
     import torch
 
     from raylab.algos.ppo.objective import PPO
@@ -106,7 +111,9 @@ def learner_rate(spec: dict[str, Any], calls: int) -> float:
     torch.manual_seed(0)
     net = build_actor_critic(_model(spec), env_spaces(EnvConfig(family="gymnasium", id=ENV_ID)))
     objective = PPO(net, PPOConfig(epochs=2, minibatches=8, bptt=spec.get("bptt")))
-    learner = Learner(objective, lr=3e-4, adam_eps=1e-5, max_grad_norm=0.5, device="cpu")
+    learner = Learner(
+        objective, lr=3e-4, adam_eps=1e-5, max_grad_norm=0.5, device="cpu", precision=spec.get("precision", "fp32")
+    )
     from raylab.models.recurrent import RecurrentCore
 
     RecurrentCore.packed = spec.get("packed", True)
@@ -118,7 +125,8 @@ def learner_rate(spec: dict[str, Any], calls: int) -> float:
         seconds = time.perf_counter() - start
     finally:
         RecurrentCore.packed = True
-    return calls * sum(c.size for c in chunks) * 2 / seconds  # 2 epochs: each step trained twice
+    weights = sum(p.numel() for p in net.parameters())
+    return calls * sum(c.size for c in chunks) * 2 / seconds, weights  # 2 epochs: each step trained twice
 
 
 def main() -> int:
@@ -137,6 +145,7 @@ def main() -> int:
     torch.set_num_threads(1)
     rollout: dict[str, dict[str, list[float]]] = {str(e): {v: [] for v in ROLLOUT_VARIANTS} for e in args.envs}
     learner: dict[str, list[float]] = {v: [] for v in LEARNER_VARIANTS}
+    weights: dict[str, int] = {}
     loads = [os.getloadavg()[0]]
     for k in range(args.rounds):
         order = list(ROLLOUT_VARIANTS) if k % 2 == 0 else list(reversed(ROLLOUT_VARIANTS))
@@ -146,7 +155,7 @@ def main() -> int:
                 rollout[str(envs)][name].append(rate)
                 print(f"round {k} rollout {envs:3d} envs {name:10s} {rate:9,.0f} steps/s", flush=True)
         for name in list(LEARNER_VARIANTS) if k % 2 == 0 else list(reversed(LEARNER_VARIANTS)):
-            rate = learner_rate(LEARNER_VARIANTS[name], args.calls)
+            rate, weights[name] = learner_rate(LEARNER_VARIANTS[name], args.calls)
             learner[name].append(rate)
             print(f"round {k} learner {name:18s} {rate:9,.0f} steps trained/s", flush=True)
         loads.append(os.getloadavg()[0])
@@ -168,6 +177,11 @@ def main() -> int:
         "rollout_vs_mlp_numpy": {e: {v: r / by["mlp_numpy"] for v, r in by.items()} for e, by in med_rollout.items()},
         "learner_steps_per_s": med_learner,
         "learner_vs_mlp": {v: r / med_learner["mlp"] for v, r in med_learner.items()},
+        "learner_weights": weights,
+        # a weight is used once per step forward (a multiply and an add) and about twice backward: ~6 flops per
+        # weight per step trained, so what the CPU sustains shows whether a variant is bound by arithmetic or by
+        # per-call overhead
+        "learner_gflops": {v: 6 * weights[v] * r / 1e9 for v, r in med_learner.items()},
         "runs": {"rollout": rollout, "learner": learner},
     }
     Path(args.output).write_text(json.dumps(report, indent=2) + "\n")

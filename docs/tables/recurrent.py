@@ -31,13 +31,24 @@ def recurrent_cost(data: list[Json]) -> str:
             rate = d["rollout_steps_per_s"][e][name]
             cells.append(f"{_int(rate)} ({_ratio(rate / d['rollout_steps_per_s'][e][base])})")
         rows.append(cells)
+    gflops = d.get("learner_gflops")  # files before it have no weight counts
     learner_rows = [
         [name.replace("/", ", ").replace("_", " "), _int(rate), _ratio(d["learner_vs_mlp"][name])]
+        + ([_int(d["learner_weights"][name]), f"{gflops[name]:.1f}"] if gflops else [])
         for name, rate in d["learner_steps_per_s"].items()
     ]
+    learner_header = ["PPO learner", "steps trained/s", "÷ MLP"]
+    note = ""
+    if gflops:
+        learner_header += ["weights", "GFLOP/s (≈ 6 × weights × steps/s)"]
+        note = (
+            " A weight costs about 6 flops per step trained (a multiply-add forward, two backward), so the last "
+            "column is the arithmetic the CPU sustained: a small network is bound by per-call overhead, a large "
+            "core by arithmetic."
+        )
     return (
         _rows(header, rows)
         + "\n"
-        + _rows(["PPO learner", "steps trained/s", "÷ MLP"], learner_rows)
-        + f"\n{_sentence(d['protocol'])}; torch {d['torch']}.\n"
+        + _rows(learner_header, learner_rows)
+        + f"\n{_sentence(d['protocol'])}; torch {d['torch']}.{note}\n"
     )
