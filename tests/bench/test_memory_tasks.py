@@ -91,7 +91,7 @@ def test_every_rllib_peer_plays_the_env_of_the_raylab_runs_beside_it(bench, tmp_
     from raylab.envs import make_env
     from raylab.train import compose
 
-    for group, (tasks, variants) in bench.GROUPS.items():
+    for group, (_, variants) in bench.GROUPS.items():
         for v in variants:
             if v.framework != "rllib" or bench.RLLIB_SETUPS[v.rllib].env == "stateless":
                 continue  # stateless: RLlib's own StatelessCartPole class (needs ray.rllib)
