@@ -178,11 +178,11 @@ def minigrid_memory(
 
     ``observation``: ``rgb`` renders the window as an RGB image of ``tile_size`` pixels per cell (default
     84 // agent_view_size: 84x84 at view 3 or 7), (3, H, W) uint8 for model=nature_cnn; ``symbolic`` is MiniGrid's
-    (object, colour, state) code per cell, (3, view, view) uint8, small enough for model=mlp. ``movement_only``
-    ``onehot`` is the same codes one-hot, one float32 row of view * view * 20 (MiniGrid's OneHotPartialObsWrapper
-    layout), the input an MLP learns from (``symbolic``'s uint8 codes are scaled by 1/255 as frames). ``movement_only``
-    keeps the three actions that move (the baselines' action space; pickup, drop, toggle and done do nothing
-    here). ``max_steps``: MiniGrid's own truncation (default 5 * size**2)."""
+    (object, colour, state) code per cell, (3, view, view) uint8 (raylab's models scale uint8 by 1/255 as frames,
+    so an MLP sees codes of 0-10 as 0-0.04); ``onehot`` is the same codes one-hot, one float32 row of view * view *
+    20 (MiniGrid's OneHotPartialObsWrapper layout), the input an MLP learns from. ``movement_only`` keeps
+    the three actions that move (the baselines' action space; pickup, drop, toggle and done do nothing here).
+    ``max_steps``: MiniGrid's own truncation (default 5 * size**2)."""
     if observation not in ("rgb", "symbolic", "onehot"):
         raise ConfigError(f"env.options.observation must be rgb, symbolic or onehot (got {observation!r})")
     if size < 7 or size % 2 == 0 or agent_view_size < 3 or agent_view_size % 2 == 0:
