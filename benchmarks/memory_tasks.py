@@ -145,6 +145,19 @@ class RllibSetup:
     mean_std_filter: bool = False
 
 
+def lstm_after_128(cell: int, seq_len: int) -> dict[str, Any]:
+    """RLlib's DefaultModelConfig for raylab's ``model.hidden_sizes=[128]`` then an LSTM of ``cell`` units trained
+    on ``seq_len`` steps (``algo.bptt``), the value head sharing the layers (as raylab's actor-critic)."""
+    return dict(
+        fcnet_hiddens=[128],
+        fcnet_activation="relu",
+        use_lstm=True,
+        lstm_cell_size=cell,
+        max_seq_len=seq_len,
+        vf_share_layers=True,
+    )
+
+
 POPGYM_AS_RAYLAB = dict(
     lr=0.0003, gamma=0.99, lambda_=0.95, num_epochs=4, train_batch_size_per_learner=8192, minibatch_size=1024,
     vf_loss_coeff=1.0, entropy_coeff=0.0, clip_param=0.2, grad_clip=0.5, use_kl_loss=False,
@@ -168,14 +181,7 @@ RLLIB_SETUPS: dict[str, RllibSetup] = {
             f"popgym:{task}",
             (2, 16),
             POPGYM_AS_RAYLAB,
-            dict(
-                fcnet_hiddens=[128],
-                fcnet_activation="relu",
-                use_lstm=True,
-                lstm_cell_size=256,
-                max_seq_len=64,
-                vf_share_layers=True,
-            ),
+            lstm_after_128(cell=256, seq_len=64),
             f"raylab's {experiment} settings in RLlib's names (RLlib has no tuned POPGym example, and its default "
             "model has no GRU: an LSTM in both): lr 3e-4, gamma 0.99, lambda 0.95, 4 epochs, train batch 8,192 "
             "(2 env runners x 16 envs x 256 steps), minibatch 1,024, vf_loss_coeff 1.0, no entropy bonus, clip "
@@ -204,14 +210,7 @@ RLLIB_SETUPS: dict[str, RllibSetup] = {
             grad_clip=0.5,
             use_kl_loss=False,
         ),
-        dict(
-            fcnet_hiddens=[128],
-            fcnet_activation="relu",
-            use_lstm=True,
-            lstm_cell_size=128,
-            max_seq_len=32,
-            vf_share_layers=True,
-        ),
+        lstm_after_128(cell=128, seq_len=32),
         "raylab's minigrid_memory_onehot_ppo_lstm settings in RLlib's names: lr 3e-4, gamma 0.99, lambda 0.95, 4 "
         "epochs, train batch 4,096 (2 env runners x 8 envs x 256 steps), minibatch 512, vf_loss_coeff 0.25, "
         "entropy 0.01, clip 0.2, grad clip 0.5, no KL term; fcnet [128] then LSTM 128, shared value layers, "
@@ -467,6 +466,8 @@ def describe(variant: Variant, task: Task, args: argparse.Namespace, group: str)
             f"{setup.model.get('fcnet_hiddens', [256, 256])}, shared value layers, max_seq_len "
             f"{setup.model['max_seq_len']}",
             "config": setup.words,
+            "rllib_training": setup.training,
+            "rllib_model": setup.model,
             "env": env_words,
         }
     import tempfile
