@@ -23,12 +23,15 @@ from omegaconf import DictConfig, OmegaConf
 
 from raylab import failures
 from raylab.config import RunConfig, resolve
+from raylab.config.checks import auto_keys
+from raylab.config.coerce import to_container
 from raylab.config.store import register as register_config_defaults
 from raylab.driver.stop import terminate, terminated
 from raylab.envs.registry import env_spaces
 from raylab.errors import EXIT_USAGE, ConfigError, RaylabError
 
 if TYPE_CHECKING:
+    from raylab.builders.autosize import Sizing
     from raylab.driver.report import RunSummary
     from raylab.types import EnvSpaces
 
@@ -40,9 +43,10 @@ NULL_DEFAULT_GROUPS = ("experiment", "debug")
 register_config_defaults()  # conf/ composes on the dataclass defaults (raylab/config/store.py): before compose, main
 
 
-def run(cfg: RunConfig, keep_ray: bool = False) -> RunSummary:
+def run(cfg: RunConfig, keep_ray: bool = False, sizing: Sizing | None = None) -> RunSummary:
     """Run one training job from a resolved config (the Python API behind the CLI); ``keep_ray``: a Ray it
-    starts outlives it (a sweep's trials share one)."""
+    starts outlives it (a sweep's trials share one); ``sizing``: what ``auto`` sizes were probed to
+    (raylab.builders.autosize.fill), written to the run dir as autosize.json."""
     spaces = env_spaces(cfg.env)
     check_spaces(cfg, spaces)
     if cfg.model.encoder == "custom":  # the user's network fails here, in one line, before any actor starts
@@ -63,6 +67,9 @@ def run(cfg: RunConfig, keep_ray: bool = False) -> RunSummary:
     else:  # a finished run is never trained over (nor a half-finished one: resume it)
         claim_run_dir(Path(cfg.run_dir), cfg.overwrite)
     failures.own_run_dir(Path(cfg.run_dir))  # a failure's traceback goes to its train.log from here on
+    if sizing is not None:
+        print(sizing.line(), flush=True)
+        sizing.write(cfg.run_dir)
 
     # the topology runs its monitor in a with block: a run that raised leaves no sampler thread, logger or file open
     summary = build_run(cfg, spaces, resume, keep_ray).run()
@@ -255,12 +262,17 @@ def _hydra_main(dict_cfg: DictConfig) -> float | None:
     sweeping = hydra_cfg.mode == RunMode.MULTIRUN
     failures.reset()
     try:
-        cfg = resolve(dict_cfg, run_dir=hydra_cfg.runtime.output_dir)
+        data, sizing = to_container(dict_cfg), None
+        if auto_keys(data):  # topology.num_workers=auto (or envs_per_worker): a probe on this machine sizes them
+            from raylab.builders import autosize
+
+            data, sizing = autosize.fill(data, run_dir=hydra_cfg.runtime.output_dir)
+        cfg = resolve(data, run_dir=hydra_cfg.runtime.output_dir)
         if sweeping:
             from raylab import sweep
 
             sweep.check(cfg, OmegaConf.to_container(hydra_cfg.sweeper, resolve=False))  # type: ignore[arg-type]
-        summary = run(cfg, keep_ray=sweeping)  # a sweep's trials share one Ray
+        summary = run(cfg, keep_ray=sweeping, sizing=sizing)  # a sweep's trials share one Ray
     except RaylabError as err:
         failures.log_if_owned(err, "train")  # a run that owns its dir keeps the traceback in train.log
         drop_refused_run_dir(Path(hydra_cfg.runtime.output_dir))

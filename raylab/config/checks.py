@@ -30,11 +30,26 @@ def resolve(cfg: Mapping[str, Any], run_dir: str = ".") -> RunConfig:
     data = to_container(cfg)
     data.pop("hydra", None)
     data["run_dir"] = str(run_dir)
+    for key in auto_keys(data):  # sized by a probe before resolve (raylab/builders/autosize.py)
+        raise ConfigError(
+            f"topology.{key}=auto is sized by python -m raylab.train's probe; from Python, call "
+            f"raylab.builders.autosize.fill(config) first, or give a number"
+        )
     run = build(RunConfig, data, "")
     if run.env.normalize_reward and run.env.normalize_reward_gamma is None:
         run = dataclasses.replace(run, env=dataclasses.replace(run.env, normalize_reward_gamma=run.algo.gamma))
     check_cross_fields(run)
     return run
+
+
+AUTO_KEYS = ("num_workers", "envs_per_worker")
+"""Topology keys that may be ``auto``: sized on this machine by a probe (raylab/builders/autosize.py)."""
+
+
+def auto_keys(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """The topology keys set to ``auto`` in a composed config (a plain mapping)."""
+    topology = data.get("topology") or {}
+    return tuple(k for k in AUTO_KEYS if topology.get(k) == "auto")
 
 
 def check_r2d2(run: RunConfig, algo: DQNConfig) -> None:

@@ -79,9 +79,11 @@ class TopologyConfig:
     """Dataflow: local (serial, no Ray) | apex_dqn | a3c | ppo | appo; each Ray topology runs its algorithms
     (raylab/config/algorithms.py), local runs every algorithm."""
     num_workers: int = 2
-    """Rollout workers, or A3C workers (Ray actors, or serial workers taking turns in the local topology)."""
+    """Rollout workers, or A3C workers (Ray actors, or serial workers taking turns in the local topology);
+    ``auto``: sized by a short probe on this machine before the run (raylab/builders/autosize.py)."""
     envs_per_worker: int = 8
-    """Envs stepped as one batch inside each worker."""
+    """Envs stepped as one batch inside each worker; ``auto``: the fewest within 10 % of the best rate a
+    probe of one worker measures here."""
     rollout_length: int = 32
     """Steps per env in one chunk; a chunk moves rollout_length x envs_per_worker steps at once (A3C: the
     longest segment)."""

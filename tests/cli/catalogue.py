@@ -153,6 +153,7 @@ TRAIN_LEARNER_REPLAY_TOPOLOGY = [
     Case(T, "replay.frame_dedup=maybe", "replay.frame_dedup must be one of auto, true, false (got 'maybe')", "replay"),
     Case(T, "topology.num_workers=0", "set topology.num_workers=1 or more", "topology", False),
     Case(T, "topology.num_workers=two", "topology.num_workers must be an integer (got 'two')", "topology"),
+    Case(T, "topology.num_workers=auto ray.address=10.0.0.1:6379", "topology.num_workers=auto probes this machine, not a cluster's nodes (ray.address is set): give topology.num_workers a number", "topology"),
     Case(T, "topology.envs_per_worker=0", "topology.envs_per_worker must be >= 1 (got 0)", "topology"),
     Case(T, "topology.rollout_length=0", "topology.rollout_length must be >= 1 (got 0)", "topology"),
     Case(T, "topology.worker_cpus=-1", "topology.worker_cpus must be >= 0", "topology"),
