@@ -14,7 +14,7 @@ STAMP := $(VENV)/.raylab-installed
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-atari-peers bench-recurrent clean
+.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-atari-peers bench-pong-learning bench-autosize bench-recurrent clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -188,6 +188,12 @@ bench-atari: install ## the frame path on Pong and CoinRun (env only, env + infe
 
 bench-atari-peers: install $(RLLIB_VENV)/bin/python $(SF_VENV)/bin/python ## raylab vs Sample Factory vs RLlib on Atari Pong, 2 x 16 envs, Nature CNN: frames/s, CPU per frame by role, memory (~25 min) -> benchmarks/atari_vs_peers.json
 	$(PY) benchmarks/atari_vs_peers.py --sf-python $(SF_VENV)/bin/python --rllib-python $(RLLIB_VENV)/bin/python $(ARGS)
+
+bench-pong-learning: install $(SF_VENV)/bin/python ## Pong learned on this machine, timed: pong_appo per seed to a greedy 18 (60-min budget each), Sample Factory's Atari example beside it; ARGS="--frameworks raylab sf --seeds 0 1" (~1 h per run) -> benchmarks/pong_learning.json
+	WANDB_MODE=disabled $(PY) benchmarks/pong_learning.py --sf-python $(SF_VENV)/bin/python $(ARGS)
+
+bench-autosize: install ## topology.num_workers=auto against a sweep of 1-4 workers on pong_appo, cartpole_appo, cartpole_ppo (~20 min) -> benchmarks/autosize_sweep.json
+	WANDB_MODE=disabled $(PY) benchmarks/autosize_sweep.py $(ARGS)
 
 bench-soak: install ## a soak (~65 min): 30-min cartpole_dqn then cartpole_appo, a rollout actor SIGKILLed every 2 min, the learner at 15 min; RSS/fds per process, object store, run dir sampled -> benchmarks/soak.json
 	$(PY) benchmarks/soak.py --minutes 30 --kill-every 2 --learner-at 15 --sample-every 10 --runs-dir outputs/bench/soak --output benchmarks/soak.json $(ARGS)

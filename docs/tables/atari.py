@@ -90,3 +90,58 @@ def atari_vs_peers(data: list[Json]) -> str:
         "runs in its driver process (its default, no separate learner), Sample Factory's inference in its own "
         "worker.\n"
     )
+
+
+def pong_learning(data: list[Json]) -> str:
+    """benchmarks/pong_learning.py: each run's time and frames to a greedy 18 on Pong, and where it ended."""
+    (d,) = data
+    r = d["results"]
+    names = {"raylab": f"raylab `{r['experiment']}`", "sf": "Sample Factory 2.1.1 (its Atari example)"}
+    header = ["run", "budget", "greedy >= 18 at", "frames then", "best greedy (10 games)", "final greedy",
+              "frames in the run", "frames/s", "training return at the end"]  # fmt: skip
+    rows = []
+    for run in r["runs"]:
+        curve = run.get("curve") or []
+        if run["framework"] == "raylab":
+            at = f"{run['seconds_to_target'] / 60:.1f} min" if run["reached"] else "not reached"
+            frames_then = f"{run['frames_to_target'] / 1e6:.2f} M" if run["reached"] else "—"
+            best = "—" if run.get("best_greedy_return") is None else f"{run['best_greedy_return']:.1f}"
+        else:  # no greedy evaluation during its training: its training return's first 18, and no best
+            at = (f"{run['seconds_to_training_target'] / 60:.1f} min (training return)"
+                  if run["reached_in_training"] else "not reached (training return)")  # fmt: skip
+            frames_then = (f"{run['frames_to_training_target'] / 1e6:.2f} M"
+                           if run["reached_in_training"] else "—")  # fmt: skip
+            best = "—"
+        final = run.get("final_greedy_return")
+        final_text = "—" if final is None else f"{final:.1f} ({run.get('final_greedy_games')} games)"
+        rows.append([
+            f"{names[run['framework']]}, seed {run['seed']}", f"{run['cap_s'] / 60:.0f} min", at, frames_then, best,
+            final_text, f"{(run.get('frames') or 0) / 1e6:.2f} M",
+            "—" if run.get("frames_per_s") is None else _int(run["frames_per_s"]),
+            f"{curve[-1][2]:.1f}" if curve else "—",
+        ])  # fmt: skip
+    return _rows(header, rows) + f"\n{_sentence(d['protocol'].split(chr(10) + chr(10))[0])}\n"
+
+
+def autosize_sweep(data: list[Json]) -> str:
+    """benchmarks/autosize_sweep.py: the workers auto chose, against a sweep of worker counts."""
+    (d,) = data
+    workers = sorted({int(w) for r in d["results"].values() for w in r["median_frames_per_s"]})
+    header = ["workload", *(f"W={w}: frames/s" for w in workers), "sweep's best", "auto chose", "auto / best",
+              "what the probe measured (per env step, one core)", "probe"]  # fmt: skip
+    rows = []
+    for name, r in d["results"].items():
+        p = r["probe"]
+        med = r["median_frames_per_s"]
+        measured = "—"
+        if p.get("rollout_s_per_step") is not None:
+            measured = (f"rollout {p['rollout_s_per_step'] * 1e3:.3f} ms, learner {p['learner_s_per_step'] * 1e3:.3f}"
+                        f" ms, {p['cpus']} cpus")  # fmt: skip
+        elif p.get("reason"):
+            measured = p["reason"]
+        rows.append([
+            f"`{name}`", *(_int(med[str(w)]) if str(w) in med else "—" for w in workers), str(r["sweep_best_workers"]),
+            str(r["auto_workers"]), _pct(r["auto_over_best"]) if r["auto_over_best"] is not None else "—", measured,
+            f"{p['wall_s']:.0f} s",
+        ])  # fmt: skip
+    return _rows(header, rows) + f"\n{_sentence(d['protocol'].split(chr(10) + chr(10))[0])}\n"

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .atari import atari_vs_peers, cnn_inference, frame_path
+from .atari import atari_vs_peers, autosize_sweep, cnn_inference, frame_path, pong_learning
 from .components import (
     code_shape,
     dqn_fused_update,
@@ -235,6 +235,12 @@ TABLES: dict[str, Table] = {
     "frame_path": Table(("frame_path.json",), frame_path, "the frame path on Pong and CoinRun, stage by stage"),
     "atari_vs_peers": Table(
         ("atari_vs_peers.json",), atari_vs_peers, "Pong: raylab, Sample Factory and RLlib side by side"
+    ),
+    "pong_learning": Table(
+        ("pong_learning.json",), pong_learning, "Pong on 2 cores: time and frames to a greedy 18, beside Sample Factory"
+    ),
+    "autosize_sweep": Table(
+        ("autosize_sweep.json",), autosize_sweep, "topology.num_workers=auto against a sweep of worker counts"
     ),
     "dqn_fused_update": Table(("dqn_fused_update.json",), dqn_fused_update, "a DQN update: autograd and fused"),
     "ppo_fused_update": Table(("ppo_fused_update.json",), ppo_fused_update, "a PPO/APPO call: autograd and fused"),
