@@ -48,7 +48,10 @@ HERE = Path(__file__).resolve().parent
 SF_LOG = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)\]\[\d+\] Fps is .*?Total num frames: (\d+)")
 SF_REWARD = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)\]\[\d+\] Avg episode reward: \[\(0, '(-?[\d.]+)'\)\]")
 SF_EVAL = """
-import json, sys
+import functools, json, sys
+import torch
+# Sample Factory 2.1.1 loads its own checkpoints with torch.load's old default; torch >= 2.6 loads weights only
+torch.load = functools.partial(torch.load, weights_only=False)
 from sample_factory.enjoy import enjoy
 from sf_examples.envpool.atari.train_envpool_atari import parse_atari_args, register_atari_components
 register_atari_components()
@@ -72,8 +75,8 @@ def sf_command(sf_python: str, seed: int, run_dir: Path, cap_s: float) -> list[s
 
 def sf_eval_command(sf_python: str, run_dir: Path) -> list[str]:
     return [sf_python, "-c", SF_EVAL, "--env=atari_pong", "--experiment=pong", f"--train_dir={run_dir / 'train_dir'}",
-            "--device=cpu", "--no_render", "--eval_deterministic", f"--max_num_episodes={SF_EVAL_GAMES}",
-            "--env_agents=1", "--num_workers=1"]  # fmt: skip
+            "--device=cpu", "--no_render", "--eval_deterministic=True", f"--max_num_episodes={SF_EVAL_GAMES}",
+            f"--env_agents={SF_EVAL_GAMES}", "--num_workers=1", "--use_record_episode_statistics=False"]  # fmt: skip
 
 
 def sf_env(run_dir: Path) -> dict[str, str]:

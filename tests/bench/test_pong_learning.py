@@ -64,7 +64,7 @@ def test_commands_run_the_experiment_and_sfs_own_example_at_one_shape(bench, tmp
     assert sf[:3] == ["py-sf", "-m", "sf_examples.envpool.atari.train_envpool_atari"]
     assert {"--num_workers=2", "--env_agents=16", "--train_for_seconds=3600", "--device=cpu"} <= set(sf)
     ev = bench.sf_eval_command("py-sf", tmp_path / "s")
-    assert "--eval_deterministic" in ev and f"--max_num_episodes={bench.SF_EVAL_GAMES}" in ev
+    assert "--eval_deterministic=True" in ev and f"--max_num_episodes={bench.SF_EVAL_GAMES}" in ev
 
 
 def test_an_existing_run_dir_is_refused(bench, tmp_path):
