@@ -7,7 +7,9 @@ per frame by process role, memory.
 
 Every framework trains Pong for --seconds with its own Atari example at one shape: 2 rollout workers x 16 envs,
 the Nature CNN (32x8x8/4, 64x4x4/2, 64x3x3/1, 512), frame skip 4, 84x84 gray, 4 frames stacked, on the CPU:
-- raylab: ``+experiment=breakout_appo env.id=Pong-v5`` (APPO, EnvPool's ALE);
+- raylab: ``+experiment=breakout_appo env.id=Pong-v5`` (APPO, EnvPool's ALE, fp32) and ``+experiment=pong_appo``
+  (``raylab_bf16``: the same network and shape, the learner in bf16 autocast, the rollout encoder in bf16,
+  minibatches of 256);
 - Sample Factory: its EnvPool Atari example (``sf_examples.envpool.atari.train_envpool_atari --env=atari_pong``,
   its defaults: asynchronous PPO, batch 256, 4 epochs), ``--num_workers=2 --env_agents=16`` (one patch for
   EnvPool 1.2.5 under gymnasium 0.29: ``SF_PATCH``);
@@ -38,6 +40,12 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 WORKERS, ENVS = 2, 16
+RAYLAB_VARIANTS = {
+    "raylab": ["+experiment=breakout_appo", "env.id=Pong-v5"],
+    "raylab_bf16": ["+experiment=pong_appo", "stop.mean_return=null"],
+}
+"""raylab's runs: breakout_appo's recipe on Pong (fp32, 2 epochs of 4 minibatches of 512), and pong_appo (the same
+network and shape; the learner in bf16 autocast, the rollout encoder in bf16, 8 minibatches of 256)."""
 FRAME_SKIP = 4
 NATURE_CNN = [[32, 8, 4, "valid"], [64, 4, 2, "valid"], [64, 3, 1, "valid"]]
 
@@ -127,8 +135,8 @@ def sf_patch_dir(run_dir: Path) -> Path:
 
 # -- the harness (runs in raylab's environment) --------------------------------------------------------------------
 def commands(framework: str, args: argparse.Namespace, run_dir: Path) -> list[str]:
-    if framework == "raylab":
-        return [sys.executable, "-m", "raylab.train", "+experiment=breakout_appo", "env.id=Pong-v5",
+    if framework in RAYLAB_VARIANTS:
+        return [sys.executable, "-m", "raylab.train", *RAYLAB_VARIANTS[framework],
                 f"topology.num_workers={WORKERS}", f"topology.envs_per_worker={ENVS}",
                 f"stop.seconds={args.seconds}", "stop.env_steps=null", "eval.every_seconds=null",
                 "eval.final_episodes=1", "logger.console=false", f"hydra.run.dir={run_dir / 'run'}"]  # fmt: skip
@@ -176,7 +184,7 @@ def sf_roles_from_log(text: str) -> dict[int, str]:
 
 def progress(framework: str, run_dir: Path, out: str) -> list[tuple[float, float]]:
     """(time, env frames) reports so far."""
-    if framework == "raylab":
+    if framework in RAYLAB_VARIANTS:
         path = run_dir / "run" / "metrics.jsonl"
         start_path = run_dir / "start"
         if not path.exists():
@@ -277,7 +285,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=150.0, help="each run's wall time from its start")
     parser.add_argument("--warmup", type=float, default=45.0, help="seconds after the start not measured")
-    parser.add_argument("--frameworks", nargs="+", default=["raylab", "sf", "rllib"])
+    parser.add_argument("--frameworks", nargs="+", default=["raylab", "raylab_bf16", "sf", "rllib"])
     parser.add_argument("--sf-python", default=".venv-sf/bin/python")
     parser.add_argument("--rllib-python", default=".venv-rllib/bin/python")
     parser.add_argument("--output", default="benchmarks/atari_vs_peers.json")
@@ -307,7 +315,11 @@ def main() -> int:
         f"rounds, frameworks alternating; each run {args.seconds:g} s from its start, measured after {args.warmup:g} s",
         "machine": machine_info(),
         "median_frames_per_s": med,
-        "raylab_over": {f: med["raylab"] / v for f, v in med.items() if f != "raylab" and "raylab" in med},
+        **{
+            f"{r}_over": {f: med[r] / v for f, v in med.items() if f not in RAYLAB_VARIANTS}
+            for r in RAYLAB_VARIANTS
+            if r in med
+        },
         "median_cpu_ms_per_1k_frames": {
             f: {
                 k: statistics.median(r["cpu_ms_per_1k_frames"].get(k, 0.0) for r in rs)
@@ -319,7 +331,7 @@ def main() -> int:
         "runs": runs,
     }
     Path(args.output).write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps({k: report[k] for k in ("median_frames_per_s", "raylab_over", "median_peak_pss_mb")}, indent=1))
+    print(json.dumps({k: v for k, v in report.items() if k.endswith("_over") or k.startswith("median_")}, indent=1))
     return 0
 
 

@@ -72,15 +72,18 @@ def frame_path(data: list[Json]) -> str:
 def atari_vs_peers(data: list[Json]) -> str:
     """benchmarks/atari_vs_peers.py: Pong frames/s, CPU per 1,000 frames by role, peak memory per framework."""
     (d,) = data
-    names = {"raylab": "raylab APPO", "sf": "Sample Factory 2.1.1 APPO", "rllib": "RLlib PPO"}
-    header = ["framework", "env frames/s", "raylab / it", "CPU ms per 1k frames: rollout workers",
-              "separate inference", "learner", "the rest", "total", "peak memory (PSS, MB)"]  # fmt: skip
+    names = {"raylab": "raylab APPO (`breakout_appo`'s recipe, fp32)", "sf": "Sample Factory 2.1.1 APPO",
+             "rllib": "RLlib PPO", "raylab_bf16": "raylab APPO (`pong_appo`: bf16 learner and rollouts)"}  # fmt: skip
+    mine = [r for r in ("raylab", "raylab_bf16") if f"{r}_over" in d]
+    header = ["framework", "env frames/s", *(f"{names[r].split(' (')[0]} {'bf16 ' if r.endswith('bf16') else ''}/ it"
+              for r in mine), "CPU ms per 1k frames: rollout workers", "separate inference", "learner", "the rest",
+              "total", "peak memory (PSS, MB)"]  # fmt: skip
     rows = []
     for f, fps in d["median_frames_per_s"].items():
         cpu = d["median_cpu_ms_per_1k_frames"][f]
         rest = sum(v for k, v in cpu.items() if k not in ("rollout", "inference", "learner"))
         rows.append([
-            names.get(f, f), _int(fps), _ratio(d["raylab_over"][f]) if f in d["raylab_over"] else "—",
+            names.get(f, f), _int(fps), *(_ratio(d[f"{r}_over"][f]) if f in d[f"{r}_over"] else "—" for r in mine),
             *(_sig(cpu[r]) if r in cpu else "—" for r in ("rollout", "inference", "learner")), _sig(rest),
             _sig(sum(cpu.values())), _int(d["median_peak_pss_mb"][f]),
         ])  # fmt: skip
