@@ -96,6 +96,11 @@ TABLE: tuple[Applies, ...] = (
         model=Scope(BUILT_IN_MODELS, _BUILT_IN),
     ),
     Applies("model.log_std_init", algo=Scope(ACTOR_CRITIC, "their Gaussian policy for Box actions")),
+    Applies(
+        "model.init",
+        algo=Scope(ACTOR_CRITIC, "their policy and value heads"),
+        model=Scope(BUILT_IN_MODELS, _BUILT_IN),
+    ),
     # every algorithm has a recurrent form (the actor-critics: BPTT over chunks; dqn: R2D2's sequence replay)
     Applies("model.recurrent", model=Scope(BUILT_IN_MODELS, _BUILT_IN)),
     Applies("model.recurrent_size", model=Scope(BUILT_IN_MODELS, _BUILT_IN)),

@@ -38,6 +38,12 @@ class ModelConfig:
     benchmarks/policy_inference.json); false keeps torch. An MLP with a recurrent core (model.recurrent) acts
     through a NumPy copy too, the LSTM or GRU step included (benchmarks/recurrent_cost.json). Other models
     (CNNs, dueling or quantile heads, custom) always act in torch."""
+    init: Literal["default", "orthogonal"] = "default"
+    """The actor-critic's starting weights (PPO, APPO, A3C). ``default``: PyTorch's per-layer defaults, the policy
+    head scaled by 0.01. ``orthogonal``: as openai/baselines, CleanRL and Sample Factory start Atari networks:
+    every encoder layer orthogonal with gain sqrt(2) and zero biases, the policy head orthogonal with gain 0.01,
+    the value head with gain 1. PyTorch's defaults leave a Nature CNN's features on Pong frames 35x smaller (RMS
+    0.014 against 0.49), so each Adam step moves the policy that much less (pong_appo sets it)."""
     rollout_precision: Literal["fp32", "bf16"] = "fp32"
     """The rollout actors' inference with a CNN (PPO, APPO, DQN; not A3C, whose workers train the module they act
     with): ``bf16`` runs the encoder of their copy of the network in bfloat16, cast from each published fp32

@@ -301,10 +301,30 @@ def build_actor_critic(cfg: ModelConfig, spaces: EnvSpaces) -> ActorCritic:
         return CustomActorCritic(build_custom(cfg, spaces, "actor_critic"), dist, cfg.log_std_init)
     obs_norm = RunningNorm(spaces.obs_shape) if cfg.normalize_obs else None
     encoder = build_encoder(cfg, spaces)
+    model: ActorCritic
     if cfg.recurrent != "none":
         core = RecurrentCore(cfg.recurrent, encoder.out_dim, cfg.recurrent_size)
-        return RecurrentActorCritic(encoder, dist, core, cfg.log_std_init, obs_norm)
-    return ActorCritic(encoder, dist, cfg.log_std_init, obs_norm)
+        model = RecurrentActorCritic(encoder, dist, core, cfg.log_std_init, obs_norm)
+    else:
+        model = ActorCritic(encoder, dist, cfg.log_std_init, obs_norm)
+    if cfg.init == "orthogonal":
+        orthogonal_init(model)
+    return model
+
+
+def orthogonal_init(model: ActorCritic) -> None:
+    """openai/baselines' and CleanRL's start: the encoder's convolutions and Linear layers orthogonal with gain
+    sqrt(2) (ReLU) and zero biases, the policy head with gain 0.01, the value head with gain 1 (a recurrent
+    core keeps its own init)."""
+    with torch.no_grad():
+        for layer in model.encoder.modules():
+            if isinstance(layer, nn.Conv2d | nn.Linear):
+                nn.init.orthogonal_(layer.weight, gain=2**0.5)
+                if layer.bias is not None:
+                    layer.bias.zero_()
+        for head, gain in ((model.policy, 0.01), (model.value, 1.0)):
+            nn.init.orthogonal_(head.weight, gain=gain)
+            head.bias.zero_()
 
 
 def build_encoder(cfg: ModelConfig, spaces: EnvSpaces) -> Encoder:

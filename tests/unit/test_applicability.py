@@ -15,7 +15,7 @@ from raylab.errors import ConfigError
 FACTORY = "raylab_corridor.models:make_model"
 
 NON_DEFAULT = {
-    "model.dueling": True, "model.normalize_obs": True, "model.log_std_init": -0.5,
+    "model.dueling": True, "model.normalize_obs": True, "model.log_std_init": -0.5, "model.init": "orthogonal",
     "model.recurrent": "lstm", "model.recurrent_size": 64,
     "model.norm": "batch", "model.factory": FACTORY, "model.options": {"hidden": 3}, "model.rollout_precision": "bf16",
     "topology.chunks_in_flight": 2,

@@ -73,3 +73,33 @@ def test_actor_critic_policy_head_starts_near_uniform():
     net = build_actor_critic(ModelConfig(hidden_sizes=(16,)), VECTOR)
     logits, _ = net(torch.randn(64, 4))
     assert logits.abs().max() < 0.1
+
+
+def test_orthogonal_init_starts_the_nature_cnn_as_cleanrl_does():
+    from raylab.models import build_actor_critic
+
+    torch.manual_seed(0)
+    default = build_actor_critic(ModelConfig(encoder="nature_cnn", hidden_sizes=(512,)), IMAGE)
+    ortho = build_actor_critic(ModelConfig(encoder="nature_cnn", hidden_sizes=(512,), init="orthogonal"), IMAGE)
+    for layer in ortho.encoder.modules():
+        if isinstance(layer, torch.nn.Conv2d | torch.nn.Linear):
+            w = layer.weight.reshape(layer.weight.shape[0], -1)
+            rows = min(w.shape)
+            gram = w @ w.T if w.shape[0] <= w.shape[1] else w.T @ w  # orthogonal rows (or columns), gain^2 each
+            assert torch.allclose(gram, 2.0 * torch.eye(rows), atol=1e-4)
+            assert layer.bias is not None and not layer.bias.any()
+    assert torch.allclose(ortho.policy.weight @ ortho.policy.weight.T, 1e-4 * torch.eye(6), atol=1e-8)
+    assert torch.allclose((ortho.value.weight**2).sum(), torch.tensor(1.0)) and not ortho.value.bias.any()
+    frames = torch.randint(0, 256, (16, 4, 84, 84), dtype=torch.uint8)
+    with torch.no_grad():
+        rms = [float(m.encoder(frames.float() / 255).pow(2).mean().sqrt()) for m in (default, ortho)]
+    assert rms[1] > 10 * rms[0]  # the defaults shrink every layer's output; orthogonal with gain sqrt(2) does not
+    logits, _ = ortho(frames)
+    assert logits.abs().max() < 0.2  # still near uniform at the start
+
+
+def test_orthogonal_init_is_refused_where_it_has_nothing_to_start(tmp_path):
+    from tests.conftest import make_config
+
+    with pytest.raises(ConfigError, match=r"model\.init"):
+        make_config(tmp_path, "+experiment=cartpole_dqn", "model.init=orthogonal")
