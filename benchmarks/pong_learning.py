@@ -144,8 +144,11 @@ def raylab_result(run_dir: Path) -> dict[str, Any]:
     rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines() if x.strip()]
     curve = [[round(r["time_s"], 1), int(r["env_frames"]), round(r["episode/return_mean"], 3)]
              for r in rows if r.get("episode/return_mean") is not None]  # fmt: skip
-    evals = [[round(r["time_s"], 1), int(r["env_frames"]), round(r["eval/return_mean"], 3)]
-             for r in rows if r.get("eval/return_mean") is not None]  # fmt: skip
+    evals, version = [], None  # a row repeats the last evaluation until the next: one point per weights version
+    for r in rows:
+        if r.get("eval/return_mean") is not None and r.get("eval/version") != version:
+            version = r.get("eval/version")
+            evals.append([round(r["time_s"], 1), int(r["env_frames"]), round(r["eval/return_mean"], 3)])
     hit = next((e for e in evals if e[2] >= TARGET), None)
     bm_path = run_dir / "benchmark_metrics.json"
     bm = json.loads(bm_path.read_text()) if bm_path.is_file() else {}
@@ -263,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--collect", action="store_true", help="only rebuild the JSON and PNG from the run dirs")
     args = parser.parse_args(argv)
     command = [shlex.join(["python", "benchmarks/pong_learning.py", *(argv if argv is not None else sys.argv[1:])])]
+    if args.collect and Path(args.output).is_file():  # the runs' own command (each run's is in its meta.json)
+        command = [json.loads(Path(args.output).read_text())["command"]]
     if not args.collect:
         for seed in args.seeds:
             for framework in args.frameworks:

@@ -40,7 +40,17 @@ def fake_raylab_run(path: Path, evals: list[float], finished: bool = True) -> No
         rows.append({"time_s": t - 5, "env_steps": steps - 100, "env_frames": 4 * (steps - 100),
                      "episode/return_mean": value - 2})  # fmt: skip
         rows.append({"time_s": t, "env_steps": steps, "env_frames": 4 * steps, "episode/return_mean": value - 1,
-                     "eval/return_mean": value})  # fmt: skip
+                     "eval/return_mean": value, "eval/version": i})  # fmt: skip
+        rows.append(
+            {
+                "time_s": t + 5,
+                "env_steps": steps + 50,
+                "env_frames": 4 * (steps + 50),
+                "episode/return_mean": value - 1,
+                "eval/return_mean": value,
+                "eval/version": i,
+            }
+        )  # repeated
     (path / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     if finished:
         bm = {"stop_reason": "eval return", "duration_hours": rows[-1]["time_s"] / 3600,
@@ -79,6 +89,7 @@ def test_raylab_time_to_18_is_the_first_greedy_evaluation_at_18(bench, tmp_path)
     r = bench.raylab_result(tmp_path / "raylab_s0")
     assert r["reached"] and r["seconds_to_target"] == 720.0 and r["frames_to_target"] == 4 * 600_000
     assert r["best_greedy_return"] == 20.0 and r["final_greedy_return"] == 20.0 and r["finished"]
+    assert [e[2] for e in r["evals"]] == [-21.0, 5.0, 17.9, 18.4, 20.0]  # one point per evaluation
     fake_raylab_run(tmp_path / "miss", [-21.0, 17.0], finished=False)
     miss = bench.raylab_result(tmp_path / "miss")
     assert not miss["reached"] and miss["seconds_to_target"] is None and not miss["finished"]
