@@ -81,6 +81,29 @@ def sweep_run(workload: str, workers: int, seconds: float, warmup: float) -> dic
             "load_after": os.getloadavg()}  # fmt: skip
 
 
+def rescore(output: str) -> int:
+    """Recompute auto's choice from each workload's recorded probe (its measured seconds per step and cpus) with
+    today's rule, keeping the recorded choice under ``first_rule``: the sweep itself is not re-run."""
+    from raylab.bench.machine import machine_info
+    from raylab.builders.autosize import ALTERNATING, overlapped_workers
+
+    report = json.loads(Path(output).read_text())
+    for r in report["results"].values():
+        p = r["probe"]
+        if p["topology"] in ALTERNATING:
+            auto = p["cpus"]
+        else:
+            auto = overlapped_workers(p["cpus"], p["rollout_s_per_step"], p["learner_s_per_step"])
+        r.setdefault("first_rule", {"auto_workers": r["auto_workers"], "auto_over_best": r["auto_over_best"]})
+        med = r["median_frames_per_s"]
+        r["auto_workers"] = auto
+        r["auto_over_best"] = round(med[str(auto)] / med[str(r["sweep_best_workers"])], 3) if str(auto) in med else None
+    report["rescored_at"] = machine_info()["git_commit"]
+    Path(output).write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps({k: (r["auto_workers"], r["auto_over_best"]) for k, r in report["results"].items()}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workloads", nargs="+", default=["pong_appo", "cartpole_appo", "cartpole_ppo"])
@@ -89,10 +112,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=25.0, help="training seconds per run (pong_appo: 45)")
     parser.add_argument("--warmup", type=float, default=8.0)
     parser.add_argument("--output", default=str(HERE / "autosize_sweep.json"))
+    parser.add_argument("--rescore", action="store_true", help="recompute auto's choice in --output; run nothing")
     args = parser.parse_args(argv)
-    from raylab.bench.machine import save_report
+    if args.rescore:
+        return rescore(args.output)
+    from raylab.bench.machine import machine_info, save_report
 
-    results: dict[str, Any] = {}
+    results: dict[str, Any] = {}  # a workload re-run replaces its own entry; the others in --output stay
+    if Path(args.output).is_file():
+        results = json.loads(Path(args.output).read_text())["results"]
     for workload in args.workloads:
         started = time.time()
         chosen = probe(workload)
@@ -114,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
             "auto_workers": auto,
             "auto_over_best": round(medians[auto] / medians[best], 3) if auto in medians else None,
             "wall_s": round(time.time() - started, 1),
+            "rounds": args.rounds,
+            "measured_at": machine_info()["git_commit"],
         }
         print(f"{workload}: auto {auto}, sweep best {best}, auto/best {results[workload]['auto_over_best']}")
         command = "python benchmarks/autosize_sweep.py " + " ".join(argv if argv is not None else sys.argv[1:])

@@ -130,7 +130,9 @@ def autosize_sweep(data: list[Json]) -> str:
     """benchmarks/autosize_sweep.py: the workers auto chose, against a sweep of worker counts."""
     (d,) = data
     workers = sorted({int(w) for r in d["results"].values() for w in r["median_frames_per_s"]})
+    first = any("first_rule" in r for r in d["results"].values())
     header = ["workload", *(f"W={w}: frames/s" for w in workers), "sweep's best", "auto chose", "auto / best",
+              *(["first rule (no spare): chose, / best"] if first else []),
               "what the probe measured (per env step, one core)", "probe"]  # fmt: skip
     rows = []
     for name, r in d["results"].items():
@@ -144,7 +146,9 @@ def autosize_sweep(data: list[Json]) -> str:
             measured = p["reason"]
         rows.append([
             f"`{name}`", *(_int(med[str(w)]) if str(w) in med else "—" for w in workers), str(r["sweep_best_workers"]),
-            str(r["auto_workers"]), _pct(r["auto_over_best"]) if r["auto_over_best"] is not None else "—", measured,
-            f"{p['wall_s']:.0f} s",
+            str(r["auto_workers"]), _pct(r["auto_over_best"]) if r["auto_over_best"] is not None else "—",
+            *([f"{r['first_rule']['auto_workers']}, {_pct(r['first_rule']['auto_over_best'])}"
+               if "first_rule" in r else "—"] if first else []),
+            measured, f"{p['wall_s']:.0f} s",
         ])  # fmt: skip
     return _rows(header, rows) + f"\n{_sentence(d['protocol'].split(chr(10) + chr(10))[0])}\n"

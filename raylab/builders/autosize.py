@@ -16,7 +16,9 @@ The probe measures, in this process and on one thread, what the run's own pieces
      publish, replay add and sample) at the algorithm's own ratio of updates to steps. In the steady state each
      env step costs ``t_r + t_l`` CPU seconds, so ``cpus`` cores run at most ``cpus / (t_r + t_l)`` steps per
      second, of which ``W`` workers can act ``W / t_r``: the fewest workers that reach the cores' rate are
-     ``ceil(cpus * t_r / (t_r + t_l))``. More only park (they wait for the learner) and cost memory.
+     ``ceil(cpus * t_r / (t_r + t_l))``, and one more acts while another hands its chunk over and waits for
+     weights (a lone worker stalls at every hand-over). More only park (they wait for the learner) and cost
+     memory.
 
 ``cpus`` is ``ray.num_cpus`` when set, else the cores this process may run on. A cluster (``ray.address``) is
 not probed: its nodes are not this machine. ``resume=`` takes the resumed run's own values. What the probe
@@ -45,6 +47,8 @@ ENV_CANDIDATES = (4, 8, 16, 32, 64)
 ENV_PROBE_S = 2.0
 ENV_TOLERANCE = 0.10
 LEARNER_PROBE_S = 8.0
+SPARE_WORKERS = 1
+"""Workers beyond the cost split where acting and learning overlap (see ``overlapped_workers``)."""
 ALTERNATING = ("ppo", "a3c")
 """Topologies whose rollout and learning take turns (a3c: each worker computes its own gradients)."""
 PLACEHOLDER_ENVS = 8
@@ -149,7 +153,8 @@ def probe(cfg: Any, cpus: int, keys: Sequence[str]) -> Sizing:
     t_r, t_l = step_costs(cfg, envs)
     workers = overlapped_workers(cpus, t_r, t_l)
     why = (f"{name} overlaps acting and learning: {t_r * 1e3:.3f} ms rollout + {t_l * 1e3:.3f} ms learner per env "
-           f"step on one core, {cpus} cpus -> ceil({cpus} x {t_r / (t_r + t_l):.2f})")  # fmt: skip
+           f"step on one core, {cpus} cpus -> ceil({cpus} x {t_r / (t_r + t_l):.2f}) + {SPARE_WORKERS}, "
+           f"at most {cpus}")  # fmt: skip
     return Sizing(workers, envs, cpus, name, tuple(keys), rates, t_r, t_l, reason=why)
 
 
@@ -161,11 +166,13 @@ def choose_envs(rates: Mapping[int, float]) -> int:
 
 def overlapped_workers(cpus: int, t_r: float, t_l: float) -> int:
     """The fewest workers that keep ``cpus`` cores busy when each env step costs ``t_r`` seconds of a worker and
-    ``t_l`` of the learner (1 to ``cpus``)."""
+    ``t_l`` of the learner, plus one that acts while another hands its chunk over and waits for weights (1 to
+    ``cpus``). Without the spare, pong_appo on 2 cores got 1 worker and 0.93x the best rate of a sweep
+    (benchmarks/autosize_sweep.json): a lone worker stalls at every hand-over."""
     if t_r <= 0:
         return 1
     share = t_r / (t_r + max(t_l, 0.0))
-    return max(1, min(cpus, math.ceil(cpus * share - 1e-9)))
+    return max(1, min(cpus, math.ceil(cpus * share - 1e-9) + SPARE_WORKERS))
 
 
 def env_rate(cfg: Any, spaces: Any, envs: int) -> float:

@@ -132,3 +132,16 @@ def test_autosize_sweep_reads_rates_after_the_warmup_and_renders():
     }}  # fmt: skip
     table = tables.autosize_sweep([{"results": results, "protocol": "p"}])
     assert "97 %" in table and "rollout 0.500 ms, learner 2.000 ms, 2 cpus" in table
+
+
+def test_autosize_rescore_keeps_the_first_rule_and_applies_todays(tmp_path):
+    sweep = load("autosize_sweep")
+    probe = {"topology": "appo", "cpus": 2, "rollout_s_per_step": 0.51e-3, "learner_s_per_step": 0.99e-3}
+    results = {"pong_appo": {"probe": probe, "median_frames_per_s": {"1": 3609.3, "2": 3889.4, "3": 3889.1},
+                             "sweep_best_workers": 2, "auto_workers": 1, "auto_over_best": 0.928}}  # fmt: skip
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps({"results": results}))
+    sweep.rescore(str(path))
+    r = json.loads(path.read_text())["results"]["pong_appo"]
+    assert r["first_rule"] == {"auto_workers": 1, "auto_over_best": 0.928}
+    assert r["auto_workers"] == 2 and r["auto_over_best"] == 1.0

@@ -24,14 +24,15 @@ def test_fewest_envs_within_the_tolerance_of_the_best_rate():
     assert choose_envs({8: 100.0, 16: 99.0}) == 8
 
 
-def test_overlapped_workers_split_the_cores_by_cost():
-    # a learner three times as dear as acting: a quarter of 2 cores acts -> 1 worker keeps both busy
-    assert overlapped_workers(2, 1.0, 3.0) == 1
-    # acting dearer than learning: both cores' worth of workers
-    assert overlapped_workers(2, 3.0, 1.0) == 2
-    assert overlapped_workers(16, 1.0, 1.0) == 8
+def test_overlapped_workers_split_the_cores_by_cost_plus_a_spare():
+    # a learner three times as dear as acting: a quarter of 8 cores acts -> 2 workers, and 1 spare
+    assert overlapped_workers(8, 1.0, 3.0) == 3
+    assert overlapped_workers(16, 1.0, 1.0) == 9
+    # pong_appo's probe on 2 cores (0.51 ms acting, 0.99 ms learning per step): 1 + the spare
+    assert overlapped_workers(2, 0.51e-3, 0.99e-3) == 2
+    assert overlapped_workers(2, 3.0, 1.0) == 2  # never more than the cores
     assert overlapped_workers(16, 1.0, 0.0) == 16  # nothing to learn: every core acts
-    assert overlapped_workers(4, 0.0, 1.0) == 1  # never fewer than one
+    assert overlapped_workers(4, 0.0, 1.0) == 1  # nothing to act: one
 
 
 def test_step_costs_sum_the_timers_after_the_first_report():
@@ -88,11 +89,11 @@ def test_resume_keeps_the_resumed_runs_sizes(tmp_path, monkeypatch):
 )
 def test_the_topologys_dataflow_decides_the_workers(monkeypatch, experiment, alternating):
     monkeypatch.setattr(autosize, "step_costs", lambda cfg, envs: (1.0, 3.0))  # the learner 3x acting's cost
-    data = composed(f"+experiment={experiment}", "topology.num_workers=auto", "ray.num_cpus=4")
+    data = composed(f"+experiment={experiment}", "topology.num_workers=auto", "ray.num_cpus=8")
     filled, sizing = autosize.fill(data)
     assert sizing is not None
-    # alternating: one worker per core; overlapping: ceil(4 x 1/4) = 1
-    assert filled["topology"]["num_workers"] == sizing.num_workers == (4 if alternating else 1)
+    # alternating: one worker per core; overlapping: ceil(8 x 1/4) + 1 = 3
+    assert filled["topology"]["num_workers"] == sizing.num_workers == (8 if alternating else 3)
     assert filled["topology"]["envs_per_worker"] == data["topology"]["envs_per_worker"]  # not auto: kept
     resolve(filled)  # what the probe filled in resolves
 
