@@ -151,4 +151,8 @@ def autosize_sweep(data: list[Json]) -> str:
                if "first_rule" in r else "—"] if first else []),
             measured, f"{p['wall_s']:.0f} s",
         ])  # fmt: skip
-    return _rows(header, rows) + f"\n{_sentence(d['protocol'].split(chr(10) + chr(10))[0])}\n"
+    rounds = ", ".join(f"`{n}` {r.get('rounds', '?')}" for n, r in d["results"].items())
+    return (
+        _rows(header, rows) + "\nFrames/s: Pong's env frames (4 per agent step), CartPole's env steps, over each run "
+        f"after its first seconds; medians over rounds ({rounds}). How it was run: {d['command']}.\n"
+    )

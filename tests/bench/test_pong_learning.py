@@ -130,7 +130,7 @@ def test_autosize_sweep_reads_rates_after_the_warmup_and_renders():
         "median_frames_per_s": {"1": 3000.0, "2": 3100.0}, "sweep_best_workers": 2, "auto_workers": 1,
         "auto_over_best": 0.968,
     }}  # fmt: skip
-    table = tables.autosize_sweep([{"results": results, "protocol": "p"}])
+    table = tables.autosize_sweep([{"results": results, "protocol": "p", "command": "c"}])
     assert "97 %" in table and "rollout 0.500 ms, learner 2.000 ms, 2 cpus" in table
 
 
