@@ -1,15 +1,16 @@
-"""raylab against Sample Factory 2.1.1 and RLlib on Atari Pong, side by side in one run: env frames/s, CPU time
-per frame by process role, memory.
+"""raylab against Sample Factory 2.1.1 and RLlib on Atari Pong (and against Sample Factory on Procgen's CoinRun),
+side by side in one run: env frames/s, CPU time per frame by process role, memory.
 
     make bench-atari-peers           # creates .venv-sf and .venv-rllib, then 2 rounds
     python benchmarks/atari_vs_peers.py --rounds 2 --sf-python .venv-sf/bin/python \
         --rllib-python .venv-rllib/bin/python --output benchmarks/atari_vs_peers.json
+    python benchmarks/atari_vs_peers.py --game coinrun --rounds 2    # -> benchmarks/coinrun_vs_sf.json
 
 Every framework trains Pong for --seconds with its own Atari example at one shape: 2 rollout workers x 16 envs,
 the Nature CNN (32x8x8/4, 64x4x4/2, 64x3x3/1, 512), frame skip 4, 84x84 gray, 4 frames stacked, on the CPU:
-- raylab: ``+experiment=breakout_appo env.id=Pong-v5`` (APPO, EnvPool's ALE, fp32) and ``+experiment=pong_appo``
-  (``raylab_bf16``: the same network and shape, the learner in bf16 autocast, the rollout encoder in bf16,
-  minibatches of 256);
+- raylab: ``+experiment=pong_appo`` (``raylab_bf16``: APPO, EnvPool's ALE, the learner in bf16 autocast, the
+  rollout encoder in bf16, minibatches of 256) and, with ``--frameworks raylab ...``, ``+experiment=breakout_appo
+  env.id=Pong-v5`` (``raylab``: the same network and shape in fp32);
 - Sample Factory: its EnvPool Atari example (``sf_examples.envpool.atari.train_envpool_atari --env=atari_pong``,
   its defaults: asynchronous PPO, batch 256, 4 epochs), ``--num_workers=2 --env_agents=16`` (one patch for
   EnvPool 1.2.5 under gymnasium 0.29: ``SF_PATCH``);
@@ -21,6 +22,13 @@ round. Frames/s counts the env frames each framework reports (agent steps x 4) b
 --warmup seconds after the start and the last; the CPU seconds of every process of the tree (psutil, sampled
 every 2 s) over the same window, by role (rollout, learner, inference, driver, Ray's own), are divided by those
 frames; memory is the peak sum of the tree's proportional set sizes (PSS: shared pages counted once).
+
+``--game coinrun``: raylab's ``+experiment=coinrun_appo`` (APPO, the Nature CNN on 64x64 RGB frames, 2 workers x 32
+envs, chunks of 64 steps) against Sample Factory at the same shape. Sample Factory 2.1.1 ships no Procgen example, so
+``SF_PROCGEN`` is its EnvPool Atari example with EnvPool's ``CoinrunEasy-v0`` (unlimited levels) in place of ALE:
+the same wrapper (``EnvPoolResetFixWrapper``), its ``convnet_atari`` encoder (the Nature CNN, 512 units), no frame
+skip or stack, and coinrun_appo's hyperparameters (rollout 64, 4 minibatches of 1,024, 2 epochs, gamma 0.999, lr
+5e-4, clip 0.2, reward scale 0.1). RLlib is not run on CoinRun.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +56,45 @@ RAYLAB_VARIANTS = {
 """raylab's runs: breakout_appo's recipe on Pong (fp32, 2 epochs of 4 minibatches of 512), and pong_appo (the same
 network and shape; the learner in bf16 autocast, the rollout encoder in bf16, 8 minibatches of 256)."""
 FRAME_SKIP = 4
+"""Pong's shape above; RLlib runs Pong only, at this shape."""
+
+
+@dataclass(frozen=True)
+class Game:
+    """One game's side-by-side: its shape, raylab's variants, Sample Factory's entry point and where it is written."""
+
+    name: str
+    workers: int
+    envs: int
+    frame_skip: int
+    raylab: dict[str, list[str]]
+    sf: list[str]
+    peers: tuple[str, ...]
+    default: tuple[str, ...]
+    output: str
+
+    @property
+    def frameworks(self) -> tuple[str, ...]:
+        return (*self.raylab, *self.peers)
+
+
+SF_COINRUN_ARGS = [
+    "--env_frameskip=1", "--env_framestack=1", "--use_record_episode_statistics=False", "--gamma=0.999",
+    "--learning_rate=0.0005", "--lr_schedule=constant", "--rollout=64", "--batch_size=1024",
+    "--num_batches_per_epoch=4", "--num_epochs=2", "--ppo_clip_ratio=0.2", "--reward_scale=0.1",
+]  # fmt: skip
+GAMES = {
+    "pong": Game(
+        "Pong", WORKERS, ENVS, FRAME_SKIP, RAYLAB_VARIANTS,
+        ["-m", "sf_examples.envpool.atari.train_envpool_atari", "--env=atari_pong", "--experiment=pong"],
+        ("sf", "rllib"), ("raylab_bf16", "sf", "rllib"), "benchmarks/atari_vs_peers.json",
+    ),
+    "coinrun": Game(
+        "CoinRun (easy, unlimited levels)", 2, 32, 1, {"raylab": ["+experiment=coinrun_appo"]},
+        ["-m", "sf_envpool_procgen", "--env=procgen_coinrun", "--experiment=coinrun", *SF_COINRUN_ARGS],
+        ("sf",), ("raylab", "sf"), "benchmarks/coinrun_vs_sf.json",
+    ),
+}  # fmt: skip
 NATURE_CNN = [[32, 8, 4, "valid"], [64, 4, 2, "valid"], [64, 3, 1, "valid"]]
 
 
@@ -125,25 +173,61 @@ except Exception:
 """
 
 
+SF_PROCGEN = '''"""Sample Factory's EnvPool Atari example with Procgen's CoinRun (EnvPool) in place of ALE."""
+import sys
+
+import envpool
+from sample_factory.cfg.arguments import parse_full_cfg, parse_sf_args
+from sample_factory.envs.env_utils import register_env
+from sample_factory.train import run_rl
+from sf_examples.envpool.atari.envpool_atari_params import add_atari_env_args, atari_override_defaults
+from sf_examples.envpool.envpool_wrappers import EnvPoolResetFixWrapper
+
+
+def make_coinrun(env_name, cfg, env_config, render_mode=None):
+    seed = 0 if env_config is None else int(env_config.env_id) * cfg.env_agents
+    env = envpool.make(
+        "CoinrunEasy-v0", env_type="gym", num_envs=cfg.env_agents, num_levels=0, start_level=0, seed=seed
+    )
+    env = EnvPoolResetFixWrapper(env)
+    env.num_agents = cfg.env_agents
+    return env
+
+
+def main():
+    register_env("procgen_coinrun", make_coinrun)
+    parser, partial_cfg = parse_sf_args(argv=None, evaluation=False)
+    add_atari_env_args(partial_cfg.env, parser, evaluation=False)
+    atari_override_defaults(partial_cfg.env, parser)
+    return run_rl(parse_full_cfg(parser, None))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
 def sf_patch_dir(run_dir: Path) -> Path:
-    """A directory with a ``sitecustomize.py`` applying SF_PATCH, for PYTHONPATH: spawned processes run it too."""
+    """A directory with a ``sitecustomize.py`` applying SF_PATCH, for PYTHONPATH: spawned processes run it too;
+    and ``sf_envpool_procgen.py`` (SF_PROCGEN), Sample Factory's entry point for CoinRun."""
     path = run_dir / "sf_site"
     path.mkdir(parents=True, exist_ok=True)
     (path / "sitecustomize.py").write_text(SF_PATCH)
+    (path / "sf_envpool_procgen.py").write_text(SF_PROCGEN)
     return path
 
 
 # -- the harness (runs in raylab's environment) --------------------------------------------------------------------
 def commands(framework: str, args: argparse.Namespace, run_dir: Path) -> list[str]:
-    if framework in RAYLAB_VARIANTS:
-        return [sys.executable, "-m", "raylab.train", *RAYLAB_VARIANTS[framework],
-                f"topology.num_workers={WORKERS}", f"topology.envs_per_worker={ENVS}",
+    game: Game = GAMES[args.game]
+    if framework in game.raylab:
+        return [sys.executable, "-m", "raylab.train", *game.raylab[framework],
+                f"topology.num_workers={game.workers}", f"topology.envs_per_worker={game.envs}",
                 f"stop.seconds={args.seconds}", "stop.env_steps=null", "eval.every_seconds=null",
                 "eval.final_episodes=1", "logger.console=false", f"hydra.run.dir={run_dir / 'run'}"]  # fmt: skip
     if framework == "sf":
-        return [args.sf_python, "-m", "sf_examples.envpool.atari.train_envpool_atari", "--env=atari_pong",
-                "--experiment=pong", f"--train_dir={run_dir / 'train_dir'}", "--device=cpu",
-                f"--num_workers={WORKERS}", "--num_envs_per_worker=1", f"--env_agents={ENVS}",
+        return [args.sf_python, *game.sf, f"--train_dir={run_dir / 'train_dir'}", "--device=cpu",
+                f"--num_workers={game.workers}", "--num_envs_per_worker=1", f"--env_agents={game.envs}",
                 f"--train_for_seconds={int(args.seconds)}", "--save_every_sec=100000",
                 "--restart_behavior=overwrite", "--with_wandb=False"]  # fmt: skip
     return [args.rllib_python, __file__, "--rllib-run", str(args.seconds)]
@@ -184,7 +268,7 @@ def sf_roles_from_log(text: str) -> dict[int, str]:
 
 def progress(framework: str, run_dir: Path, out: str) -> list[tuple[float, float]]:
     """(time, env frames) reports so far."""
-    if framework in RAYLAB_VARIANTS:
+    if framework.startswith("raylab"):
         path = run_dir / "run" / "metrics.jsonl"
         start_path = run_dir / "start"
         if not path.exists():
@@ -285,16 +369,24 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=150.0, help="each run's wall time from its start")
     parser.add_argument("--warmup", type=float, default=45.0, help="seconds after the start not measured")
-    parser.add_argument("--frameworks", nargs="+", default=["raylab", "raylab_bf16", "sf", "rllib"])
+    parser.add_argument("--game", choices=sorted(GAMES), default="pong")
+    parser.add_argument("--frameworks", nargs="+", help="default: the game's (pong: raylab_bf16 sf rllib)")
     parser.add_argument("--sf-python", default=".venv-sf/bin/python")
     parser.add_argument("--rllib-python", default=".venv-rllib/bin/python")
-    parser.add_argument("--output", default="benchmarks/atari_vs_peers.json")
+    parser.add_argument("--output", help="default: the game's (benchmarks/atari_vs_peers.json for pong)")
     parser.add_argument("--rllib-run", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.rllib_run is not None:
         return rllib_run(args.rllib_run)
 
     from raylab.bench.machine import machine_info
+
+    game = GAMES[args.game]
+    args.frameworks = args.frameworks or list(game.default)
+    args.output = args.output or game.output
+    unknown = " ".join(f for f in args.frameworks if f not in game.frameworks)
+    if unknown:
+        parser.error(f"--frameworks {unknown}: not run on {args.game}; choose from {' '.join(game.frameworks)}")
 
     root = Path(tempfile.mkdtemp(prefix="raylab-atari-peers-"))
     runs: dict[str, list[dict[str, Any]]] = {f: [] for f in args.frameworks}
@@ -311,13 +403,15 @@ def main() -> int:
     med = {f: statistics.median(r["frames_per_s"] for r in rs) for f, rs in runs.items()}
     report = {
         "benchmark": "atari_vs_peers",
-        "protocol": f"Pong, {WORKERS} workers x {ENVS} envs, the Nature CNN, frame skip 4, CPU; {args.rounds} "
+        "game": args.game,
+        "protocol": f"{game.name}, {game.workers} workers x {game.envs} envs, the Nature CNN, "
+        f"{f'frame skip {game.frame_skip}' if game.frame_skip > 1 else 'no frame skip'}, CPU; {args.rounds} "
         f"rounds, frameworks alternating; each run {args.seconds:g} s from its start, measured after {args.warmup:g} s",
         "machine": machine_info(),
         "median_frames_per_s": med,
         **{
-            f"{r}_over": {f: med[r] / v for f, v in med.items() if f not in RAYLAB_VARIANTS}
-            for r in RAYLAB_VARIANTS
+            f"{r}_over": {f: med[r] / v for f, v in med.items() if f not in game.raylab}
+            for r in game.raylab
             if r in med
         },
         "median_cpu_ms_per_1k_frames": {

@@ -70,10 +70,15 @@ def frame_path(data: list[Json]) -> str:
 
 
 def atari_vs_peers(data: list[Json]) -> str:
-    """benchmarks/atari_vs_peers.py: Pong frames/s, CPU per 1,000 frames by role, peak memory per framework."""
+    """benchmarks/atari_vs_peers.py: Pong (or CoinRun) frames/s, CPU per 1,000 frames by role, peak memory per
+    framework."""
     (d,) = data
     names = {"raylab": "raylab APPO (`breakout_appo`'s recipe, fp32)", "sf": "Sample Factory 2.1.1 APPO",
              "rllib": "RLlib PPO", "raylab_bf16": "raylab APPO (`pong_appo`: bf16 learner and rollouts)"}  # fmt: skip
+    if d.get("game") == "coinrun":
+        names.update(
+            raylab="raylab APPO (`coinrun_appo`)", sf="Sample Factory 2.1.1 APPO (its EnvPool example on CoinRun)"
+        )
     mine = [r for r in ("raylab", "raylab_bf16") if f"{r}_over" in d]
     header = ["framework", "env frames/s", *(f"{names[r].split(' (')[0]} {'bf16 ' if r.endswith('bf16') else ''}/ it"
               for r in mine), "CPU ms per 1k frames: rollout workers", "separate inference", "learner", "the rest",
@@ -89,9 +94,13 @@ def atari_vs_peers(data: list[Json]) -> str:
         ])  # fmt: skip
     return (
         _rows(header, rows)
-        + f"\n{_sentence(d['protocol'])}. The rest: the driver, evaluation, Ray's own processes. RLlib's learner "
-        "runs in its driver process (its default, no separate learner), Sample Factory's inference in its own "
-        "worker.\n"
+        + f"\n{_sentence(d['protocol'])}. The rest: the driver, evaluation, Ray's own processes. "
+        + (
+            "RLlib's learner runs in its driver process (its default, no separate learner), "
+            if "rllib" in d["median_frames_per_s"]
+            else ""
+        )
+        + "Sample Factory's inference in its own worker.\n"
     )
 
 
