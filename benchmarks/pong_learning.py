@@ -27,6 +27,7 @@ run from all run dirs found.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -88,7 +89,9 @@ def sf_env(run_dir: Path) -> dict[str, str]:
 
 
 def run_logged(cmd: list[str], log: Path, timeout: float, env: dict[str, str]) -> dict[str, Any]:
-    """Run ``cmd`` in its own session, output to ``log``; past ``timeout`` SIGTERM, 120 s later SIGKILL."""
+    """Run ``cmd`` in its own session, output to ``log``; past ``timeout`` SIGTERM, 120 s later SIGKILL. Whatever
+    of its process group outlives it is killed: Sample Factory's spawned workers went on training after its main
+    process took the SIGTERM and exited."""
     start = time.time()
     with open(log, "ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -104,6 +107,9 @@ def run_logged(cmd: list[str], log: Path, timeout: float, env: dict[str, str]) -
                 killed = "SIGKILL"
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # start_new_session: the group is the command's tree
     return {"rc": proc.returncode, "wall_s": round(time.time() - start, 1), "killed": killed,
             "command": shlex.join(cmd)}  # fmt: skip
 

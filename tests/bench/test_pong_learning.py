@@ -145,3 +145,27 @@ def test_autosize_rescore_keeps_the_first_rule_and_applies_todays(tmp_path):
     r = json.loads(path.read_text())["results"]["pong_appo"]
     assert r["first_rule"] == {"auto_workers": 1, "auto_over_best": 0.928}
     assert r["auto_workers"] == 2 and r["auto_over_best"] == 1.0
+
+
+def test_run_logged_kills_what_outlives_the_command(bench: Any, tmp_path: Path) -> None:
+    """A child left running when the command exits (Sample Factory's workers after its main process took
+    SIGTERM) is killed with it, so it cannot go on using the cores under the next run."""
+    import os
+    import time
+
+    pidfile = tmp_path / "child.pid"
+    cmd = ["sh", "-c", f"sleep 300 & echo $! > {pidfile}; exit 0"]
+    out = bench.run_logged(cmd, tmp_path / "log", 60.0, dict(os.environ))
+    assert out["rc"] == 0 and out["killed"] is None
+    child = int(pidfile.read_text())
+    deadline = time.time() + 30
+    while time.time() < deadline:  # the kill is sent before run_logged returns; wait only for the reaping
+        try:
+            os.kill(child, 0)
+            if Path(f"/proc/{child}/stat").read_text().split()[2] == "Z":
+                break  # killed, not yet reaped by its new parent
+        except (ProcessLookupError, FileNotFoundError):
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"the command's child {child} is still running")
