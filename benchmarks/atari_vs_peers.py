@@ -302,8 +302,11 @@ def measure(framework: str, args: argparse.Namespace, run_dir: Path) -> dict[str
     (run_dir / "start").write_text(str(start))
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            commands(framework, args, run_dir), stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
+            commands(framework, args, run_dir), stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            # a background job (nohup ... &) inherits SIGINT ignored: give each run the default, so the SIGINT
+            # that stops it is not lost and the run does not wait for the SIGKILL 60 s later
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )  # fmt: skip
     root = psutil.Process(proc.pid)
     samples: list[tuple[float, dict[int, tuple[str, float]]]] = []
     peak_pss = 0.0
@@ -364,6 +367,35 @@ def measure(framework: str, args: argparse.Namespace, run_dir: Path) -> dict[str
     }
 
 
+ROLES = ("rollout", "inference", "learner")
+
+
+def plot(report: dict[str, Any], path: Path) -> None:
+    """Env frames/s per framework, and its CPU ms per 1,000 frames stacked by process role."""
+    from raylab.bench import plots
+
+    fig, axes = plots.figure(11.0, 3.8, 1, 2)
+    left, right = list(axes[0])
+    names = list(report["median_frames_per_s"])
+    left.bar(names, [report["median_frames_per_s"][n] for n in names], color=[f"C{i}" for i in range(len(names))])
+    left.set_ylabel("env frames/s (median)")
+    bottom = [0.0] * len(names)
+    for i, r in enumerate((*ROLES, "rest")):
+        cpu = report["median_cpu_ms_per_1k_frames"]
+        vals = [
+            sum(v for k, v in cpu[n].items() if k not in ROLES) if r == "rest" else cpu[n].get(r, 0.0) for n in names
+        ]
+        right.bar(names, vals, bottom=bottom, label=r, color=f"C{i}", alpha=0.8)
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+    right.set_ylabel("CPU ms per 1,000 env frames (median)")
+    right.legend(fontsize=7)
+    for ax in (left, right):
+        ax.grid(alpha=0.3, axis="y")
+        ax.tick_params(axis="x", labelsize=7)
+    fig.suptitle(f"{report['protocol'].split(';')[0]} (benchmarks/atari_vs_peers.py)", fontsize=9)
+    plots.save(fig, path)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=2)
@@ -374,10 +406,15 @@ def main() -> int:
     parser.add_argument("--sf-python", default=".venv-sf/bin/python")
     parser.add_argument("--rllib-python", default=".venv-rllib/bin/python")
     parser.add_argument("--output", help="default: the game's (benchmarks/atari_vs_peers.json for pong)")
+    parser.add_argument("--plot-only", action="store_true", help="only redraw the PNG from --output's JSON")
     parser.add_argument("--rllib-run", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.rllib_run is not None:
         return rllib_run(args.rllib_run)
+    if args.plot_only:
+        output = Path(args.output or GAMES[args.game].output)
+        plot(json.loads(output.read_text()), output.with_suffix(".png"))
+        return 0
 
     from raylab.bench.machine import machine_info
 
@@ -425,6 +462,7 @@ def main() -> int:
         "runs": runs,
     }
     Path(args.output).write_text(json.dumps(report, indent=2) + "\n")
+    plot(report, Path(args.output).with_suffix(".png"))
     print(json.dumps({k: v for k, v in report.items() if k.endswith("_over") or k.startswith("median_")}, indent=1))
     return 0
 

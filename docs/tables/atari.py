@@ -165,3 +165,25 @@ def autosize_sweep(data: list[Json]) -> str:
         _rows(header, rows) + "\nFrames/s: Pong's env frames (4 per agent step), CartPole's env steps, over each run "
         f"after its first seconds; medians over rounds ({rounds}). How it was run: {d['command']}.\n"
     )
+
+
+def transport_dedup(data: list[Json]) -> str:
+    """benchmarks/transport_dedup.py: a Pong chunk's bytes and CPU per chunk, plain and with frames sent once."""
+    (d,) = data
+    med, size = d["median_cpu_ms_per_chunk"], d["bytes_per_chunk"]
+    header = ["transport", "bytes per chunk", "sender CPU ms per chunk", "receiver CPU ms per chunk", "both"]
+    names = {"plain": "the stacks as they are", "dedup": "each frame once (frames + ids)"}
+    rows = [
+        [names[v], f"{size[v] / 2**20:.2f} MiB", _sig(med[f"{v}/send"]), _sig(med[f"{v}/receive"]),
+         _sig(med[f"{v}/send"] + med[f"{v}/receive"])]
+        for v in ("plain", "dedup")
+    ]  # fmt: skip
+    extra = d["extra_cpu_ms_per_chunk"]
+    link = d["link_ms_saved_per_chunk"]
+    return (
+        _rows(header, rows) + f"\n{_sentence(d['protocol'])}. Each frame once: {_ratio(d['bytes_ratio'])} fewer bytes "
+        f"({_pct(d['stacks_sent_whole_share'])} of the stacks sent whole, after a reset), for "
+        f"{_sig(extra['send'] + extra['receive'])} ms more CPU per chunk of {d['agent_steps_per_chunk']:,} agent "
+        f"steps; the bytes it saves would take {_sig(link['1_gbit'])} ms on a 1 Gb/s link and "
+        f"{_sig(link['10_gbit'])} ms on a 10 Gb/s link.\n"
+    )

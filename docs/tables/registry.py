@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .atari import atari_vs_peers, autosize_sweep, cnn_inference, frame_path, pong_learning
+from .atari import atari_vs_peers, autosize_sweep, cnn_inference, frame_path, pong_learning, transport_dedup
 from .components import (
     code_shape,
     dqn_fused_update,
@@ -233,6 +233,11 @@ TABLES: dict[str, Table] = {
         ("recurrent_cost.json",), recurrent_cost, "a recurrent core's cost to a rollout worker and a PPO learner"
     ),
     "frame_path": Table(("frame_path.json",), frame_path, "the frame path on Pong and CoinRun, stage by stage"),
+    "transport_dedup": Table(
+        ("transport_dedup.json",),
+        transport_dedup,
+        "frames sent once: a Pong chunk's bytes and CPU, plain and deduplicated",
+    ),
     "atari_vs_peers": Table(
         ("atari_vs_peers.json",), atari_vs_peers, "Pong: raylab, Sample Factory and RLlib side by side"
     ),
