@@ -21,9 +21,9 @@ import time
 import numpy as np
 import torch
 
-from raylab.algos.dqn import DQN
 from raylab.bench.machine import save_report
 from raylab.builders import limit_blas_threads
+from raylab.builders.algorithms import build_dqn
 from raylab.config import DQNConfig, ModelConfig
 from raylab.learner import Learner
 from raylab.models import build_q_network
@@ -40,7 +40,7 @@ UPDATES_PER_CALL, ROUNDS, SECONDS = 16, 7, 1.5
 
 def make(spaces: EnvSpaces, hidden: tuple[int, ...], fused: bool) -> Learner:
     torch.manual_seed(0)
-    objective = DQN(build_q_network(ModelConfig(hidden_sizes=hidden), spaces), DQNConfig())
+    objective = build_dqn(build_q_network(ModelConfig(hidden_sizes=hidden), spaces), DQNConfig())
     learner = Learner(objective, lr=5e-4, device="cpu", prefetch=False, fused=fused)
     assert learner.fused == fused, learner.fused_reason
     return learner

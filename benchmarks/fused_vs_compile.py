@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dqn_fused_update import batches as dqn_batches
 from ppo_fused_update import calls_of
 
-from raylab.algos.dqn import DQN
 from raylab.bench.machine import save_report
 from raylab.builders import build_learner, limit_blas_threads
+from raylab.builders.algorithms import build_dqn
 from raylab.config import DQNConfig, ModelConfig, resolve
 from raylab.envs.registry import env_spaces
 from raylab.learner import Learner
@@ -64,7 +64,7 @@ def dqn_case() -> tuple[dict[str, Learner], list[Any]]:
     learners = {}
     for name, (fused, compiled) in VARIANTS.items():
         torch.manual_seed(0)
-        objective = DQN(build_q_network(ModelConfig(hidden_sizes=(128, 128)), spaces), DQNConfig())
+        objective = build_dqn(build_q_network(ModelConfig(hidden_sizes=(128, 128)), spaces), DQNConfig())
         learners[name] = Learner(objective, lr=5e-4, device="cpu", prefetch=False, fused=fused, compile=compiled)
     return learners, [dqn_batches(spaces, 128)]
 

@@ -23,8 +23,8 @@ import time
 import numpy as np
 import torch
 
-from raylab.algos.dqn import DQN
 from raylab.bench.machine import machine_info
+from raylab.builders.algorithms import build_dqn
 from raylab.config import DQNConfig, ModelConfig
 from raylab.learner import Learner
 from raylab.models import build_q_network
@@ -45,7 +45,7 @@ NETWORKS = {
 def make(spaces: EnvSpaces, model: ModelConfig, before: bool, seed_algo: bool = False) -> Learner:
     torch.manual_seed(0)
     algo = DQNConfig(double=False, target_update_every=100, target_tau=1.0) if seed_algo else DQNConfig()
-    objective = DQN(build_q_network(model, spaces), algo)
+    objective = build_dqn(build_q_network(model, spaces), algo)
     learner = Learner(objective, lr=1e-3, device="cpu", prefetch=False, max_grad_norm=None if seed_algo else 10.0)
     if before:
         learner.optimizer = torch.optim.Adam(learner.params, lr=1e-3)  # foreach, the default

@@ -100,7 +100,7 @@ def learner_rate(spec: dict[str, Any], calls: int) -> tuple[float, int]:
     network's weight count."""
     import torch
 
-    from raylab.algos.ppo.objective import PPO
+    from raylab.builders.algorithms import build_ppo
     from raylab.config import PPOConfig
     from raylab.envs.config import EnvConfig
     from raylab.envs.registry import env_spaces
@@ -110,7 +110,7 @@ def learner_rate(spec: dict[str, Any], calls: int) -> tuple[float, int]:
     chunks = [_worker({**spec, "numpy": False}, 8, seed=w)[0].sample()[0] for w in range(2)]
     torch.manual_seed(0)
     net = build_actor_critic(_model(spec), env_spaces(EnvConfig(family="gymnasium", id=ENV_ID)))
-    objective = PPO(net, PPOConfig(epochs=2, minibatches=8, bptt=spec.get("bptt")))
+    objective = build_ppo(net, PPOConfig(epochs=2, minibatches=8, bptt=spec.get("bptt")))
     learner = Learner(
         objective, lr=3e-4, adam_eps=1e-5, max_grad_norm=0.5, device="cpu", precision=spec.get("precision", "fp32")
     )

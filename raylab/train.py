@@ -50,7 +50,7 @@ def run(cfg: RunConfig, keep_ray: bool = False, sizing: Sizing | None = None) ->
     spaces = env_spaces(cfg.env)
     check_spaces(cfg, spaces)
     if cfg.model.encoder == "custom":  # the user's network fails here, in one line, before any actor starts
-        from raylab.algos.registry import algorithm
+        from raylab.builders.algorithms import algorithm
 
         algorithm(cfg.algo.name).eval_policy(cfg, spaces, 1)
     from raylab.builders.run import build_run

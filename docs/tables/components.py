@@ -198,3 +198,58 @@ def code_shape(data: list[Json]) -> str:
     ]  # fmt: skip
     header = ["", f"before (`{before['revision']}`)", f"after (`{after['revision']}`)"]
     return _rows(header, rows) + f"\n{d['protocol']}.\n"
+
+
+STEP_COST_CELLS = {
+    "appo/vector": "pong_appo's shapes, 4-float observations",
+    "appo/frames": "pong_appo's shapes, 4 x 84 x 84 frames",
+    "ppo/vector": "pong_ppo's shapes, 4-float observations",
+    "ppo/frames": "pong_ppo's shapes, 4 x 84 x 84 frames",
+    "dqn/vector": "mario_dqn's shapes, 4-float observations",
+    "dqn/frames": "mario_dqn's shapes, 4 x 84 x 84 frames",
+}
+
+
+def learner_step_cost(data: list[Json]) -> str:
+    """benchmarks/learner_step_cost.py: the learner's cost per optimizer step with the work taken out, and the
+    aten ops it runs per step, per tree."""
+    (d,) = data
+    names = list(d["variants"])
+    base = names[0]
+    header = ["workload", *(f"{n}: µs / step" for n in names), *(f"{n}: ops / step" for n in names)]
+    if len(names) > 1:
+        header.insert(1 + len(names), f"{names[-1]} / {base}")
+    rows = []
+    for cell, per in d["summary"].items():
+        us = [_int(per[n]["us_per_step"]) for n in names]
+        ops = [f"{per[n]['top_level_ops_per_step']:.0f} ({per[n]['aten_ops_per_step']:.0f})" for n in names]
+        ratio = [_ratio(per[names[-1]]["us_per_step"] / per[base]["us_per_step"])] if len(names) > 1 else []
+        rows.append([STEP_COST_CELLS.get(cell, cell), *us, *ratio, *ops])
+    trees = "; ".join(f"`{n}`: {v['commit']}" + (f" with {' '.join(v['overrides'])}" if v["overrides"] else "")
+                      for n, v in d["variants"].items())  # fmt: skip
+    notes = (
+        f"\nOps: aten operations per optimizer step that Python dispatched (in brackets, all of them, nested "
+        f"ones included), counted by torch.profiler over one call. Trees: {trees}. {_sentence(d['protocol'])}.\n"
+    )
+    return _rows(header, rows) + notes
+
+
+def learner_profile(data: list[Json]) -> str:
+    """benchmarks/learner_profile.py: a learner call's milliseconds by phase, per tree, on real networks."""
+    (d,) = data
+    names = list(d["variants"])
+    rows = []
+    for workload, per in d["summary"].items():
+        phases = sorted({p for n in names for p in per[n]["ms_per_call_by_phase"]},
+                        key=lambda p: -per[names[0]]["ms_per_call_by_phase"].get(p, 0.0))  # fmt: skip
+        for phase in ["call", *phases]:
+            cells = []
+            for n in names:
+                if phase == "call":
+                    cells.append(f"**{_sig(per[n]['ms_per_call'])} ms** ({per[n]['steps_per_call']:.0f} steps)")
+                else:
+                    ms, share = per[n]["ms_per_call_by_phase"].get(phase, 0.0), per[n]["share_by_phase"].get(phase, 0.0)
+                    cells.append(f"{_sig(ms)} ms ({100 * share:.1f} %)")
+            rows.append([d["workloads"][workload] if phase == "call" else "", phase, *cells])
+    header = ["experiment", "phase", *(f"`{n}`" for n in names)]
+    return _rows(header, rows) + f"\n{_sentence(d['protocol'])}.\n"

@@ -14,6 +14,8 @@ from .components import (
     dqn_fused_update,
     fused_vs_compile,
     learner,
+    learner_profile,
+    learner_step_cost,
     policy_inference,
     ppo_fused_update,
     replay_snapshot,
@@ -49,6 +51,10 @@ class Table:
 
 
 TABLES: dict[str, Table] = {
+    "learner_step_cost": Table(
+        ("learner_step_cost.json",), learner_step_cost, "the learner's cost per optimizer step, the work taken out"
+    ),
+    "learner_profile": Table(("learner_profile.json",), learner_profile, "where a learner call's time goes"),
     "cartpole_learning": Table(
         tuple(f"cartpole_{algo}_learning.json" for algo in ("dqn", "ppo", "appo", "a3c")),
         learning_summary,
@@ -108,6 +114,11 @@ TABLES: dict[str, Table] = {
         tuple(f"core_before_after_{algo}.json" for algo in ("dqn", "ppo", "appo", "a3c")),
         before_after,
         "before and after the framework core, to a greedy 475",
+    ),
+    "learner_data_path_before_after": Table(
+        tuple(f"learner_data_path_{algo}.json" for algo in ("dqn", "ppo", "appo", "a3c")),
+        before_after,
+        "before and after the learner's data path on its device, to a greedy 475",
     ),
     "seam_before_after": Table(
         tuple(f"seam_before_after_{algo}.json" for algo in ("dqn", "ppo", "appo", "a3c")),

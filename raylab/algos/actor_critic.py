@@ -8,12 +8,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from raylab.config import RunConfig
 from raylab.models import numpy_policy
-from raylab.models.factory import ActorCritic, RecurrentActorCritic, build_actor_critic, for_acting
+from raylab.models.factory import ActorCritic, RecurrentActorCritic, for_acting
 from raylab.models.numpy_policy import Mirrored, NumpyActor, VersionedWeights
 from raylab.models.recurrent import SlotStates
-from raylab.types import EnvSpaces
 
 
 class ActorCriticPolicy(VersionedWeights):
@@ -117,23 +115,3 @@ class ActorCriticPolicy(VersionedWeights):
             actions, log_probs = dist.sample_with_log_prob(params, self.generator)
             self.last_log_probs = log_probs.numpy()
             return actions.numpy()
-
-
-def rollout_policy(
-    cfg: RunConfig, spaces: EnvSpaces, worker_id: int, frozen: bool = True, keep_log_probs: bool = True
-) -> ActorCriticPolicy:
-    """Worker ``worker_id``'s sampling policy, its generator seeded apart from the other workers'."""
-    model = build_actor_critic(cfg.model, spaces)
-    return ActorCriticPolicy(
-        model,
-        seed=cfg.seed * 7919 + worker_id,
-        frozen=frozen,
-        keep_log_probs=keep_log_probs,
-        numpy_inference=cfg.model.numpy_inference,
-        precision=cfg.model.rollout_precision,
-    )
-
-
-def eval_policy(cfg: RunConfig, spaces: EnvSpaces, num_envs: int) -> ActorCriticPolicy:
-    """Evaluation: the most likely action, or a sample from the policy with eval.greedy=false."""
-    return ActorCriticPolicy(build_actor_critic(cfg.model, spaces), seed=cfg.seed, greedy=cfg.eval.greedy)

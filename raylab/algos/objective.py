@@ -1,25 +1,31 @@
-"""What an algorithm gives the Learner: the Objective protocol.
+"""What an algorithm gives the Learner: the objective protocols, and the data they see on the learner's device.
 
-An objective owns its modules and its loss, and says how one learner call's input becomes optimizer steps
-(a ``Plan``): DQN takes one step per replay batch; PPO turns a round of chunks into GAE targets and
-``epochs x minibatches`` steps; APPO drops over-lagged chunks, computes V-trace targets, then the same.
-Everything else (device placement, precision, torch.compile, gradient accumulation, clipping, the optimizer
-step, prefetching, versions, checkpoints) is the Learner's, identical for every algorithm.
+An algorithm here is math: its modules, its loss, and (for the on-policy ones) the targets of a round. The
+Learner (raylab.learner) owns the data path: it joins a call's chunks into a ``Round`` on its device, copies
+replay batches there, draws minibatches, and runs every optimizer step (precision, torch.compile, gradient
+accumulation, clipping, Adam, prefetching, versions, publishing, checkpoints), identically for every algorithm.
+
+- A ``ReplayObjective`` (DQN, R2D2) trains one optimizer step per replay batch: it names the batch's arrays
+  (``batch_arrays``) and gives the loss of their tensors.
+- A ``RoundObjective`` (PPO, APPO) trains ``epochs x minibatches`` steps per call: it chooses the call's chunks
+  (``accept``: APPO drops over-lagged ones), computes a round's ``Targets`` on the device (one value pass,
+  GAE or V-trace), and gives the loss of a minibatch of them.
 
 This module imports torch only for types. It lives with the algorithms, which implement it; the Learner
-(raylab.learner) consumes it, so algorithms never import the Learner.
+consumes it, so algorithms never import the Learner.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import torch
 from torch import nn
+
+from raylab.types import Chunk
 
 
 class LossOutput(NamedTuple):
@@ -34,62 +40,60 @@ class LossOutput(NamedTuple):
 
 
 @dataclass
-class StepInput:
-    """What one optimizer step trains on."""
+class Round:
+    """A call's chunks joined along the env axis on the learner's device, time-major (``T`` steps, ``E`` envs).
+    Frames stay uint8: the encoder scales them."""
 
-    batch: Any
-    """A dict or dataclass of tensors on the learner's device, all with the samples on dim 0 (None fields
-    allowed); the Learner splits it into micro-batches along dim 0."""
-    keys: np.ndarray | None = None
-    """Replay keys of the samples, when the step's TD errors go back to a prioritized replay."""
-    samples: int | None = None
-    """Env steps the batch holds, when dim 0 does not count them (sequences of a recurrent policy)."""
+    obs: torch.Tensor
+    """``[T + 1, E, ...]``: each step's observation and the one after the last step."""
+    actions: torch.Tensor
+    """``[T, E, ...]``."""
+    rewards: torch.Tensor
+    """``[T, E]`` float32."""
+    terminated: torch.Tensor
+    """``[T, E]`` bool."""
+    truncated: torch.Tensor
+    """``[T, E]`` bool (a crash sets it too)."""
+    final_obs: torch.Tensor
+    """``[F, ...]`` the last observations of the episodes truncated in the round."""
+    final_index: torch.Tensor
+    """``[F, 2]`` int64 ``(t, e)`` of each of them."""
+    log_probs: torch.Tensor | None
+    """``[T, E]`` the behaviour policy's log-probabilities of the actions (APPO), or None."""
+    initial_state: torch.Tensor | None
+    """``[E, S]`` a recurrent policy's state at each env's first step, or None."""
+    crashed: np.ndarray | None
+    """``[T, E]`` on the host: the steps an env crashed at (no real outcome); None when none did."""
+
+    @property
+    def num_steps(self) -> int:
+        return int(self.actions.shape[0])
+
+    @property
+    def num_envs(self) -> int:
+        return int(self.actions.shape[1])
 
 
 @dataclass
-class Plan:
-    """How one learner call's input becomes optimizer steps."""
+class Targets:
+    """What a round trains on: tensors with one row per training unit on dim 0 (a step; a recurrent model's
+    sequence), and how the Learner cuts them into optimizer steps."""
 
-    steps: Iterable[Any]
-    """One item per optimizer step, possibly lazy; ``prepare`` turns each into a ``StepInput``. With
-    learner.prefetch the Learner pulls and prepares item k + 1 while step k trains."""
-    prepare: Callable[[Any], StepInput]
-    metrics: dict[str, float] = field(default_factory=dict)
-    """Metrics of the call known before its steps (APPO: dropped_chunks, lag_mean, rho_mean)."""
-    version_per_call: bool = False
-    """False: every optimizer step is one version (DQN; weights published every learner.publish_every).
-    True: the call is one version, published whenever it made a step (a PPO/APPO policy iteration)."""
-    fused_input: Callable[[Any], Any] | None = None
-    """What a fused step (learner.fused) takes for each item of ``steps`` in place of ``prepare``'s StepInput
-    (PPO/APPO: the minibatch gathered as NumPy arrays); None: the item itself (DQN: the replay batch)."""
-    prefetch_on_cpu: bool = True
-    """Whether learner.prefetch prepares these steps ahead in a thread on a CPU learner: worth it where
-    pulling an item waits on something (DQN's draws from the replay), not for minibatches gathered from
-    tensors already in memory (PPO, APPO), where the hand-offs between the two threads cost more than the
-    gather (benchmarks/core_micro_ppo_learner.json). On CUDA the side-stream prefetch runs either way."""
-
-
-class DeviceIO(Protocol):
-    """The Learner's device and precision, as an objective's ``plan`` sees them."""
-
-    device: torch.device
-
-    def tensor(self, array: np.ndarray) -> torch.Tensor:
-        """``array`` on the device (a plain copy; on the CPU a view of it)."""
-        ...
-
-    def tensors(self, arrays: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-        """Batch arrays on the device; on CUDA through reused pinned host buffers, copied asynchronously
-        on the current stream (a side stream while prefetching)."""
-        ...
-
-    def autocast(self) -> AbstractContextManager[Any]:
-        """The learner's precision for forward passes outside ``loss`` (no-op in fp32)."""
-        ...
+    data: dict[str, torch.Tensor]
+    """Every tensor a minibatch holds, all with the same number of rows, on the learner's device."""
+    epochs: int
+    minibatches: int
+    """Each epoch is one shuffled pass over the rows, cut into this many minibatches (one step each)."""
+    rows: torch.Tensor | None = None
+    """The rows that train, when some do not (crashed steps); None: all of them."""
+    steps_per_row: int = 1
+    """Env steps a row holds (a sequence's length), for the samples a step reports."""
+    metrics: dict[str, float | torch.Tensor] = field(default_factory=dict)
+    """The round's own metrics (tensors stay on the device until the call's one host sync)."""
 
 
 class Objective(Protocol):
-    """An algorithm, as the Learner trains it."""
+    """What every algorithm the Learner trains has."""
 
     def modules(self) -> dict[str, nn.Module]:
         """Every module a checkpoint holds; their parameters that require grad are the ones optimized."""
@@ -99,12 +103,7 @@ class Objective(Protocol):
         """The module rollout workers run (its state dict is what gets published)."""
         ...
 
-    def plan(self, data: Any, version: int, io: DeviceIO) -> Plan:
-        """Turn one call's input (DQN: an iterable of replay batches; PPO/APPO: chunks) into steps, at
-        learner version ``version``."""
-        ...
-
-    def loss(self, batch: Any) -> LossOutput:
+    def loss(self, batch: dict[str, torch.Tensor]) -> LossOutput:
         """The loss of one (micro-)batch; run under the learner's autocast and, with learner.compile, compiled.
         Network outputs should be cast to fp32 before the loss math."""
         ...
@@ -119,4 +118,30 @@ class Objective(Protocol):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore from a learner state (the keys ``state_dict`` wrote, possibly missing in old ones)."""
+        ...
+
+
+class ReplayObjective(Objective, Protocol):
+    """One optimizer step per replay batch; every step is one version."""
+
+    def batch_arrays(self, batch: Any) -> tuple[dict[str, np.ndarray], int | None]:
+        """The arrays of a replay batch the loss reads (the Learner copies them to its device), and the env steps
+        it trains when its length does not count them (R2D2's sequences), else None."""
+        ...
+
+
+class RoundObjective(Objective, Protocol):
+    """``epochs x minibatches`` optimizer steps per call on a round's targets; a call is one version."""
+
+    def accept(self, chunks: Sequence[Chunk], version: int) -> tuple[list[Chunk], dict[str, float]]:
+        """The chunks of a call that train at learner version ``version``, and metrics about the choice."""
+        ...
+
+    def targets(self, round: Round) -> Targets:
+        """The round seen through the current weights (no gradients), as minibatch rows."""
+        ...
+
+    def finish_minibatch(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """A drawn minibatch made ready for the loss (advantages normalized over it), before any split into
+        micro-batches, so gradient accumulation sees the minibatch's statistics."""
         ...

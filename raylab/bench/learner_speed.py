@@ -85,8 +85,7 @@ def add_parser(commands: Any) -> None:
 def _learner(algo: str, variant: str, device: str, compile_mode: str, epochs: int, minibatches: int) -> Any:
     import torch
 
-    from raylab.algos.dqn import DQN
-    from raylab.algos.ppo.objective import PPO
+    from raylab.builders.algorithms import build_dqn, build_ppo
     from raylab.config import DQNConfig, ModelConfig, PPOConfig
     from raylab.learner import Learner, resolve_device
     from raylab.models import build_actor_critic, build_q_network
@@ -104,12 +103,12 @@ def _learner(algo: str, variant: str, device: str, compile_mode: str, epochs: in
         cfg = PPOConfig(gamma=0.999, gae_lambda=0.95, clip=0.2, value_clip=0.2, entropy_coef=0.01, epochs=epochs,
                         minibatches=minibatches)  # fmt: skip
         return Learner(
-            PPO(build_actor_critic(model, spaces), cfg), lr=5e-4, adam_eps=1e-5, max_grad_norm=0.5,
+            build_ppo(build_actor_critic(model, spaces), cfg), lr=5e-4, adam_eps=1e-5, max_grad_norm=0.5,
             device=str(resolved), compile_mode=compile_mode, prefetch=True, **opts,
         )  # fmt: skip
     spaces = EnvSpaces((4, 84, 84), np.dtype(np.uint8), 7, "Discrete(7)")
     model = ModelConfig(encoder="nature_cnn", hidden_sizes=(512,), dueling=True)
-    objective = DQN(build_q_network(model, spaces), DQNConfig(target_update_every=2000, target_tau=1.0))
+    objective = build_dqn(build_q_network(model, spaces), DQNConfig(target_update_every=2000, target_tau=1.0))
     return Learner(
         objective, lr=1e-4, adam_eps=1.5e-4, device=str(resolved), compile_mode=compile_mode, prefetch=True, **opts
     )

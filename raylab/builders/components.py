@@ -3,7 +3,7 @@
 Each builder passes explicit keyword arguments to a plain class, so the same builder serves the serial
 topology in the driver process and the Ray actors on any node. Where algorithms differ (the policy a worker
 acts with, the evaluation policy, the Learner's objective), the builders ask the algorithm's spec in the
-registry (raylab.algos.registry; each package's builder.py) rather than branching on the config's type.
+table (raylab.builders.algorithms) rather than branching on the config's type.
 """
 
 from __future__ import annotations
@@ -15,11 +15,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from raylab.algos.a3c.builder import a3c_config
 from raylab.algos.actor_critic import ActorCriticPolicy
-from raylab.algos.dqn.builder import dqn_config
 from raylab.algos.objective import Objective
-from raylab.algos.registry import algorithm
+from raylab.builders.algorithms import a3c_config, algorithm, dqn_config
 from raylab.config import RunConfig
 from raylab.config.applicability import check_applicable
 from raylab.config.policies import policy_config, policy_map, policy_spaces
@@ -239,7 +237,8 @@ def build_learner(cfg: RunConfig, spaces: EnvSpaces) -> Learner:
         adam_eps=opt.adam_eps,
         max_grad_norm=opt.max_grad_norm,
         device=opt.device,
-        publish_every=opt.publish_every,
+        # a replay learner's version is an optimizer step, a round learner's a call
+        publish_every=opt.publish_every if algorithm(cfg.algo.name).info.replay else opt.publish_every_calls,
         precision=opt.precision,
         compile=opt.compile,
         compile_mode=opt.compile_mode,
@@ -247,6 +246,7 @@ def build_learner(cfg: RunConfig, spaces: EnvSpaces) -> Learner:
         prefetch=opt.prefetch,
         tf32=opt.tf32,
         fused=opt.fused,
+        seed=cfg.seed,
     )
 
 

@@ -132,8 +132,9 @@ def learner_spec(cfg: RunConfig, spaces: EnvSpaces, sharing: int = 1) -> ActorSp
     opt = cfg.learner
     fixed = bool(opt.num_gpus) or opt.device == "cpu"
     res = Resources(
-        cpus=opt.num_cpus, gpus=opt.num_gpus / sharing if fixed else 0.0, gpu_if_any=0.0 if fixed else 1.0 / sharing
-    )
+        cpus=max(opt.num_cpus, opt.num_threads),  # the CPUs its torch threads keep busy
+        gpus=opt.num_gpus / sharing if fixed else 0.0, gpu_if_any=0.0 if fixed else 1.0 / sharing,
+    )  # fmt: skip
     return ActorSpec(LearnerHost, (partial(build_learner, cfg, spaces),), res)
 
 

@@ -2,7 +2,7 @@
 
 ``raylab.config`` reads it (which Ray topology runs an algorithm, whether it has a replay or a Learner), so
 it imports nothing but the standard library. The torch side, how to build each algorithm's policies and
-objective, is its package's ``builder.py``; raylab.algos.registry imports those lazily from ``builder``.
+objective, is raylab.builders.algorithms.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ class AlgorithmInfo:
     """What ``algo=`` selects (the ``name`` of its config section, raylab/config/algo.py)."""
     topology: str
     """The Ray topology that runs it (every algorithm also runs in topology=local)."""
-    builder: str
-    """``module:attribute`` of its ``Algorithm`` spec (raylab.algos.spec), imported only when built."""
     replay: bool = False
     """It learns from a replay buffer (replay.* and checkpoint.replay apply)."""
     no_learner: str | None = None
@@ -32,17 +30,14 @@ class AlgorithmInfo:
 ALGORITHMS: dict[str, AlgorithmInfo] = {
     info.name: info
     for info in (
-        AlgorithmInfo(
-            "dqn", "apex_dqn", "raylab.algos.dqn.builder:DQN_ALGORITHM", replay=True, continuous_actions=False
-        ),
+        AlgorithmInfo("dqn", "apex_dqn", replay=True, continuous_actions=False),
         AlgorithmInfo(
             "a3c",
             "a3c",
-            "raylab.algos.a3c.builder:A3C_ALGORITHM",
             no_learner="its gradients are computed in the workers and applied by the parameter servers",
         ),
-        AlgorithmInfo("ppo", "ppo", "raylab.algos.ppo.builder:PPO_ALGORITHM"),
-        AlgorithmInfo("appo", "appo", "raylab.algos.ppo.builder:APPO_ALGORITHM"),
+        AlgorithmInfo("ppo", "ppo"),
+        AlgorithmInfo("appo", "appo"),
     )
 }
 """Every algorithm raylab runs, by name."""

@@ -44,13 +44,13 @@ class ModelConfig:
     every encoder layer orthogonal with gain sqrt(2) and zero biases, the policy head orthogonal with gain 0.01,
     the value head with gain 1. PyTorch's defaults leave a Nature CNN's features on Pong frames 35x smaller (RMS
     0.014 against 0.49), so each Adam step moves the policy that much less (pong_appo sets it)."""
-    rollout_precision: Literal["fp32", "bf16"] = "fp32"
+    rollout_precision: Literal["fp32", "bf16", "auto"] = "fp32"
     """The rollout actors' inference with a CNN (PPO, APPO, DQN; not A3C, whose workers train the module they act
     with): ``bf16`` runs the encoder of their copy of the network in bfloat16, cast from each published fp32
     version; the heads stay fp32. On a CPU with native bf16 (AVX512-BF16 or AMX) the Nature CNN's act() takes
     0.54-0.60x the time at 8-32 envs per worker, the IMPALA CNN's 0.25-0.33x (with the channels-last layout it
-    always acts in; benchmarks/cnn_inference.json); on CPUs without it, bf16 convolutions can be slower than
-    fp32: measure with benchmarks/cnn_inference.py. Evaluation and the learner stay fp32; the learner recomputes
+    always acts in; benchmarks/cnn_inference.json); on CPUs without it bf16 is emulated and far slower than
+    fp32. ``auto``: bf16 where each actor's CPU has it natively, else fp32 (raylab/models/precision.py). Evaluation and the learner stay fp32; the learner recomputes
     PPO's old log-probabilities, and V-trace corrects APPO's."""
     recurrent: Literal["none", "lstm", "gru"] = "none"
     """A memory after the encoder (PPO, APPO, A3C): an LSTM or GRU layer of ``recurrent_size`` units whose state
@@ -165,30 +165,38 @@ class LearnerConfig:
     updates_per_call: int = 32
     """DQN: updates per learner call, on batches sampled in one replay call; amortizes the Ray round trip."""
     publish_every: int = 32
-    """DQN: publish new inference weights every N updates (PPO and APPO publish after every learner call)."""
+    """DQN: publish new inference weights every N updates (optimizer steps)."""
+    publish_every_calls: int = 1
+    """APPO: publish new inference weights every N learner calls (a call is one policy version; its rollout
+    actors act with the newest weights they were handed, V-trace corrects for the lag). Synchronous PPO's
+    actors wait for each round's weights: it publishes after every call."""
     num_threads: int = 1
     """torch intra-op threads in the learner, and NumPy's BLAS threads in its process (the fused update)."""
     num_cpus: float = 1.0
-    """Logical Ray CPUs for the learner actor."""
+    """Logical Ray CPUs for the learner actor; it reserves at least learner.num_threads, the cores its torch
+    threads keep busy."""
     num_gpus: float = 0.0
     """Ray GPUs reserved for the learner actor; 0 (with device auto or cuda) reserves one when the Ray
     cluster has a GPU."""
-    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
-    """Mixed precision: bf16 autocast (CPU or CUDA), fp16 autocast with a GradScaler (CUDA only). It pays on
-    the CPU (bf16: 1.8x fp32 for mario_dqn's CNN); on an H100 these small CNNs are launch-bound and AMP ran at
-    0.76-0.92x fp32 (benchmarks/learner_cuda_dqn.json): there, keep fp32 (TF32) and use compile_mode."""
+    precision: Literal["fp32", "bf16", "fp16", "auto"] = "fp32"
+    """Mixed precision: bf16 autocast (CPU or CUDA), fp16 autocast with a GradScaler (CUDA only). bf16 pays on a
+    CPU that computes it natively (AVX512-BF16 or AMX: 1.8x fp32 for mario_dqn's CNN); on an AVX2-only CPU it is
+    emulated and ran 18x slower than fp32 (benchmarks/learner_cpu_avx2.json); on an H100 these small CNNs are
+    launch-bound and AMP ran at 0.76-0.92x fp32 (benchmarks/learner_cuda_dqn.json): there, keep fp32 (TF32) and
+    use learner.compile. ``auto``: bf16 on a CPU with native bf16, fp32 elsewhere (raylab/models/precision.py)."""
     compile: bool = False
-    """torch.compile the update: the loss (forward and backward) and the optimizer step."""
+    """torch.compile the update: a minibatch's gather, its finish (advantages normalized) and the loss, forward
+    and (through AOTAutograd) backward, at static shapes; then the clip and the Adam step on the flat buffers."""
     compile_mode: Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"] = "default"
     """torch.compile mode. On CUDA, reduce-overhead (CUDA graphs) is the one that pays for small models:
     1.8-2.2x eager fp32 updates/s on an H100 for the DQN and PPO CNNs, where default compile gave 0.9-1.04x."""
     grad_accumulation: int = 1
     """Split each batch into this many micro-batches and accumulate their gradients (one optimizer step)."""
     prefetch: bool = True
-    """A thread readies the next batch (gather, pin, copy to the device) while the current one trains: on
-    CUDA for every algorithm; on the CPU where pulling a batch waits (DQN's replay draws), not for PPO's and
-    APPO's minibatches, gathered from memory faster than the threads hand them over, nor for DQN's fused
-    update (learner.fused), which pulls its steps inline."""
+    """A thread readies the next replay batch (draws it, pins it, copies it to the device on a side stream)
+    while the current one trains: DQN's, where pulling a batch waits on the replay; not for DQN's fused update
+    (learner.fused), which pulls its steps inline. PPO's and APPO's rounds are joined on the learner's device
+    and their minibatches gathered there, inline: no thread would hide anything."""
     tf32: bool = True
     """On CUDA: TF32 matmuls/convolutions and cudnn.benchmark (no effect on CPU)."""
     fused: Literal["auto", True, False] = "auto"
@@ -210,6 +218,7 @@ class LearnerConfig:
         positive_or_none(self.max_grad_norm, "learner.max_grad_norm")
         check(self.updates_per_call >= 1, "learner.updates_per_call must be >= 1")
         check(self.publish_every >= 1, "learner.publish_every must be >= 1")
+        check(self.publish_every_calls >= 1, "learner.publish_every_calls must be >= 1")
         check(self.num_threads >= 1, "learner.num_threads must be >= 1")
         check(
             self.compile or self.compile_mode == "default",

@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from raylab.algos.objective import LossOutput, Objective, Plan, StepInput
+    from raylab.algos.objective import LossOutput, Objective, ReplayObjective, RoundObjective
     from raylab.learner.checkpoint import load_checkpoint, save_checkpoint
     from raylab.learner.device import resolve_device
     from raylab.learner.learner import Learner
@@ -19,15 +19,15 @@ _WHERE = {
     "Learner": "raylab.learner.learner",
     "LossOutput": "raylab.algos.objective",
     "Objective": "raylab.algos.objective",
-    "Plan": "raylab.algos.objective",
-    "StepInput": "raylab.algos.objective",
+    "ReplayObjective": "raylab.algos.objective",
+    "RoundObjective": "raylab.algos.objective",
     "load_checkpoint": "raylab.learner.checkpoint",
     "resolve_device": "raylab.learner.device",
     "save_checkpoint": "raylab.learner.checkpoint",
 }
 
 __all__ = [
-    "Learner", "LossOutput", "Objective", "Plan", "StepInput", "load_checkpoint",
+    "Learner", "LossOutput", "Objective", "ReplayObjective", "RoundObjective", "load_checkpoint",
     "resolve_device", "save_checkpoint",
 ]  # fmt: skip
 

@@ -26,6 +26,8 @@ def resolve_device(name: str) -> torch.device:
 
 
 def check_precision(precision: str, device: torch.device) -> torch.dtype:
+    """The autocast dtype of ``precision`` (already resolved: raylab.models.precision.resolve_precision) on
+    ``device``; a ConfigError naming the fix where it cannot run there."""
     if precision not in PRECISIONS:
         raise ConfigError(f"learner.precision={precision} is unknown: choose one of {', '.join(PRECISIONS)}")
     if precision == "fp16" and device.type != "cuda":
@@ -75,7 +77,8 @@ class PinnedStaging:
 
 
 class Placement:
-    """The ``DeviceIO`` the Learner hands to its objective (raylab.algos.objective)."""
+    """The Learner's device and precision: arrays onto the device (through reused pinned buffers on CUDA,
+    copied asynchronously on the current stream) and the autocast context of its precision."""
 
     def __init__(self, device: torch.device, amp_dtype: torch.dtype, staging_slots: int):
         self.device = device

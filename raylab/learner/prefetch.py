@@ -1,9 +1,12 @@
-"""Prefetching: step k + 1's input is pulled and prepared while step k trains.
+"""Prefetching replay batches: step k + 1's batch is pulled and prepared while step k trains.
 
-- CPU (``Prefetcher``): a thread pulls the next item (e.g. draws a replay batch) and prepares it.
+- CPU (``Prefetcher``): a thread pulls the next item (draws a replay batch) and prepares it.
 - CUDA (``StreamPrefetcher``): the same thread pulls and prepares on a side stream (host to device copies
-  from pinned buffers, minibatch index copies and gathers), so copies overlap the compute stream's kernels;
-  the compute stream waits for each item's event before using it.
+  from pinned buffers), so copies overlap the compute stream's kernels; the compute stream waits for each
+  item's event before using it.
+
+Rounds (PPO, APPO) never come here: their data is already on the learner's device and a minibatch is one
+gather there, cheaper than a thread's hand-off (raylab.learner.rounds).
 """
 
 from __future__ import annotations
@@ -80,9 +83,9 @@ class StreamPrefetcher(Prefetcher):
         self.device = device
         self.stream = torch.cuda.Stream(device)
         self._consumer = torch.cuda.current_stream(device)
-        self.stream.wait_stream(self._consumer)  # inputs the consumer's stream produced so far (a round's data)
+        self.stream.wait_stream(self._consumer)  # inputs the consumer's stream produced so far
 
-        def pulled_on_side_stream() -> Iterator[Any]:  # what the source itself copies (PPO's permutations)
+        def pulled_on_side_stream() -> Iterator[Any]:  # what the source itself copies
             items = iter(source)
             while True:
                 with torch.cuda.device(device), torch.cuda.stream(self.stream):

@@ -14,6 +14,7 @@ from raylab.models.distributions import ActionDist, Categorical, DiagGaussian
 from raylab.models.encoders import ImpalaCNN, MLPEncoder, NatureCNN
 from raylab.models.heads import DuelingQHead, QHead
 from raylab.models.normalize import RunningNorm
+from raylab.models.precision import resolve_precision
 from raylab.models.recurrent import RecurrentCore
 from raylab.types import EnvSpaces
 
@@ -41,13 +42,14 @@ def encode(encoder: nn.Module, obs: torch.Tensor, obs_norm: nn.Module | None = N
 
 def for_acting(module: M, precision: str = "fp32") -> M:
     """A frozen network set up for inference on the CPU, where it measurably wins (benchmarks/cnn_inference.json):
-    ``precision="bf16"`` (model.rollout_precision) casts its encoder to bfloat16 (the Nature CNN's act() in
-    0.54-0.60x the time); the heads stay fp32, so near-equal Q values or logits do not collapse into bf16 ties.
+    ``precision="bf16"`` (model.rollout_precision; ``auto``: bf16 where the CPU has it natively,
+    raylab.models.precision) casts its encoder to bfloat16 (the Nature CNN's act() in 0.54-0.60x the time on
+    such a CPU); the heads stay fp32, so near-equal Q values or logits do not collapse into bf16 ties.
     An encoder that asks for it (``channels_last_inference``: the IMPALA CNN, 0.39-0.49x in fp32, 0.25-0.33x
     with bf16) goes to channels-last memory format. Loading weights later keeps both (``copy_`` casts and keeps
     the strides)."""
     encoder = getattr(module, "encoder", None)
-    if precision == "bf16" and encoder is not None:
+    if resolve_precision(precision) == "bf16" and encoder is not None:
         encoder.to(torch.bfloat16)
     if getattr(encoder, "channels_last_inference", False):
         module = module.to(memory_format=torch.channels_last)  # type: ignore[call-overload]

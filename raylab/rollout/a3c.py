@@ -85,7 +85,7 @@ class WorkerReport:
 
 class A3CWorker:
     """``policy`` acts and its module is the one trained: built with ``frozen=False``
-    (raylab.algos.a3c.builder), so it keeps its mode and gradients."""
+    (raylab.builders.algorithms), so it keeps its mode and gradients."""
 
     def __init__(
         self,

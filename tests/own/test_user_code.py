@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from raylab import user_code
-from raylab.algos.registry import algorithm
+from raylab.builders.algorithms import algorithm
 from raylab.config import EnvConfig, ModelConfig, resolve
 from raylab.envs.registry import check_env_config, env_spaces, make_render_env, make_vector_env
 from raylab.errors import ConfigError

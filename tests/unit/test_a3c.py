@@ -10,7 +10,8 @@ from gymnasium.wrappers import TimeLimit
 from raylab.algos.a3c import actor_critic_loss
 from raylab.algos.a3c.loss import chunk_loss
 from raylab.algos.actor_critic import ActorCriticPolicy
-from raylab.algos.returns import bootstrap_before_crashes, bootstrapped_returns
+from raylab.algos.advantages import bootstrap_before_crashes
+from raylab.algos.returns import bootstrapped_returns
 from raylab.envs.fake import FakeEnv
 from raylab.envs.vector import SerialVectorEnv
 from raylab.models.distributions import Categorical
@@ -245,7 +246,9 @@ def test_the_step_before_a_crash_bootstraps_from_the_crash_state_unless_its_epis
     truncated = np.array([[0, 0, 1], [1, 1, 1]], bool)
     bootstrap = np.array([[0, 0, 7], [0, 0, 0]], np.float32)  # env 2 was truncated at step 0 with V(last) = 7
     values = np.array([[9, 9, 9], [5, 6, 8]], np.float32)  # V of the state each crash happened in
-    bootstrap_before_crashes(valid, terminated, truncated, bootstrap, values)
+    truncated, bootstrap = (
+        t.numpy() for t in bootstrap_before_crashes(valid, terminated, truncated, bootstrap, values)
+    )
     np.testing.assert_array_equal(truncated[0], [True, False, True])
     # env 0: its episode runs into the crash -> V(crash state); env 1 terminated, env 2's truncation keeps 7
     np.testing.assert_array_equal(bootstrap[0], [5, 0, 7])

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from raylab.algos.ppo.appo import APPO
+from raylab.builders.algorithms import build_appo
 from raylab.config import APPOConfig
 from raylab.learner import Learner
 from raylab.models.encoders import MLPEncoder
@@ -19,7 +19,7 @@ def learner(max_policy_lag: int = 2) -> Learner:
     torch.manual_seed(0)
     cfg = APPOConfig(gamma=0.5, entropy_coef=0.0, max_policy_lag=max_policy_lag, epochs=2, minibatches=2)
     model = ActorCritic(MLPEncoder((4,), (32,)), 3)
-    return Learner(APPO(model, cfg), lr=3e-3, adam_eps=1e-5, max_grad_norm=0.5, device="cpu")
+    return Learner(build_appo(model, cfg), lr=3e-3, adam_eps=1e-5, max_grad_norm=0.5, device="cpu")
 
 
 def test_the_rollout_worker_records_the_behaviour_log_probs():

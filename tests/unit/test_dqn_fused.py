@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from raylab.algos.dqn import DQN
 from raylab.algos.dqn.policy import EpsilonGreedyPolicy, EpsilonSchedule
+from raylab.builders.algorithms import build_dqn
 from raylab.config import DQNConfig, LearnerConfig, ModelConfig, resolve
 from raylab.errors import ConfigError
 from raylab.learner import Learner
@@ -31,7 +31,7 @@ def make(spaces=VECTOR, hidden=(32, 32), algo: DQNConfig | None = None, **opts) 
     algo = algo or DQNConfig()
     atoms = algo.num_quantiles if algo.loss == "quantile" else 1
     model = opts.pop("model", None) or ModelConfig(hidden_sizes=hidden)
-    objective = DQN(build_q_network(model, spaces, atoms=atoms), algo)
+    objective = build_dqn(build_q_network(model, spaces, atoms=atoms), algo)
     opts.setdefault("prefetch", False)
     opts.setdefault("max_grad_norm", 10.0)
     return Learner(objective, lr=3e-3, adam_eps=1e-5, device="cpu", **opts)

@@ -158,3 +158,18 @@ def test_importing_the_config_does_not_import_torch():
     code = "import sys, raylab.config; sys.exit('torch' in sys.modules)"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     assert subprocess.run([sys.executable, "-c", code], env=env).returncode == 0, "import raylab.config imports torch"
+
+
+def test_the_algorithms_read_no_config():
+    """raylab/algos/ is math with explicit arguments: only the builders (raylab/builders/) read a RunConfig,
+    so no algorithm module imports raylab.config, directly or lazily."""
+    modules = module_files()
+    readers = {
+        name
+        for name, path in modules.items()
+        if name.startswith("raylab.algos")
+        and any(
+            t == "raylab.config" or t.startswith("raylab.config.") for t in imported_modules(name, path, set(modules))
+        )
+    }
+    assert not readers, f"these read the config: {sorted(readers)}; pass what they need from raylab/builders/"

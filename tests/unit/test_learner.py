@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from raylab.algos.dqn import DQN
+from raylab.builders.algorithms import build_dqn
 from raylab.config import DQNConfig, ModelConfig
 from raylab.errors import RaylabError
 from raylab.learner import Learner, load_checkpoint, save_checkpoint
@@ -16,7 +16,7 @@ SPACES = EnvSpaces((3,), np.dtype(np.float32), 2, "Discrete(2)")
 
 def make_learner(**algo):
     torch.manual_seed(0)
-    objective = DQN(build_q_network(ModelConfig(hidden_sizes=(8,)), SPACES), DQNConfig(**algo))
+    objective = build_dqn(build_q_network(ModelConfig(hidden_sizes=(8,)), SPACES), DQNConfig(**algo))
     return Learner(objective, lr=1e-2, device="cpu", publish_every=2)
 
 

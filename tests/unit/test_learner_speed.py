@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from raylab.algos.dqn import DQN
+from raylab.builders.algorithms import build_dqn
 from raylab.config import DQNConfig, ModelConfig
 from raylab.errors import ConfigError
 from raylab.learner import Learner
@@ -28,7 +28,7 @@ def make_learner(spaces=VECTOR, model=None, algo=None, **opts):
     model = model or ModelConfig(hidden_sizes=(32, 32))
     algo = algo or DQNConfig()
     atoms = algo.num_quantiles if algo.loss == "quantile" else 1
-    objective = DQN(build_q_network(model, spaces, atoms=atoms), algo)
+    objective = build_dqn(build_q_network(model, spaces, atoms=atoms), algo)
     opts.setdefault("fused", False)  # the autograd path these options apply to (the fused one: test_dqn_fused.py)
     return Learner(objective, lr=1e-3, device="cpu", **opts)
 

@@ -1,16 +1,18 @@
-"""The Learner with the PPO objective, without Ray: joining a round's chunks, and learning the fake task with
-real rollout workers."""
+"""The Learner with the PPO objective, without Ray: joining a round's chunks on its device, and learning the fake
+task with real rollout workers."""
 
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from raylab.algos.actor_critic import ActorCriticPolicy
-from raylab.algos.ppo.objective import PPO, join_chunks
+from raylab.builders.algorithms import build_ppo
 from raylab.config import PPOConfig
 from raylab.envs.fake import FakeEnv
 from raylab.envs.vector import SerialVectorEnv
 from raylab.learner import Learner
+from raylab.learner.rounds import RoundLoader
 from raylab.models.encoders import MLPEncoder
 from raylab.models.factory import ActorCritic
 from raylab.rollout.worker import RolloutWorker
@@ -35,12 +37,16 @@ def chunk(envs: int, final_at: tuple[int, int] | None = None, crash_at: tuple[in
     )  # fmt: skip
 
 
-def test_join_chunks_puts_envs_side_by_side_and_shifts_final_indices():
-    joined = join_chunks([chunk(2, final_at=(1, 1)), chunk(3, final_at=(2, 0), crash_at=(0, 2))])
+def test_the_round_loader_puts_envs_side_by_side_and_shifts_final_indices():
+    loader = RoundLoader(torch.device("cpu"))
+    joined = loader.load([chunk(2, final_at=(1, 1)), chunk(3, final_at=(2, 0), crash_at=(0, 2))])
     assert joined.obs.shape == (4, 5, 2) and joined.actions.shape == (3, 5)
-    np.testing.assert_array_equal(joined.final_index, [[1, 1], [2, 2]])  # second chunk's env 0 is env 2
+    np.testing.assert_array_equal(joined.final_index.numpy(), [[1, 1], [2, 2]])  # second chunk's env 0 is env 2
     assert joined.truncated[1, 1] and joined.truncated[2, 2]
-    assert joined.restarted is not None and joined.restarted.sum() == 1 and joined.restarted[0, 4]
+    assert joined.crashed is not None and joined.crashed.sum() == 1 and joined.crashed[0, 4]
+    again = loader.load([chunk(2), chunk(3)])  # the same shapes: the same buffers, refilled
+    assert again.obs.data_ptr() == joined.obs.data_ptr() and again.crashed is None
+    assert not again.truncated.any() and again.final_index.shape == (0, 2)
 
 
 def fake_worker(worker_id: int, seed: int) -> RolloutWorker:
@@ -56,8 +62,8 @@ def test_ppo_learns_the_fake_task_without_ray():
 
     torch.manual_seed(0)
     learner = Learner(
-        PPO(ActorCritic(MLPEncoder((4,), (32,)), 3), PPOConfig(gamma=0.5, entropy_coef=0.0)), lr=3e-3, adam_eps=1e-5,
-        max_grad_norm=0.5, device="cpu",
+        build_ppo(ActorCritic(MLPEncoder((4,), (32,)), 3), PPOConfig(gamma=0.5, entropy_coef=0.0)), lr=3e-3,
+        adam_eps=1e-5, max_grad_norm=0.5, device="cpu",
     )  # fmt: skip
     workers = [fake_worker(i, i) for i in range(2)]
     returns: list[float] = []

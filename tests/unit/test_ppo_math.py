@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from raylab.algos.advantages import gae, vtrace
 from raylab.algos.ppo import ppo_loss
-from raylab.algos.returns import bootstrapped_returns, gae, vtrace
+from raylab.algos.returns import bootstrapped_returns
 from raylab.models.distributions import Categorical
 
 
@@ -23,7 +24,7 @@ def test_gae_matches_a_hand_computed_example():
     # deltas 0.86, 0.87, 0.88; A2 = .88, A1 = .87 + .72 * .88, A0 = .86 + .72 * A1
     a1 = 0.87 + 0.72 * 0.88
     np.testing.assert_allclose(adv[:, 0], [0.86 + 0.72 * a1, a1, 0.88], rtol=1e-6)
-    np.testing.assert_allclose(ret[:, 0], adv[:, 0] + [0.5, 0.4, 0.3], rtol=1e-6)
+    np.testing.assert_allclose(ret[:, 0], adv[:, 0].numpy() + np.array([0.5, 0.4, 0.3]), rtol=1e-6)
 
 
 def test_gae_stops_at_episode_ends():

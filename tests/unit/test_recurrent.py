@@ -4,7 +4,6 @@ minibatches of whole sequences), APPO and A3C on them, evaluation, and learning 
 
 from __future__ import annotations
 
-import contextlib
 import copy
 from typing import Any
 
@@ -15,19 +14,21 @@ import torch
 
 from raylab.algos.a3c.loss import chunk_loss
 from raylab.algos.actor_critic import ActorCriticPolicy
-from raylab.algos.ppo.appo import APPO
-from raylab.algos.ppo.objective import PPO, join_chunks, round_values, sequence_units
+from raylab.algos.objective import Round, Targets
+from raylab.algos.ppo.objective import RoundValues, round_values, sequence_units
+from raylab.builders.algorithms import build_appo, build_ppo
 from raylab.config import APPOConfig, ModelConfig, PPOConfig, resolve
 from raylab.envs.fake import FakeEnv
 from raylab.envs.vector import SerialVectorEnv
 from raylab.errors import ConfigError
 from raylab.learner import Learner
+from raylab.learner.rounds import Gather, RoundLoader, minibatch_rows
 from raylab.models.factory import RecurrentActorCritic, build_actor_critic
 from raylab.models.recurrent import RecurrentCore
 from raylab.rollout.evaluator import Evaluator
 from raylab.rollout.policies import PolicySet
 from raylab.rollout.worker import RolloutWorker
-from raylab.types import EnvSpaces, Weights
+from raylab.types import Chunk, EnvSpaces, Weights
 
 
 class RecallEnv(gym.Env[np.ndarray, Any]):
@@ -64,14 +65,22 @@ class RecallEnv(gym.Env[np.ndarray, Any]):
 SPACES = EnvSpaces(obs_shape=(4,), obs_dtype=np.dtype(np.float32), num_actions=3, action_space="Discrete(3)")
 
 
-class IO:
-    device = torch.device("cpu")
+CPU = torch.device("cpu")
 
-    def tensor(self, array: np.ndarray) -> torch.Tensor:
-        return torch.from_numpy(np.ascontiguousarray(array))
 
-    def autocast(self) -> contextlib.nullcontext[None]:
-        return contextlib.nullcontext()
+def loaded(*chunks: Chunk) -> Round:
+    """The chunks as the Learner joins them into a round (on the CPU)."""
+    return RoundLoader(CPU).load(chunks)
+
+
+def values_of(net: RecurrentActorCritic, *chunks: Chunk) -> RoundValues:
+    with torch.no_grad():
+        return round_values(net, loaded(*chunks))
+
+
+def targets_of(objective: Any, *chunks: Chunk) -> Targets:
+    with torch.no_grad():
+        return objective.targets(loaded(*chunks))
 
 
 def model(kind: str = "lstm", size: int = 8, seed: int = 0) -> RecurrentActorCritic:
@@ -179,7 +188,7 @@ def test_chunks_carry_the_states_their_slots_acted_from(kind: str):
     np.testing.assert_allclose(second.initial_state, expected, atol=1e-6)
     # the same weights' round pass gives back the acting log-probabilities exactly
     for chunk in (first, second):
-        r = round_values(net, chunk, IO())
+        r = values_of(net, chunk)
         np.testing.assert_allclose(r.log_probs, chunk.log_probs, atol=1e-6)
 
 
@@ -217,7 +226,7 @@ def test_policy_set_splits_states_by_policy():
     for net, part, policy in zip(nets, parts, policies.policies, strict=True):
         assert part.initial_state is not None and part.initial_state.shape == (2, net.state_size)
         assert np.abs(part.initial_state).sum() > 0
-        r = round_values(net, part, IO())
+        r = values_of(net, part)
         np.testing.assert_allclose(r.log_probs, part.log_probs, atol=1e-6)
         assert policy.states(2).shape == (2, net.state_size)
 
@@ -225,12 +234,11 @@ def test_policy_set_splits_states_by_policy():
 def test_sequences_start_from_the_states_the_full_unroll_reaches():
     net = model()
     chunk, _ = recall_worker(net, envs=3, steps=12).sample()
-    objective = PPO(net, PPOConfig(epochs=2, minibatches=3, bptt=4))
-    plan = objective.plan([chunk], 0, IO())
-    gather = plan.prepare
-    r = round_values(net, chunk, IO())
+    objective = build_ppo(net, PPOConfig(epochs=2, minibatches=3, bptt=4))
+    targets = targets_of(objective, chunk)
+    r = values_of(net, chunk)
     assert r.sequences is not None
-    data = gather.data  # type: ignore[attr-defined]
+    data = targets.data
     assert data["obs"].shape == (9, 4, 4) and data["state0"].shape == (9, 16)
     # sequence (segment j, env e) starts from the state step 4j of env e acted from in the full unroll
     states = r.sequences.states
@@ -243,24 +251,23 @@ def test_sequences_start_from_the_states_the_full_unroll_reaches():
     with torch.no_grad():
         _, values, _, _ = net.unroll(time_major, data["state0"], data["reset_before"].transpose(0, 1))
     np.testing.assert_allclose(
-        values.reshape(4, 9).transpose(0, 1).numpy(), sequence_units(torch.from_numpy(r.values), 4).numpy(), atol=1e-5
+        values.reshape(4, 9).transpose(0, 1).numpy(), sequence_units(r.values, 4).numpy(), atol=1e-5
     )
     # minibatches are whole sequences; each sequence once per epoch
-    seen = [idx.tolist() for idx in plan.steps]
+    rows = minibatch_rows(9, targets.epochs, targets.minibatches, torch.Generator().manual_seed(0), CPU)
+    seen = [idx.tolist() for idx in rows]
     assert len(seen) == 6
     for epoch in (seen[:3], seen[3:]):
         assert sorted(i for mb in epoch for i in mb) == list(range(9))
-    step = gather(torch.tensor([0, 4]))
-    assert step.samples == 8 and step.batch["obs"].shape == (2, 4, 4)
+    batch = Gather()(data, torch.tensor([0, 4]))
+    assert targets.steps_per_row == 4 and batch["obs"].shape == (2, 4, 4)
 
 
 def test_first_epoch_ratio_is_one_and_steps_before_a_reset_do_not_reach_after_it():
     net = model("gru")
     chunk, _ = recall_worker(net, envs=2, steps=8).sample()
-    objective = PPO(net, PPOConfig(epochs=1, minibatches=1))
-    plan = objective.plan([chunk], 0, IO())
-    (idx,) = list(plan.steps)
-    out = objective.loss(plan.prepare(idx).batch)
+    objective = build_ppo(net, PPOConfig(epochs=1, minibatches=1))
+    out = objective.loss(objective.finish_minibatch(targets_of(objective, chunk).data))
     assert float(out.metrics["approx_kl"]) == pytest.approx(0.0, abs=1e-6)
     assert float(out.metrics["clip_fraction"]) == 0.0
     # changing what env 0 saw before its first reset leaves the outputs after it unchanged
@@ -285,9 +292,7 @@ def test_crashed_steps_are_masked_not_dropped():
     chunk.restarted = np.zeros((8, 2), bool)
     chunk.restarted[5, 1] = True
     chunk.truncated[5, 1] = True
-    plan = PPO(net, PPOConfig(epochs=1, minibatches=1)).plan([chunk], 0, IO())
-    (idx,) = list(plan.steps)
-    batch = plan.prepare(idx).batch
+    batch = targets_of(build_ppo(net, PPOConfig(epochs=1, minibatches=1)), chunk).data
     assert batch["obs"].shape == (2, 8, 4)
     assert not bool(batch["valid"][1, 5]) and int(batch["valid"].sum()) == 15
 
@@ -296,12 +301,13 @@ def test_appo_on_policy_weights_are_one_and_chunks_must_agree():
     net = model()
     worker = recall_worker(net, envs=2, steps=8)
     chunks = [worker.sample()[0] for _ in range(2)]
-    plan = APPO(net, APPOConfig(bptt=4)).plan(chunks, 0, IO())
-    assert plan.metrics["rho_mean"] == pytest.approx(1.0)
-    assert join_chunks(chunks).initial_state.shape == (4, 16)
+    targets = targets_of(build_appo(net, APPOConfig(bptt=4)), *chunks)
+    assert float(targets.metrics["rho_mean"]) == pytest.approx(1.0)
+    joined = loaded(*chunks).initial_state
+    assert joined is not None and joined.shape == (4, 16)
     chunks[1].initial_state = None
     with pytest.raises(ValueError, match="recurrent policy, or none"):
-        join_chunks(chunks)
+        loaded(*chunks)
 
 
 def test_a3c_loss_unrolls_from_the_chunk_state():
@@ -353,7 +359,7 @@ def test_ppo_with_memory_learns_recall_where_a_feed_forward_policy_cannot():
         cfg = ModelConfig(hidden_sizes=(32,), recurrent=kind, recurrent_size=32)
         net = build_actor_critic(cfg, SPACES)
         learner = Learner(
-            PPO(net, PPOConfig(epochs=4, minibatches=2, entropy_coef=0.01)), lr=3e-3, adam_eps=1e-5,
+            build_ppo(net, PPOConfig(epochs=4, minibatches=2, entropy_coef=0.01)), lr=3e-3, adam_eps=1e-5,
             max_grad_norm=0.5, device="cpu",
         )  # fmt: skip
         vec = SerialVectorEnv([lambda: RecallEnv() for _ in range(16)], seeds=list(range(16)))
@@ -436,7 +442,7 @@ def test_recurrent_policies_over_space_groups_carry_their_own_states():
     for net, part in zip(nets, parts, strict=True):
         assert part.initial_state is not None and part.initial_state.shape == (len(part.obs[0]), net.state_size)
         assert np.abs(part.initial_state).sum() > 0
-        r = round_values(net, part, IO())
+        r = values_of(net, part)
         np.testing.assert_allclose(r.log_probs, part.log_probs, atol=1e-5)
     assert parts[0].actions.dtype == np.float32 and parts[1].actions.dtype == np.int64
 

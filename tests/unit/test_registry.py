@@ -8,8 +8,8 @@ import typing
 import numpy as np
 import pytest
 
-from raylab.algos.registry import algorithm, algorithms
 from raylab.builders import build_eval_policy, build_objective, build_rollout_worker
+from raylab.builders.algorithms import algorithm, algorithms
 from raylab.config import AlgoConfig
 from raylab.config.algorithms import ALGORITHMS, TOPOLOGY_ALGOS
 from raylab.envs import env_spaces

@@ -112,7 +112,7 @@ def test_rollout_precision_is_refused_where_nothing_acts_with_a_copy(overrides, 
 
 
 def test_evaluation_stays_fp32(tmp_path):
-    from raylab.algos import actor_critic
+    from raylab.builders.algorithms import actor_critic_eval_policy
 
     cfg = make_config(tmp_path, "+experiment=pong_ppo", "model.rollout_precision=bf16")
-    assert {p.dtype for p in actor_critic.eval_policy(cfg, FRAMES, 2).model.parameters()} == {torch.float32}
+    assert {p.dtype for p in actor_critic_eval_policy(cfg, FRAMES, 2).model.parameters()} == {torch.float32}

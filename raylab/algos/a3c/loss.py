@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from raylab.algos.returns import bootstrap_before_crashes, bootstrapped_returns
+from raylab.algos.advantages import bootstrap_before_crashes
+from raylab.algos.returns import bootstrapped_returns
 from raylab.models.factory import ActorCritic, RecurrentActorCritic
 from raylab.types import Chunk
 
@@ -72,9 +73,9 @@ def chunk_loss(
     terminated, truncated = chunk.terminated, chunk.truncated
     valid = None if chunk.restarted is None or not chunk.restarted.any() else ~chunk.restarted
     if valid is not None:
-        terminated, truncated = terminated.copy(), truncated.copy()
-        state_values = values.detach().reshape(steps, num_envs).numpy()
-        bootstrap_before_crashes(valid, terminated, truncated, bootstrap, state_values)
+        state_values = values.detach().reshape(steps, num_envs)
+        fixed, fixed_bootstrap = bootstrap_before_crashes(valid, terminated, truncated, bootstrap, state_values)
+        truncated, bootstrap = fixed.numpy(), fixed_bootstrap.numpy()
     returns = bootstrapped_returns(chunk.rewards, terminated, truncated, bootstrap, gamma)
     actions = torch.from_numpy(chunk.actions.reshape(steps * num_envs, *chunk.actions.shape[2:]))
     log_probs, entropies = model.dist.log_prob_and_entropy(params, actions)

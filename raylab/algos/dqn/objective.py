@@ -1,50 +1,46 @@
-"""The DQN objective a Learner optimizes: online and target networks, loss, target updates; one optimizer
-step per replay batch."""
+"""The DQN objective a Learner optimizes (a ReplayObjective, raylab.algos.objective): online and target networks,
+loss, target updates; one optimizer step per replay batch, which the Learner copies to its device."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
 from raylab.algos.dqn.loss import DQNLoss, dqn_loss, quantile_huber_loss
-from raylab.algos.objective import DeviceIO, LossOutput, Plan, StepInput
-from raylab.config import DQNConfig
+from raylab.algos.objective import LossOutput
 from raylab.models.factory import QNetwork
 from raylab.types import Batch
 
 
-@dataclass
-class TensorBatch:
-    """A Batch on the learner's device."""
-
-    obs: torch.Tensor
-    actions: torch.Tensor
-    rewards: torch.Tensor
-    discounts: torch.Tensor
-    next_obs: torch.Tensor
-    weights: torch.Tensor | None = None
-
-
 class DQN:
-    """Online Q network + target network (an Objective, raylab.algos.objective): ``plan`` makes one step
-    per replay batch, ``loss(batch)`` is the (double, n-step) DQN or QR-DQN loss, ``after_update`` moves the
-    target network."""
+    """Online Q network + target network: ``loss(batch)`` is the (double, n-step) DQN or QR-DQN loss of one
+    replay batch, ``after_update`` moves the target network every ``target_update_every`` updates (a hard copy,
+    or Polyak averaging with ``target_tau`` < 1)."""
 
-    def __init__(self, q_net: QNetwork, cfg: DQNConfig):
+    def __init__(
+        self,
+        q_net: QNetwork,
+        *,
+        double: bool = True,
+        quantile: bool = False,
+        huber_delta: float = 1.0,
+        target_update_every: int = 1,
+        target_tau: float = 1.0,
+    ):
         self.q_net = q_net
         # eval mode: the target net never updates BatchNorm statistics of its own (it copies the online ones)
         self.target_net = copy.deepcopy(q_net).requires_grad_(False).eval()
-        self.double = cfg.double
-        self.quantile = cfg.loss == "quantile"
+        self.double = double
+        self.quantile = quantile
         self._pairs: tuple[list[torch.Tensor], ...] | None = None
-        self.huber_delta = cfg.huber_delta
-        self.target_update_every = cfg.target_update_every
-        self.target_tau = cfg.target_tau
+        self.huber_delta = huber_delta
+        self.target_update_every = target_update_every
+        self.target_tau = target_tau
 
     def parameters(self) -> Iterator[nn.Parameter]:
         return self.q_net.parameters()
@@ -63,50 +59,37 @@ class DQN:
         """The module rollout workers run (its state dict is what gets published)."""
         return self.q_net
 
-    def to(self, device: torch.device) -> DQN:
-        self.q_net.to(device)
-        self.target_net.to(device)
-        self._pairs = None
-        return self
+    def batch_arrays(self, batch: Batch) -> tuple[dict[str, np.ndarray], int | None]:
+        """The replay batch's arrays the loss reads; its length counts its samples."""
+        arrays = {
+            "obs": batch.obs, "actions": batch.actions, "rewards": batch.rewards, "discounts": batch.discounts,
+            "next_obs": batch.next_obs,
+        }  # fmt: skip
+        if batch.weights is not None:
+            arrays["weights"] = batch.weights
+        return arrays, None
 
-    def plan(self, data: Iterable[Batch], version: int, io: DeviceIO) -> Plan:
-        """One optimizer step per replay batch (``data`` may be lazy: draws from the replay)."""
-
-        def prepare(batch: Batch) -> StepInput:
-            arrays = {
-                "obs": batch.obs, "actions": batch.actions, "rewards": batch.rewards,
-                "discounts": batch.discounts, "next_obs": batch.next_obs,
-            }  # fmt: skip
-            if batch.weights is not None:
-                arrays["weights"] = batch.weights
-            tensors = io.tensors(arrays)
-            # priorities go back to the replay by key only for prioritized batches (they carry weights)
-            keys = batch.indices if batch.weights is not None else None
-            return StepInput(TensorBatch(**tensors), keys)
-
-        return Plan(steps=data, prepare=prepare)
-
-    def loss(self, batch: TensorBatch) -> LossOutput:
+    def loss(self, batch: dict[str, torch.Tensor]) -> LossOutput:
         """Its loss, the mean |TD error| and Q(s, a) as metrics, and per-sample TD errors for priorities."""
         out = self.dqn_loss(batch)
         return LossOutput(out.loss, {"td_error": out.td_error.abs().mean(), "q": out.q_taken.mean()}, out.td_error)
 
-    def dqn_loss(self, batch: TensorBatch) -> DQNLoss:
+    def dqn_loss(self, batch: dict[str, torch.Tensor]) -> DQNLoss:
         """DQN (Huber) or QR-DQN (quantile) loss; network outputs are cast to fp32 first, so under autocast
         only the networks run in reduced precision, never the targets or the loss."""
-        atoms = self.q_net.atoms(batch.obs).float()
+        atoms = self.q_net.atoms(batch["obs"]).float()
         with torch.no_grad():
-            next_target = self.target_net.atoms(batch.next_obs).float()
-            next_online = self.q_net(batch.next_obs).float() if self.double else None
+            next_target = self.target_net.atoms(batch["next_obs"]).float()
+            next_online = self.q_net(batch["next_obs"]).float() if self.double else None
         if self.quantile:
             chooser = next_online if next_online is not None else next_target.mean(dim=2)
             return quantile_huber_loss(
-                atoms, batch.actions, batch.rewards, batch.discounts, next_target, chooser,
-                kappa=self.huber_delta, weights=batch.weights,
+                atoms, batch["actions"], batch["rewards"], batch["discounts"], next_target, chooser,
+                kappa=self.huber_delta, weights=batch.get("weights"),
             )  # fmt: skip
         return dqn_loss(
-            atoms.squeeze(2), batch.actions, batch.rewards, batch.discounts, next_target.squeeze(2), next_online,
-            huber_delta=self.huber_delta, weights=batch.weights,
+            atoms.squeeze(2), batch["actions"], batch["rewards"], batch["discounts"], next_target.squeeze(2),
+            next_online, huber_delta=self.huber_delta, weights=batch.get("weights"),
         )  # fmt: skip
 
     @torch.no_grad()

@@ -18,16 +18,13 @@ departures, both for short episodes and raylab's other losses:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
 from raylab.algos.dqn.objective import DQN
-from raylab.algos.objective import DeviceIO, LossOutput, Plan, StepInput
-from raylab.config import DQNConfig
+from raylab.algos.objective import LossOutput
 from raylab.models.factory import RecurrentQNetwork
 from raylab.types import SequenceBatch
 
@@ -106,65 +103,55 @@ def r2d2_loss(
     return R2D2Loss(loss, priorities, abs_delta.sum() / trained, (q_taken.detach() * mask).sum() / trained, mask)
 
 
-@dataclass
-class SequenceTensors:
-    """A SequenceBatch on the learner's device (batch-major: dim 0 is the sequence)."""
-
-    obs: torch.Tensor
-    actions: torch.Tensor
-    rewards: torch.Tensor
-    state: torch.Tensor
-    burn_in: torch.Tensor
-    length: torch.Tensor
-    terminal: torch.Tensor
-    weights: torch.Tensor | None = None
-
-
 class R2D2(DQN):
-    """DQN's networks, target updates and checkpoints, trained on sequences: ``plan`` makes one step per
-    SequenceBatch, ``loss`` is ``r2d2_loss`` on both networks' unrolls. The fused learner path has no R2D2
-    step (raylab/learner/fused refuses it)."""
+    """DQN's networks, target updates and checkpoints, trained on sequences: one step per SequenceBatch,
+    ``loss`` is ``r2d2_loss`` on both networks' unrolls. The fused learner path has no R2D2 step
+    (raylab/learner/fused refuses it)."""
 
-    def __init__(self, q_net: RecurrentQNetwork, cfg: DQNConfig):
-        super().__init__(q_net, cfg)
-        self.gamma = cfg.gamma
-        self.n_step = cfg.n_step
-        self.sequence = cfg.sequence
-        self.rescale_eps = cfg.sequence.rescale_eps if cfg.sequence.value_rescaling else None
+    def __init__(
+        self,
+        q_net: RecurrentQNetwork,
+        *,
+        gamma: float,
+        n_step: int,
+        rescale_eps: float | None,
+        priority_max_weight: float,
+        **dqn: Any,
+    ):
+        super().__init__(q_net, **dqn)
+        self.gamma = gamma
+        self.n_step = n_step
+        self.rescale_eps = rescale_eps
+        """Value rescaling's epsilon; None: no rescaling."""
+        self.priority_max_weight = priority_max_weight
 
-    def plan(self, data: Iterable[SequenceBatch], version: int, io: DeviceIO) -> Plan:  # type: ignore[override]
-        """One optimizer step per batch of sequences; ``samples`` counts their trained steps."""
+    def batch_arrays(self, batch: SequenceBatch) -> tuple[dict[str, np.ndarray], int | None]:  # type: ignore[override]
+        """The sequences' arrays; the env steps they train are those after each one's burn-in."""
+        arrays = {
+            "obs": batch.obs, "actions": batch.actions, "rewards": batch.rewards, "state": batch.state,
+            "burn_in": batch.burn_in.astype(np.int64), "length": batch.length.astype(np.int64),
+            "terminal": batch.terminal,
+        }  # fmt: skip
+        if batch.weights is not None:
+            arrays["weights"] = batch.weights
+        trained = int(np.maximum(batch.length.astype(np.int64) - batch.burn_in, 0).sum())
+        return arrays, trained
 
-        def prepare(batch: SequenceBatch) -> StepInput:
-            arrays = {
-                "obs": batch.obs, "actions": batch.actions, "rewards": batch.rewards, "state": batch.state,
-                "burn_in": batch.burn_in.astype(np.int64), "length": batch.length.astype(np.int64),
-                "terminal": batch.terminal,
-            }  # fmt: skip
-            if batch.weights is not None:
-                arrays["weights"] = batch.weights
-            tensors = io.tensors(arrays)
-            keys = batch.indices if batch.weights is not None else None
-            trained = int(np.maximum(batch.length.astype(np.int64) - batch.burn_in, 0).sum())
-            return StepInput(SequenceTensors(**tensors), keys, samples=trained)
-
-        return Plan(steps=data, prepare=prepare)
-
-    def loss(self, batch: SequenceTensors) -> LossOutput:  # type: ignore[override]
+    def loss(self, batch: dict[str, torch.Tensor]) -> LossOutput:
         """The R2D2 loss; its priorities are the per-sequence ``td_errors`` the Learner returns to the replay."""
         out = self.r2d2_loss(batch)
         return LossOutput(out.loss, {"td_error": out.td_error, "q": out.q_taken}, out.priorities)
 
-    def r2d2_loss(self, batch: SequenceTensors) -> R2D2Loss:
+    def r2d2_loss(self, batch: dict[str, torch.Tensor]) -> R2D2Loss:
         q_net, target_net = self.q_net, self.target_net
         assert isinstance(q_net, RecurrentQNetwork) and isinstance(target_net, RecurrentQNetwork)
-        obs = batch.obs.transpose(0, 1)  # [m + 1, B, ...]
-        state = batch.state.float()
+        obs = batch["obs"].transpose(0, 1)  # [m + 1, B, ...]
+        state = batch["state"].float()
         q, _ = q_net.unroll(obs, state)
         with torch.no_grad():
             q_target, _ = target_net.unroll(obs, state)
         return r2d2_loss(
-            q.float(), q_target.float(), batch.actions.transpose(0, 1), batch.rewards.transpose(0, 1),
-            batch.burn_in, batch.length, batch.terminal, self.gamma, self.n_step, self.rescale_eps,
-            self.sequence.priority_max_weight, batch.weights,
+            q.float(), q_target.float(), batch["actions"].transpose(0, 1), batch["rewards"].transpose(0, 1),
+            batch["burn_in"], batch["length"], batch["terminal"], self.gamma, self.n_step, self.rescale_eps,
+            self.priority_max_weight, batch.get("weights"),
         )  # fmt: skip

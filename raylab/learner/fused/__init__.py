@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 import numpy as np
-import torch
 
 from raylab.algos.dqn.objective import DQN
 from raylab.algos.dqn.r2d2 import R2D2
 from raylab.algos.objective import Objective
 from raylab.algos.ppo.objective import ClippedObjective
+from raylab.learner.flat import FlatParams
 from raylab.learner.fused.dqn import FusedDQNStep
 from raylab.learner.fused.ppo import FusedActorCriticStep
 
@@ -46,28 +46,26 @@ class FusedStep(Protocol):
 NOT_FUSED = "this algorithm's update is not fused (DQN's, PPO's and APPO's are)"
 
 
-def fused_step(objective: Objective, optimizer: torch.optim.Optimizer, max_grad_norm: float | None) -> FusedStep | str:
-    """The fused step of ``objective`` (DQN, PPO, APPO) on ``optimizer``'s parameters, or why there is none
-    (another algorithm, or a network or loss option the NumPy step does not write out)."""
+def fused_step(objective: Objective, flat: FlatParams, max_grad_norm: float | None) -> FusedStep | str:
+    """The fused step of ``objective`` (DQN, PPO, APPO) on the learner's flat parameters and Adam state, or why
+    there is none (another algorithm, or a network or loss option the NumPy step does not write out)."""
+    optimizer = flat.optimizer
     if isinstance(objective, R2D2):
         return "R2D2's sequence update (algo=dqn with model.recurrent) is not fused"
     if isinstance(objective, DQN):
         reason = FusedDQNStep.unsupported(objective.q_net, objective.target_net, objective.quantile, optimizer)
         if reason:
             return reason
-        assert isinstance(optimizer, torch.optim.Adam)
         return FusedDQNStep(
-            objective.q_net, objective.target_net, optimizer, double=objective.double,
+            objective.q_net, objective.target_net, flat, double=objective.double,
             huber_delta=objective.huber_delta, max_grad_norm=max_grad_norm,
         )  # fmt: skip
     if isinstance(objective, ClippedObjective):
         reason = FusedActorCriticStep.unsupported(objective.model, optimizer)
         if reason:
             return reason
-        assert isinstance(optimizer, torch.optim.Adam)
-        cfg = objective.cfg
         return FusedActorCriticStep(
-            objective.model, optimizer, clip=cfg.clip, value_clip=objective.value_clip, value_coef=cfg.value_coef,
-            entropy_coef=cfg.entropy_coef, max_grad_norm=max_grad_norm,
+            objective.model, flat, clip=objective.clip, value_clip=objective.value_clip,
+            value_coef=objective.value_coef, entropy_coef=objective.entropy_coef, max_grad_norm=max_grad_norm,
         )  # fmt: skip
     return NOT_FUSED

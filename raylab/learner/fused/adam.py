@@ -1,12 +1,12 @@
-"""The parameters, gradients and Adam state of a fused update (``learner.fused``) as flat NumPy buffers.
+"""The parameters, gradients and Adam state of a fused update (``learner.fused``) as flat NumPy views.
 
 A fused update (DQN: raylab/learner/fused/dqn.py; PPO and APPO: raylab/learner/fused/ppo.py) writes one optimizer
 step out in NumPy for a small MLP on the CPU, where torch's per-operation dispatch costs more than the
-arithmetic. ``FlatAdam`` is what every such step shares: it makes the network's parameters and Adam's
-``exp_avg``/``exp_avg_sq``/``step`` views of one flat buffer each (the same tensor objects, so the module, the
-optimizer, state dicts and published weights all read that memory), gives the step a flat gradient buffer with
-a view per parameter, and applies torch's ``clip_grad_norm_`` and torch's Adam to them as a few vector
-operations. The algorithm's step computes the gradients into ``grads``; ``clip_and_step()`` does the rest.
+arithmetic. ``FlatAdam`` is what every such step shares: NumPy views of the learner's flat parameter, gradient and Adam
+buffers (raylab.learner.flat: the parameters and Adam's state are views of them, so the module, the optimizer,
+state dicts and published weights all read that memory), a view per parameter of the gradient, and torch's
+``clip_grad_norm_`` and torch's Adam applied to them as a few vector operations. The algorithm's step computes
+the gradients into ``grads``; ``clip_and_step()`` does the rest.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from raylab.errors import ConfigError
+from raylab.learner.flat import FlatParams
 
 
 @dataclass
@@ -45,36 +45,24 @@ def adam_unsupported(optimizer: torch.optim.Optimizer, params: Sequence[torch.Te
     return ""
 
 
-def _flatten_into(tensors: Sequence[torch.Tensor], flat: torch.Tensor) -> None:
-    """Copy ``tensors`` into ``flat`` and make each a view of its slice: the same objects, so every holder of
-    them (the optimizer, the modules, state dicts) sees the flat memory. Only for tensors this step owns."""
-    offset = 0
-    for t in tensors:
-        n = t.numel()
-        flat[offset : offset + n].copy_(t.detach().reshape(-1))
-        t.data = flat[offset : offset + n].view_as(t)
-        offset += n
-
-
 class FlatAdam:
-    """``params`` (the optimizer's, in its order) and Adam's state in flat buffers; ``grads`` holds a NumPy view
-    per parameter for the step to write its gradients into; ``clip_and_step()`` clips and applies Adam."""
+    """NumPy views of the learner's flat buffers (raylab.learner.flat.FlatParams): ``flat`` (the parameters, in
+    the optimizer's order), ``grads`` (a view per parameter for the step to write its gradients into), Adam's
+    moments and step counts; ``clip_and_step()`` clips and applies Adam."""
 
-    def __init__(self, params: Sequence[torch.Tensor], optimizer: torch.optim.Adam, max_grad_norm: float | None):
-        reason = adam_unsupported(optimizer, params)
+    def __init__(self, flat: FlatParams, max_grad_norm: float | None):
+        reason = adam_unsupported(flat.optimizer, flat.params)
         assert not reason, reason
-        self.params = list(params)
-        self.optimizer = optimizer
+        self.source = flat
+        self.params = flat.params
+        self.optimizer = flat.optimizer
         self.max_grad_norm = max_grad_norm
-        size = sum(p.numel() for p in self.params)
-        self._flat = torch.empty(size)
-        _flatten_into(self.params, self._flat)
-        self.flat = self._flat.numpy()
-        self.grad = np.zeros(size, np.float32)
-        self._tmp = np.empty(size, np.float32)
+        self.flat = flat.flat.numpy()
+        self.grad = flat.grad.numpy()
+        self._tmp = np.empty(flat.size, np.float32)
         self.grads = self._views(self.grad)
         """The gradient of each parameter (a view of ``grad``), in ``params``' order."""
-        self.bind_optimizer_state()
+        self._bind()
 
     def _views(self, flat: np.ndarray) -> list[np.ndarray]:
         views, offset = [], 0
@@ -84,32 +72,15 @@ class FlatAdam:
             offset += n
         return views
 
+    def _bind(self) -> None:
+        self.exp_avg = self.source.exp_avg.numpy()
+        self.exp_avg_sq = self.source.exp_avg_sq.numpy()
+        self.steps = self.source.step.view(1).numpy()  # the flat step count (the per-parameter ones follow it)
+
     def bind_optimizer_state(self) -> None:
-        """Put Adam's moments in two flat buffers (keeping their values) and its step counts in one array, with
-        the optimizer's state tensors views of them; again after ``optimizer.load_state_dict`` replaced them."""
-        size = self.flat.size
-        m, v = torch.zeros(size), torch.zeros(size)
-        steps = torch.zeros(len(self.params))
-        states = [self.optimizer.state[p] for p in self.params]
-        if any(states) and not all("exp_avg" in s for s in states):
-            raise ConfigError(
-                "the checkpoint holds Adam state for some parameters only, which the fused update cannot take: "
-                "resume with learner.fused=false"
-            )
-        offset = 0
-        for i, p in enumerate(self.params):
-            n = p.numel()
-            if states[i]:  # copied, never re-pointed: a loaded state dict's tensors may be someone else's too
-                m[offset : offset + n].copy_(states[i]["exp_avg"].reshape(-1))
-                v[offset : offset + n].copy_(states[i]["exp_avg_sq"].reshape(-1))
-                steps[i] = float(states[i]["step"])
-            self.optimizer.state[p] = {
-                "step": steps[i : i + 1].view(()),
-                "exp_avg": m[offset : offset + n].view_as(p),
-                "exp_avg_sq": v[offset : offset + n].view_as(p),
-            }
-            offset += n
-        self.exp_avg, self.exp_avg_sq, self.steps = m.numpy(), v.numpy(), steps.numpy()
+        """Take the flat buffers' NumPy views again, after the learner re-bound Adam's state
+        (``FlatParams.bind_optimizer_state``) when ``optimizer.load_state_dict`` replaced it."""
+        self._bind()
 
     def clip_and_step(self) -> float:
         """Clip ``grad`` as torch.nn.utils.clip_grad_norm_ does, then one Adam step; the norm before clipping."""

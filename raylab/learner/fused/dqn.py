@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from raylab.learner.flat import FlatParams
 from raylab.learner.fused.adam import FlatAdam, FusedResult, adam_unsupported, linear_backward
 from raylab.models.factory import QNetwork
 from raylab.models.numpy_policy import features, q_linears
@@ -47,22 +48,22 @@ class FusedDQNStep:
         self,
         q_net: QNetwork,
         target_net: QNetwork,
-        optimizer: torch.optim.Adam,
+        flat: FlatParams,
         *,
         double: bool,
         huber_delta: float,
         max_grad_norm: float | None,
     ):
-        reason = self.unsupported(q_net, target_net, False, optimizer)
+        reason = self.unsupported(q_net, target_net, False, flat.optimizer)
         assert not reason, reason
         self.double = double
         self.delta = float(huber_delta)
         online, target = q_linears(q_net) or [], q_linears(target_net) or []
         params = [t for layer in online for t in (layer.weight, layer.bias)]
-        assert [id(p) for p in params] == [id(p) for p in optimizer.param_groups[0]["params"]], (
+        assert [id(p) for p in params] == [id(p) for p in flat.params], (
             "the optimizer's parameters must be the online network's, in layer order"
         )
-        self.adam = FlatAdam(params, optimizer, max_grad_norm)
+        self.adam = FlatAdam(flat, max_grad_norm)
         # NumPy views of both networks' weights, made once: every later change to them (Adam here, the target
         # update, load_state_dict) writes into the same memory in place
         self.online = [(layer.weight.detach().numpy(), layer.bias.detach().numpy()) for layer in online]

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from raylab.learner.flat import FlatParams
 from raylab.learner.fused.adam import FlatAdam, FusedResult, adam_unsupported, linear_backward
 from raylab.models.distributions import LOG_2PI, Categorical
 from raylab.models.factory import ActorCritic
@@ -51,7 +52,7 @@ class FusedActorCriticStep:
     def __init__(
         self,
         model: ActorCritic,
-        optimizer: torch.optim.Adam,
+        flat: FlatParams,
         *,
         clip: float,
         value_clip: float | None,
@@ -59,7 +60,7 @@ class FusedActorCriticStep:
         entropy_coef: float,
         max_grad_norm: float | None,
     ):
-        reason = self.unsupported(model, optimizer)
+        reason = self.unsupported(model, flat.optimizer)
         assert not reason, reason
         self.clip = float(clip)
         self.value_clip = None if value_clip is None else float(value_clip)
@@ -68,7 +69,7 @@ class FusedActorCriticStep:
         self.model = model
         self.discrete = isinstance(model.dist, Categorical)
         params = list(model.parameters())
-        self.adam = FlatAdam(params, optimizer, max_grad_norm)
+        self.adam = FlatAdam(flat, max_grad_norm)
         position = {id(p): i for i, p in enumerate(params)}
 
         def views(layer: nn.Linear) -> tuple[np.ndarray, np.ndarray]:
