@@ -41,8 +41,14 @@ PHASES: dict[str, tuple[str, ...]] = {
     "join": ("join_chunks", "load"),
     "value pass": ("round_values", "_recurrent_round_values"),
     "returns": ("gae", "vtrace", "bootstrap_before_crashes"),
-    "minibatch": ("minibatch_indices", "minibatch_rows", "MinibatchGather.__call__", "Gather.__call__",
-                  "finish_minibatch", "<genexpr>"),  # fmt: skip
+    "minibatch": (
+        "minibatch_indices",
+        "minibatch_rows",
+        "MinibatchGather.__call__",
+        "Gather.__call__",
+        "finish_minibatch",
+        "<genexpr>",
+    ),
     "transfer": ("tensors", "batch_arrays", "prepare"),
     "forward": ("loss",),
     "backward": ("backward",),
@@ -77,7 +83,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     from pyinstrument import Profiler
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from learner_step_cost import _inputs  # noqa: PLC0415  (the same random inputs as the step-cost bench)
+    from learner_step_cost import _inputs  # the same random inputs as the step-cost benchmark
 
     from raylab.builders import build_learner
     from raylab.config import resolve

@@ -44,10 +44,11 @@ def _boundaries(terminated: torch.Tensor, truncated: torch.Tensor, gamma: float)
 def _backward(deltas: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:
     """``out[t] = deltas[t] + factors[t] * out[t + 1]`` (0 past the end): one fused multiply-add per step, on
     the tensors' device. ``factors`` already holds 0 where nothing may flow back."""
-    following = torch.zeros_like(deltas[0])
+    d, f = deltas.unbind(0), factors.unbind(0)  # the rows as views, in two operations rather than 2T
+    following = torch.zeros_like(d[0])
     rows = []
-    for t in range(deltas.shape[0] - 1, -1, -1):
-        following = torch.addcmul(deltas[t], factors[t], following)
+    for t in range(len(d) - 1, -1, -1):
+        following = torch.addcmul(d[t], f[t], following)
         rows.append(following)
     rows.reverse()
     return torch.stack(rows)

@@ -50,8 +50,9 @@ class ModelConfig:
     version; the heads stay fp32. On a CPU with native bf16 (AVX512-BF16 or AMX) the Nature CNN's act() takes
     0.54-0.60x the time at 8-32 envs per worker, the IMPALA CNN's 0.25-0.33x (with the channels-last layout it
     always acts in; benchmarks/cnn_inference.json); on CPUs without it bf16 is emulated and far slower than
-    fp32. ``auto``: bf16 where each actor's CPU has it natively, else fp32 (raylab/models/precision.py). Evaluation and the learner stay fp32; the learner recomputes
-    PPO's old log-probabilities, and V-trace corrects APPO's."""
+    fp32. ``auto``: bf16 where each actor's CPU has it natively, else fp32 (raylab/models/precision.py).
+    Evaluation and the learner stay fp32; the learner recomputes PPO's old log-probabilities, and V-trace
+    corrects APPO's."""
     recurrent: Literal["none", "lstm", "gru"] = "none"
     """A memory after the encoder (PPO, APPO, A3C): an LSTM or GRU layer of ``recurrent_size`` units whose state
     each rollout worker keeps per env slot, zeroes at episode ends, and sends with each chunk; the learner

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,6 +124,8 @@ class Learner:
         self.version = 0
         self._gap = GapTimer()
         self._gather = Gather()
+        self._prefetch_thread: ThreadPoolExecutor | None = None
+        """The one thread prefetch fills from, kept from call to call."""
         self._publisher = WeightsPublisher(objective.policy_module(), self.flat)
         self._round_based = hasattr(objective, "targets")
         finish = getattr(objective, "finish_minibatch", None) if self._round_based else None
@@ -176,7 +179,11 @@ class Learner:
         keys: list[np.ndarray] = []
         tds: list[Any] = []
         count = samples = 0
-        prefetcher = make_prefetcher(plan.items, plan.prepare, self.device) if prefetch and plan.prefetch else None
+        prefetcher = None
+        if prefetch and plan.prefetch:
+            if self._prefetch_thread is None:
+                self._prefetch_thread = ThreadPoolExecutor(1, thread_name_prefix="raylab-prefetch")
+            prefetcher = make_prefetcher(plan.items, plan.prepare, self.device, executor=self._prefetch_thread)
         stream: Iterable[StepInput] = prefetcher if prefetcher is not None else map(plan.prepare, plan.items)
         try:
             for step in stream:

@@ -176,9 +176,8 @@ class AutogradStep:
         if any(g is None for g in grads):  # a parameter this loss does not reach: its gradient is zero
             grads = tuple(torch.zeros_like(p) if g is None else g for p, g in zip(self.flat.params, grads, strict=True))
         torch.cat([g.reshape(-1) for g in grads], out=self.flat.grad)
-        self.sums.add({"loss": out.loss, **out.metrics})
         td = None if out.td_errors is None else out.td_errors.detach().abs()
-        self.sums.add({"grad_norm": self._apply()})
+        self.sums.add({"loss": out.loss, **out.metrics, "grad_norm": self._apply()})  # one add per step
         return td
 
     def _clip_and_adam(self) -> torch.Tensor:

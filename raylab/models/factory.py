@@ -27,8 +27,7 @@ def encode(encoder: nn.Module, obs: torch.Tensor, obs_norm: nn.Module | None = N
     """The encoder's features, in fp32 for the heads, of raw observations: uint8 frames scaled to [0, 1],
     standardized by ``obs_norm`` if there is one, and fed in the encoder's dtype (fp32, or a rollout actor's bf16
     copy: model.rollout_precision)."""
-    param = next(encoder.parameters(), None)
-    dtype = torch.float32 if param is None else param.dtype
+    dtype = _dtype(encoder)
     if obs_norm is None and obs.dtype == torch.uint8:
         x = obs.to(dtype).div_(255.0)  # frames straight to the encoder's dtype: one conversion
     else:
@@ -38,6 +37,16 @@ def encode(encoder: nn.Module, obs: torch.Tensor, obs_norm: nn.Module | None = N
         x = x.to(dtype)
     features = encoder(x)
     return features if features.dtype == torch.float32 else features.float()
+
+
+def _dtype(module: nn.Module) -> torch.dtype:
+    """The dtype of ``module``'s first parameter (float32 without any): its first leaf module's, looked up
+    without walking the whole tree on every forward pass."""
+    for sub in module.modules():
+        for param in sub._parameters.values():
+            if param is not None:
+                return param.dtype
+    return torch.float32
 
 
 def for_acting(module: M, precision: str = "fp32") -> M:

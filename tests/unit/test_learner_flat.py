@@ -71,7 +71,7 @@ def test_a_flat_state_dict_is_torchs_and_loads_both_ways():
     ref_opt.load_state_dict(copy.deepcopy(state))  # a plain torch Adam takes it
     for p, s in zip(ref.parameters(), ref_opt.state.values(), strict=True):
         assert s["exp_avg"].shape == p.shape
-    other, other_flat, _, _ = flat_and_reference()
+    _, other_flat, _, _ = flat_and_reference()
     other_flat.optimizer.load_state_dict(copy.deepcopy(state))  # and back into flat buffers
     other_flat.bind_optimizer_state()
     torch.testing.assert_close(other_flat.exp_avg, flat.exp_avg, rtol=0, atol=0)
