@@ -2,7 +2,8 @@
 # The learner on a GPU machine, an older raylab tree against this one in one run (under 9 minutes), for the
 # GPU table of docs/benchmarks/throughput.md ("The learner on a GPU"):
 #   1. the learner alone on pong_appo's and mario_dqn's real networks (benchmarks/learner_step_cost.py --real),
-#      OLD and NEW alternating, NEW also with learner.compile=true (and compile_mode=reduce-overhead);
+#      OLD and NEW alternating, NEW also compiled with CUDA graphs (compile_mode=reduce-overhead), in fp32 (what
+#      precision=auto picks on a GPU) and in bf16 (AMP + compile);
 #   2. 90 s of pong_appo with 14 rollout actors each, OLD then NEW then OLD then NEW;
 #   nvidia-smi sampled every second throughout, each phase's start and end marked beside it.
 # Run from the checkout of NEW, with raylab's dependencies importable (the offline bundle's run-on-gpu.sh):
@@ -20,6 +21,7 @@ mark learner_start
 timeout 260 python3 benchmarks/learner_step_cost.py --real --repeats 2 --warmup 3 --calls 8 --obs frames \
   --workloads appo dqn --variant "old=$old,learner.device=cuda" --variant "new=.,learner.device=cuda" \
   --variant "new_compile=.,learner.device=cuda,learner.compile=true,learner.compile_mode=reduce-overhead" \
+  --variant "new_bf16_compile=.,learner.device=cuda,learner.precision=bf16,learner.compile=true,learner.compile_mode=reduce-overhead" \
   --output "$out/learner_step_cost_cuda.json" > "$out/learner.log" 2>&1
 mark learner_end
 for name in old new old new; do

@@ -188,9 +188,10 @@ class LearnerConfig:
     compile: bool = False
     """torch.compile the update: a minibatch's gather, its finish (advantages normalized) and the loss, forward
     and (through AOTAutograd) backward, at static shapes; then the clip and the Adam step on the flat buffers."""
-    compile_mode: Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"] = "default"
+    compile_mode: Literal["auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"] = "auto"
     """torch.compile mode. On CUDA, reduce-overhead (CUDA graphs) is the one that pays for small models:
-    1.8-2.2x eager fp32 updates/s on an H100 for the DQN and PPO CNNs, where default compile gave 0.9-1.04x."""
+    1.8-2.2x eager fp32 updates/s on an H100 for the DQN and PPO CNNs, where default compile gave 0.9-1.04x.
+    ``auto``: reduce-overhead on CUDA, default on the CPU (which has no graphs to capture)."""
     grad_accumulation: int = 1
     """Split each batch into this many micro-batches and accumulate their gradients (one optimizer step)."""
     prefetch: bool = True
@@ -222,7 +223,7 @@ class LearnerConfig:
         check(self.publish_every_calls >= 1, "learner.publish_every_calls must be >= 1")
         check(self.num_threads >= 1, "learner.num_threads must be >= 1")
         check(
-            self.compile or self.compile_mode == "default",
+            self.compile or self.compile_mode == "auto",
             f"learner.compile_mode={self.compile_mode} applies only to a compiled learner: add learner.compile=true "
             "or remove learner.compile_mode",
         )

@@ -93,7 +93,7 @@ class Learner:
         publish_every: int = 1,
         precision: str = "fp32",
         compile: bool = False,
-        compile_mode: str = "default",
+        compile_mode: str = "auto",
         grad_accumulation: int = 1,
         prefetch: bool = True,
         tf32: bool = True,
@@ -131,7 +131,9 @@ class Learner:
         finish = getattr(objective, "finish_minibatch", None) if self._round_based else None
         self._autograd = AutogradStep(
             objective, self.flat, self.io, max_grad_norm=max_grad_norm, grad_accumulation=self.grad_accumulation,
-            scaler=self.scaler, compile=compile, compile_mode=compile_mode, gather=self._gather, finish=finish,
+            scaler=self.scaler, compile=compile, gather=self._gather, finish=finish,
+            compile_mode=("reduce-overhead" if self.device.type == "cuda" else "default")
+            if compile_mode == "auto" else compile_mode,
         )  # fmt: skip
         self._fused: FusedBackend | None = None
         self.fused_reason = "learner.fused=false"
