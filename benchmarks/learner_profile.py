@@ -15,7 +15,7 @@ pyinstrument (a sample every 0.5 ms) and files every sample under the first phas
 - ``minibatch``: drawing and gathering a minibatch, normalizing its advantages;
 - ``transfer``: a replay batch onto the device (``Placement.tensors``, ``batch_arrays``);
 - ``forward``: the loss's forward pass (the objective's ``loss``);
-- ``backward``: ``Tensor.backward``;
+- ``backward``: ``Tensor.backward`` or ``torch.autograd.grad``;
 - ``optimizer``: zeroing gradients, clipping, Adam;
 - ``metrics``: adding and reading the step metrics (the call's host sync);
 - ``other``: everything else in the call (the learner's own Python).
@@ -51,7 +51,7 @@ PHASES: dict[str, tuple[str, ...]] = {
     ),
     "transfer": ("tensors", "batch_arrays", "prepare"),
     "forward": ("loss",),
-    "backward": ("backward",),
+    "backward": ("backward", "grad"),  # Tensor.backward, or torch.autograd.grad
     "optimizer": ("_clip_and_step", "_clip_and_adam", "_clip_and_adam_math", "zero_grad", "_apply"),
     "metrics": ("_accumulate", "add", "read", "_read"),
 }

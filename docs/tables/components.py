@@ -250,6 +250,6 @@ def learner_profile(data: list[Json]) -> str:
                 else:
                     ms, share = per[n]["ms_per_call_by_phase"].get(phase, 0.0), per[n]["share_by_phase"].get(phase, 0.0)
                     cells.append(f"{_sig(ms)} ms ({100 * share:.1f} %)")
-            rows.append([d["workloads"][workload] if phase == "call" else "", phase, *cells])
+            rows.append([d["workloads"][workload], "the whole call" if phase == "call" else phase, *cells])
     header = ["experiment", "phase", *(f"`{n}`" for n in names)]
     return _rows(header, rows) + f"\n{_sentence(d['protocol'])}.\n"

@@ -130,6 +130,9 @@ TABLES: dict[str, Table] = {
         ("fused_vs_compile.json",), fused_vs_compile, "a learner call: autograd, torch.compile and the fused step"
     ),
     "learner_cpu": Table(("learner_cpu.json",), learner, "DQN learner updates/s"),
+    "learner_cpu_avx2": Table(
+        ("learner_cpu_avx2.json",), learner, "DQN learner updates/s on a CPU without native bf16 (AVX2)"
+    ),
     "learner_ppo_cpu": Table(("learner_ppo_cpu.json",), learner, "PPO learner updates/s"),
     "learner_cuda_dqn": Table(("learner_cuda_dqn.json",), learner, "DQN learner updates/s on an H100"),
     "learner_cuda_ppo": Table(("learner_cuda_ppo.json",), learner, "PPO learner updates/s on an H100"),

@@ -28,15 +28,24 @@ def encode(encoder: nn.Module, obs: torch.Tensor, obs_norm: nn.Module | None = N
     standardized by ``obs_norm`` if there is one, and fed in the encoder's dtype (fp32, or a rollout actor's bf16
     copy: model.rollout_precision)."""
     dtype = _dtype(encoder)
+    # A CNN's input channels-last on the CPU: oneDNN's convolutions then train the Nature CNN in 0.75x and the
+    # IMPALA CNN in 0.71x the time at batch 256, and the IMPALA CNN acts in 0.48x (one thread, fp32, this AVX2
+    # CPU; the Nature CNN acts in the same time either way). The weights keep their layout.
+    layout = torch.channels_last if _channels_last(encoder, obs) else torch.preserve_format
     if obs_norm is None and obs.dtype == torch.uint8:
-        x = obs.to(dtype).div_(255.0)  # frames straight to the encoder's dtype: one conversion
+        x = obs.to(dtype, memory_format=layout).div_(255.0)  # frames straight to the encoder's dtype: one conversion
     else:
         x = obs.float().div_(255.0) if obs.dtype == torch.uint8 else obs.float()
         if obs_norm is not None:
             x = obs_norm(x)
-        x = x.to(dtype)
+        x = x.to(dtype, memory_format=layout)
     features = encoder(x)
     return features if features.dtype == torch.float32 else features.float()
+
+
+def _channels_last(encoder: nn.Module, obs: torch.Tensor) -> bool:
+    """Whether ``encoder`` takes ``obs`` channels-last: a convolutional encoder's image batch on the CPU."""
+    return isinstance(encoder, NatureCNN | ImpalaCNN) and obs.dim() == 4 and obs.device.type == "cpu"
 
 
 def _dtype(module: nn.Module) -> torch.dtype:
