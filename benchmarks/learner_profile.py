@@ -30,11 +30,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from learner_step_cost import _inputs, child_output, commit_of, parse_variants  # the step-cost bench's harness
 
 WORKLOADS = {"appo": "pong_appo", "dqn": "mario_dqn"}
 PHASES: dict[str, tuple[str, ...]] = {
@@ -82,9 +84,6 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     import torch
     from pyinstrument import Profiler
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from learner_step_cost import _inputs  # the same random inputs as the step-cost benchmark
-
     from raylab.builders import build_learner
     from raylab.config import resolve
     from raylab.train import compose
@@ -107,7 +106,9 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         steps += learner.update_many(inputs[k % 2]).updates
     profiler.stop()
     seconds = time.perf_counter() - start
-    call = profiler.last_session.root_frame()
+    session = profiler.last_session
+    assert session is not None
+    call = session.root_frame()
     while call is not None and call.function != "update_many":
         call = max(call.children, key=lambda c: c.time) if call.children else None
     phases: dict[str, float] = {}
@@ -125,23 +126,15 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_child(tree: str, overrides: list[str], workload: str, args: argparse.Namespace) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve()), "WANDB_MODE": "disabled"}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "child", "--workload", workload, "--calls", str(args.calls)]
-    cmd += ["--warmup", str(args.warmup), "--threads", str(args.threads), *[f"--override={o}" for o in overrides]]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tree)
-    if proc.returncode:
-        raise SystemExit(f"{tree} {workload} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    options = ["--workload", workload, "--calls", str(args.calls), "--warmup", str(args.warmup)]
+    options += ["--threads", str(args.threads), *[f"--override={o}" for o in overrides]]
+    return child_output(__file__, tree, options)
 
 
 def parent(args: argparse.Namespace) -> None:
     from raylab.bench.machine import machine_info
 
-    variants = {}
-    for text in args.variant:
-        name, _, rest = text.partition("=")
-        tree, *overrides = rest.split(",")
-        variants[name] = (tree, overrides)
+    variants = parse_variants(args.variant)
     names = list(variants)
     rows: dict[str, dict[str, list[dict[str, Any]]]] = {n: {w: [] for w in args.workloads} for n in names}
     for r in range(args.repeats):
@@ -173,7 +166,7 @@ def parent(args: argparse.Namespace) -> None:
             f"{args.calls} profiled (pyinstrument, 0.5 ms); torch threads {args.threads}; medians"
         ),
         "workloads": {w: WORKLOADS[w] for w in args.workloads},
-        "variants": {n: {"tree": t, "overrides": o} for n, (t, o) in variants.items()},
+        "variants": {n: {"tree": t, "commit": commit_of(t), "overrides": o} for n, (t, o) in variants.items()},
         "machine": machine_info(),
         "summary": summary,
         "rows": rows,

@@ -174,30 +174,41 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # -- parent: variants alternating ------------------------------------------------------------------------------
-def _run_child(tree: str, overrides: list[str], workload: str, obs: str, args: argparse.Namespace) -> dict[str, Any]:
+def parse_variants(texts: list[str]) -> dict[str, tuple[str, list[str]]]:
+    """``NAME=TREE[,OVERRIDE...]`` -> {name: (tree, overrides)}, in the given order."""
+    variants = {}
+    for text in texts:
+        name, _, rest = text.partition("=")
+        tree, *overrides = rest.split(",")
+        variants[name] = (tree, overrides)
+    return variants
+
+
+def child_output(script: str, tree: str, options: list[str]) -> dict[str, Any]:
+    """Run ``script child OPTIONS`` in a fresh process importing raylab from ``tree``; its last stdout line's JSON."""
     env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve()), "WANDB_MODE": "disabled"}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "child", "--workload", workload, "--obs", obs]
-    cmd += ["--warmup", str(args.warmup), "--calls", str(args.calls), *[f"--override={o}" for o in overrides]]
-    cmd += ["--real"] if args.real else []
+    cmd = [sys.executable, str(Path(script).resolve()), "child", *options]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tree)
     if proc.returncode:
-        raise SystemExit(f"{tree} {workload}/{obs} failed:\n{proc.stderr[-3000:]}")
+        raise SystemExit(f"{tree} {' '.join(options)} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _commit(tree: str) -> str:
+def commit_of(tree: str) -> str:
     out = subprocess.run(["git", "-C", tree, "describe", "--always", "--dirty"], capture_output=True, text=True)
     return out.stdout.strip() or "?"
+
+
+def _run_child(tree: str, overrides: list[str], workload: str, obs: str, args: argparse.Namespace) -> dict[str, Any]:
+    options = ["--workload", workload, "--obs", obs, "--warmup", str(args.warmup), "--calls", str(args.calls)]
+    options += [f"--override={o}" for o in overrides] + (["--real"] if args.real else [])
+    return child_output(__file__, tree, options)
 
 
 def parent(args: argparse.Namespace) -> None:
     from raylab.bench.machine import machine_info
 
-    variants: dict[str, tuple[str, list[str]]] = {}
-    for text in args.variant:
-        name, _, rest = text.partition("=")
-        tree, *overrides = rest.split(",")
-        variants[name] = (tree, overrides)
+    variants = parse_variants(args.variant)
     names = list(variants)
     cells = [(w, o) for w in args.workloads for o in args.obs]
     rows: dict[str, dict[str, list[dict[str, Any]]]] = {n: {f"{w}/{o}": [] for w, o in cells} for n in names}
@@ -236,7 +247,7 @@ def parent(args: argparse.Namespace) -> None:
             + ("the experiment's own (--real)" if args.real else " ".join(WORK_OUT))
         ),
         "workloads": {w: WORKLOADS[w] for w in args.workloads},
-        "variants": {n: {"tree": t, "commit": _commit(t), "overrides": o} for n, (t, o) in variants.items()},
+        "variants": {n: {"tree": t, "commit": commit_of(t), "overrides": o} for n, (t, o) in variants.items()},
         "machine": machine_info(),
         "summary": summary,
         "rows": rows,

@@ -251,6 +251,11 @@ TABLES: dict[str, Table] = {
         ("atari_vs_peers.json",), atari_vs_peers, "Pong: raylab, Sample Factory and RLlib side by side"
     ),
     "coinrun_vs_sf": Table(("coinrun_vs_sf.json",), atari_vs_peers, "CoinRun: raylab and Sample Factory side by side"),
+    "pong_learning_avx2": Table(
+        ("pong_learning_avx2.json",),
+        pong_learning,
+        "Pong on 2 AVX2 cores (fp32), the learner's data path on its device",
+    ),
     "pong_learning": Table(
         ("pong_learning.json",), pong_learning, "Pong on 2 cores: time and frames to a greedy 18, beside Sample Factory"
     ),
