@@ -115,6 +115,11 @@ TABLES: dict[str, Table] = {
         before_after,
         "before and after the framework core, to a greedy 475",
     ),
+    "learner_data_path_before_after": Table(
+        tuple(f"learner_data_path_{algo}.json" for algo in ("dqn", "ppo", "appo", "a3c")),
+        before_after,
+        "before and after the learner's data path on its device, to a greedy 475",
+    ),
     "seam_before_after": Table(
         tuple(f"seam_before_after_{algo}.json" for algo in ("dqn", "ppo", "appo", "a3c")),
         before_after,

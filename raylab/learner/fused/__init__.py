@@ -67,5 +67,6 @@ def fused_step(objective: Objective, flat: FlatParams, max_grad_norm: float | No
         return FusedActorCriticStep(
             objective.model, flat, clip=objective.clip, value_clip=objective.value_clip,
             value_coef=objective.value_coef, entropy_coef=objective.entropy_coef, max_grad_norm=max_grad_norm,
+            normalize_advantages=objective.normalize_advantages,
         )  # fmt: skip
     return NOT_FUSED

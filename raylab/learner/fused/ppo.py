@@ -16,10 +16,10 @@ that (benchmarks/ppo_fused_update.json). It is the clipped objective of raylab/a
   (raylab/learner/fused/adam.py: the parameters and Adam's state are views of one flat buffer each, so
   checkpoints, published weights and the round's value pass read the same memory).
 
-Minibatches come from the plan as NumPy arrays (``NumpyMinibatchGather``, advantages normalized per minibatch
-as the torch path does). tests/unit/test_ppo_fused.py holds every metric, parameter and Adam moment to the
-autograd path's after every call, for PPO and APPO, both action distributions and the options that change the
-loss.
+Minibatches come from the Learner as NumPy arrays gathered from the round's targets (copies); the step normalizes
+their advantages as the objective's ``finish_minibatch`` does in torch. tests/unit/test_ppo_fused.py holds every
+metric, parameter and Adam moment to the autograd path's after every call, for PPO and APPO, both action
+distributions and the options that change the loss.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ class FusedActorCriticStep:
         value_coef: float,
         entropy_coef: float,
         max_grad_norm: float | None,
+        normalize_advantages: bool = False,
     ):
         reason = self.unsupported(model, flat.optimizer)
         assert not reason, reason
@@ -66,6 +67,8 @@ class FusedActorCriticStep:
         self.value_clip = None if value_clip is None else float(value_clip)
         self.value_coef = float(value_coef)
         self.entropy_coef = float(entropy_coef)
+        self.normalize_advantages = normalize_advantages
+        """Normalize each minibatch's advantages (the objective's ``finish_minibatch``, in NumPy)."""
         self.model = model
         self.discrete = isinstance(model.dist, Categorical)
         params = list(model.parameters())
@@ -94,8 +97,14 @@ class FusedActorCriticStep:
         self.adam.bind_optimizer_state()
 
     def step(self, mb: dict[str, np.ndarray]) -> FusedResult:
+        """One optimizer step on a minibatch the Learner gathered (its own copies: advantages are normalized in
+        place, as ``finish_minibatch`` does in torch)."""
         # like torch, let a diverging run produce inf/NaN quietly: the driver stops it in one line naming the fix
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            advantages = mb["advantages"]
+            if self.normalize_advantages and advantages.size > 1:
+                advantages -= advantages.mean()
+                advantages /= advantages.std(ddof=1) + np.float32(1e-8)
             return self._step(mb)
 
     def _inputs(self, obs: np.ndarray) -> np.ndarray:
