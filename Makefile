@@ -1,20 +1,24 @@
 # raylab developer commands. `make help` lists them. Every target that needs the environment builds it first.
 #
-# torch: on CPU-only machines (like CI) the install pins the local CPU build, torch==2.13.0, before anything
-# else asks for torch; an unpinned `torch` would pull several GB of CUDA wheels. GPU users choose their build
-# (cu130 is the one the GPU benchmarks ran with; docs/index.md, "Installing torch", says which others work):
+# torch: TORCH_SPEC=auto installs a CPU build before anything else asks for torch, from wherever one is
+# (scripts/torch_choice.py: the pin torch==2.13.0 where pip finds a CPU build, else PyTorch's CPU index, and
+# one line saying which); an unpinned `torch` would pull several GB of CUDA wheels from PyPI. GPU users choose
+# their build (cu130 is the one the GPU benchmarks ran with; docs/index.md, "Installing torch"):
 #   make install TORCH_SPEC="torch --index-url https://download.pytorch.org/whl/cu130"
 #   make install TORCH_SPEC=            # keep the torch already installed in $(VENV)
+# A TORCH_SPEC or EXTRAS other than the last install's installs again ($(REQUEST)), torch replaced.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
-TORCH_SPEC ?= torch==2.13.0
+TORCH_SPEC ?= auto
 EXTRAS ?= dev,bench,mario,procgen
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.raylab-installed
+REQUEST := $(VENV)/.raylab-request
+INSTALL_SCRIPT ?= scripts/install.sh
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-atari-peers bench-pong-learning bench-autosize bench-recurrent clean
+.PHONY: FORCE help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-atari-peers bench-pong-learning bench-autosize bench-recurrent clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -22,12 +26,21 @@ help: ## list the targets
 system-deps: ## Debian packages: Qt5 runtime for EnvPool's Procgen, g++ for nes-py (skipped when present)
 	@bash scripts/install.sh --system-deps-only
 
-install: system-deps $(STAMP) ## system packages, then $(VENV) with raylab, its dev/bench/mario/procgen extras (torch pinned)
+install: system-deps $(STAMP) ## system packages, then $(VENV) with raylab, its dev/bench/mario/procgen extras (a CPU torch unless TORCH_SPEC says otherwise)
 
 # scripts/install.sh is the one install procedure (the Docker images run it too)
-$(STAMP): pyproject.toml scripts/install.sh
-	SKIP_SYSTEM_DEPS=1 VENV="$(VENV)" PYTHON="$(PYTHON)" TORCH_SPEC="$(TORCH_SPEC)" EXTRAS="$(EXTRAS)" bash scripts/install.sh
-	@touch $(STAMP)
+$(STAMP): pyproject.toml scripts/install.sh scripts/torch_choice.py $(REQUEST)
+	SKIP_SYSTEM_DEPS=1 VENV="$(VENV)" PYTHON="$(PYTHON)" TORCH_SPEC="$(TORCH_SPEC)" EXTRAS="$(EXTRAS)" bash $(INSTALL_SCRIPT)
+	@$(PY) -c 'import importlib.metadata as m, sys; print(*sys.argv[1:], "torch=" + m.version("torch"), sep="\n")' \
+		"TORCH_SPEC=$(TORCH_SPEC)" "EXTRAS=$(EXTRAS)" > $(STAMP)
+
+# what the install is asked for; rewritten (and so newer than $(STAMP)) only when that changes
+$(REQUEST): FORCE
+	@mkdir -p $(VENV)
+	@printf '%s\n' "TORCH_SPEC=$(TORCH_SPEC)" "EXTRAS=$(EXTRAS)" > $(REQUEST).new
+	@if cmp -s $(REQUEST).new $(REQUEST); then rm $(REQUEST).new; else mv $(REQUEST).new $(REQUEST); fi
+
+FORCE:
 
 train: install ## the main job: Ape-X DQN on CartPole with 2 rollout actors on an embedded local Ray
 	$(PY) -m raylab.train +experiment=cartpole_dqn $(ARGS)

@@ -6,9 +6,12 @@
 # 1. System packages the environments need (Debian/Ubuntu): Qt5 runtime for EnvPool's Procgen, g++ for
 #    nes-py. Skipped when present, or with SKIP_SYSTEM_DEPS=1; apt-get runs as root or through sudo.
 # 2. A virtual environment at $VENV (VENV=system: install into the current interpreter, as the images do).
-# 3. torch first, pinned by $TORCH_SPEC (the CPU build by default: an unpinned `torch` pulls GB of CUDA
-#    wheels; TORCH_SPEC="" keeps the torch already there), then raylab with $EXTRAS, editable (its
-#    distribution name is raylab-actor-learner; the package it installs is `raylab`).
+# 3. torch first, as $TORCH_SPEC says: `auto` (the default) a CPU build from wherever one is
+#    (scripts/torch_choice.py: the pin torch==2.13.0 where pip finds a CPU build, else PyTorch's CPU index,
+#    one line saying which); any other value is passed to pip as given (a CUDA build: "torch --index-url
+#    https://download.pytorch.org/whl/cu130"); "" keeps the torch already there. A spec other than the one
+#    the venv's torch was installed with ($VENV/.raylab-torch) replaces that torch. Then raylab with
+#    $EXTRAS, editable (its distribution name is raylab-actor-learner; the package it installs is `raylab`).
 # RAYLAB_PIP_ARGS adds arguments to the raylab install (tests use --no-deps). `--system-deps-only` stops
 # after step 1 (`make system-deps`).
 set -euo pipefail
@@ -16,7 +19,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${VENV:-.venv}"
 PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
-TORCH_SPEC="${TORCH_SPEC-torch==2.13.0}"
+TORCH_SPEC="${TORCH_SPEC-auto}"
 EXTRAS="${EXTRAS-dev,bench,mario,procgen}"
 RAYLAB_PIP_ARGS="${RAYLAB_PIP_ARGS:-}"
 
@@ -50,9 +53,22 @@ else
 fi
 "$PY" -m pip install --quiet --upgrade pip
 if [ -n "$TORCH_SPEC" ]; then
+  if [ "$TORCH_SPEC" = auto ]; then
+    TORCH_SPEC=$("$PY" "$ROOT/scripts/torch_choice.py")
+  fi
+  # pip keeps an installed torch that satisfies the new spec (a CPU 2.13.0 satisfies "torch"): a spec other
+  # than the one it was installed with replaces it
+  RECORD="$VENV/.raylab-torch"
+  if [ "$VENV" = system ]; then RECORD=""; fi
+  if [ -n "$RECORD" ] && [ -f "$RECORD" ] && [ "$(cat "$RECORD")" != "$TORCH_SPEC" ] \
+    && "$PY" -m pip show torch >/dev/null 2>&1; then
+    echo "torch: replacing the torch installed with '$(cat "$RECORD")' by '$TORCH_SPEC'"
+    "$PY" -m pip uninstall --quiet --yes torch
+  fi
   echo "pip install $TORCH_SPEC"
   # shellcheck disable=SC2086  # TORCH_SPEC may carry --index-url
   "$PY" -m pip install --quiet $TORCH_SPEC
+  if [ -n "$RECORD" ]; then printf '%s\n' "$TORCH_SPEC" >"$RECORD"; fi
 fi
 # The distribution was first named "raylab" (PyPI's raylab is another project): an editable install of this
 # checkout under that name, left in an older $VENV, is removed so that one distribution owns the package.

@@ -34,7 +34,8 @@ def test_one_install_procedure_for_make_and_both_images():
         assert "COPY scripts/ scripts/" in text and "USER 1000" in text  # not root at run time
     makefile = (REPO / "Makefile").read_text()
     stamp_recipe = makefile.split("$(STAMP): pyproject.toml scripts/install.sh", 1)[1].split("\n\n", 1)[0]
-    assert "bash scripts/install.sh" in stamp_recipe and "pip install" not in stamp_recipe
+    assert "bash $(INSTALL_SCRIPT)" in stamp_recipe and "pip install" not in stamp_recipe
+    assert "INSTALL_SCRIPT ?= scripts/install.sh" in makefile
     assert "bash scripts/install.sh --system-deps-only" in makefile
 
 
@@ -105,16 +106,18 @@ def test_image_cluster_nodes_stop_cleanly_when_asked_and_fail_loudly_otherwise(t
     fake_ray = bin_dir / "ray"  # exits 1 on SIGTERM like `ray start --block`; else runs 60 s or fails at once
     fake_ray.write_text(
         "#!/bin/sh\n"
-        f'echo "$@" > {tmp_path}/args\n'
         f"trap 'echo TERM > {tmp_path}/signal; exit 1' TERM\n"
+        f'echo "$@" > {tmp_path}/args.tmp && mv {tmp_path}/args.tmp {tmp_path}/args\n'
         + ("i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\n" if stopped else "exit 3\n")
     )
     fake_ray.chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     node = subprocess.Popen(["sh", "-c", node_wrapper(tmp_path), "node", "worker", "--address=127.0.0.1:1"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
-    if stopped:
-        time.sleep(1.5)
+    if stopped:  # once the node runs (its trap set before it wrote its arguments), ask it to stop
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "args").exists() and node.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
         (tmp_path / ".stop-worker").touch()
     out, _ = node.communicate(timeout=30)
     assert (tmp_path / "args").read_text().split() == ["start", "--block", "--address=127.0.0.1:1"]
