@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's raylab, whichever one the envir
 from docs import tables  # noqa: E402
 from docs.tables.assets import ASSETS, shown_benchmark_images  # noqa: E402
 from raylab.config import applicability, reference  # noqa: E402
+from scripts.check_docs import process_findings  # noqa: E402
 from tests.cli import catalogue  # noqa: E402  (imported now: MkDocs takes ROOT off sys.path once hooks load)
 
 BENCHMARKS = ROOT / "benchmarks"
@@ -88,7 +89,11 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
             return f"```text\n{(ROOT / arg).read_text().rstrip()}\n```\n"
         raise PluginError(f"{page.file.src_uri}: unknown or incomplete marker raylab:{kind} {arg or ''}")
 
-    return MARKER.sub(expand, markdown)
+    expanded = MARKER.sub(expand, markdown)
+    findings = process_findings(expanded, f"{page.file.src_uri} (as generated)")
+    if findings:  # the generated parts (tables, docstrings, the catalogue) under scripts/check_docs.py's rule 4
+        raise PluginError("\n".join(findings))
+    return expanded
 
 
 def module_docstring(path: str) -> str:

@@ -5,7 +5,10 @@
 2. a nested list item indented by fewer than 4 spaces is not nested (the list comes out flat);
 3. an image under docs/ that no page shows is dead weight, and an image a page shows must exist: benchmark
    images (``assets/benchmarks/...``) under benchmarks/, which the site copies only when a page shows them
-   (docs/tables/assets.py), anything else under docs/.
+   (docs/tables/assets.py), anything else under docs/;
+4. words about how raylab was made have no place on pages users read: the seed documents' numbers
+   ("seed 004"), the machine or the session that wrote a page, change-log talk ("the harness now ...").
+   The site's build applies the same rule to the generated parts (docs/hooks.py: tables, docstrings).
 
     python scripts/check_docs.py            # the checkout's docs/ and benchmarks/
     python scripts/check_docs.py --docs DIR --benchmarks DIR
@@ -32,6 +35,18 @@ FENCE = re.compile(r"^ *(```|~~~)")
 SEPARATOR = re.compile(r"^ *(#{1,6} |!!!|\?\?\?|\|)")
 """Lines that end a block of their own: headings, admonition openers, table rows."""
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp"}
+PROCESS_WORDS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\bseeds? 00\d(?:/00\d)?\b|\bseed00\d\b", re.IGNORECASE),
+     "name the reference by what it is (the Snake DQN reference, the C++ A3C benchmark)"),
+    (re.compile(r"\bthe machine's (?:apt mirror|pip configuration)|\bon the machine that ran\b", re.IGNORECASE),
+     "say what a user's machine needs, not what the one that wrote this had"),
+    (re.compile(r"\bmarked new\b|\bCI-class\b", re.IGNORECASE), "say what it means for a user"),
+    (re.compile(r"\bthe harness now\b|\bplausible-looking fix\b|\bthe tree was [0-9a-f]{7}|\bplus the two changes\b",
+                re.IGNORECASE), "say what it does now, not how it came to"),
+    (re.compile(r"\b(?:this|that|an earlier|a previous|the last) session\b", re.IGNORECASE),
+     "say what was measured and with which commit, not by whom"),
+]  # fmt: skip
+"""Rule 4: each pattern, and what to write instead."""
 
 
 def prose_lines(text: str) -> Iterator[tuple[int, str]]:
@@ -99,10 +114,21 @@ def image_findings(docs: Path, benchmarks: Path) -> list[str]:
     return found
 
 
+def process_findings(text: str, name: str) -> list[str]:
+    """Rule 4 on one page's text (its code blocks included: a command's comment is read too)."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        for pattern, instead in PROCESS_WORDS:
+            for match in pattern.finditer(line):
+                found.append(f"{name}:{number}: '{match[0]}' is about how raylab was made; {instead}")
+    return found
+
+
 def check(docs: Path, benchmarks: Path) -> list[str]:
     findings = []
     for page in sorted(docs.rglob("*.md")):
-        findings += list_findings(page, page.relative_to(docs.parent).as_posix())
+        name = page.relative_to(docs.parent).as_posix()
+        findings += list_findings(page, name) + process_findings(page.read_text(), name)
     return findings + image_findings(docs, benchmarks)
 
 

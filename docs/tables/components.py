@@ -47,15 +47,20 @@ def learner(data: list[Json]) -> str:
     return _rows(header, rows) + notes
 
 
+SNAKE_LABELS = {"seed004": "reference"}
+"""The reference loop's variant, named in the JSON by the document it comes from."""
+
+
 def snake_loop(data: list[Json]) -> str:
-    """``raylab.bench snake_dqn_loop``: a reference Snake DQN loop (``seed004``) and raylab's, env steps/s."""
+    """``raylab.bench snake_dqn_loop``: the Snake DQN reference loop and raylab's, env steps/s."""
     (d,) = data
     notes = module_bullets(ROOT / "raylab" / "bench" / "snake_loop.py")
     published = d["seed_004_steps_per_s"]
-    header = ["loop", "env steps/s", f"vs the reference's published {published:,} (its machine)", "vs `seed004` here"]
+    published_ratio = f"vs the reference's published {published:,} (its machine)"
+    header = ["loop", "env steps/s", published_ratio, "vs the reference loop here"]
     rows = [
         [
-            f"`{v}`" + (f": {notes[v]}" if v in notes else ""),
+            f"`{SNAKE_LABELS.get(v, v)}`" + (f": {notes[v]}" if v in notes else ""),
             _int(steps),
             _ratio(d["vs_seed_004_published"][v]),
             _ratio(d["vs_seed004_same_machine"][v]),

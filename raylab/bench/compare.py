@@ -76,7 +76,7 @@ def _setup_lines(result: dict[str, Any], seq: Sequence[Run], par: Sequence[Run])
     machine = (seq[0].metrics.get("benchmark") or {}).get("machine", {})
     env = cfg.get("env", {})
     lines = [
-        "raylab sequential vs parallel comparison (seed 003's workflow)",
+        "raylab sequential vs parallel comparison (the timed-training benchmark's workflow)",
         "",
         f"env {env.get('id')} ({env.get('family')}), algo {cfg.get('algo', {}).get('name')}, "
         f"model {cfg.get('model', {}).get('encoder')}",

@@ -61,7 +61,9 @@ EXTRA = {
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser("snake_dqn_loop", help="seed 004's Snake DQN loop: env steps/s in one process")
+    p = commands.add_parser(
+        "snake_dqn_loop", help="the Snake DQN reference loop and raylab's: env steps/s in one process"
+    )
     p.add_argument("--rounds", type=count, default=5, help="measurements per variant (alternating)")
     p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     p.add_argument("--output", type=output_file, required=True, help="JSON to write; the PNG goes next to it")

@@ -72,7 +72,9 @@ def test_a_key_validates_where_it_applies_and_is_refused_in_one_line_where_not(k
     data = config(algo, model, topology, settings)
     resolve(config(algo, model, topology, {}))  # at its default the key is fine everywhere
     if applies(ENTRIES[key], {"algo": algo, "model": model, "topology": topology}):
-        resolve(data)
+        section, name = key.split(".")
+        value = getattr(getattr(resolve(data), section), name)
+        assert value == NON_DEFAULT[key] or value == pytest.approx(NON_DEFAULT[key]), (key, value)  # taken, as given
         return
     with pytest.raises(ConfigError) as info:
         resolve(data)
