@@ -66,18 +66,10 @@ def machine_line(data: Json) -> str:
     return f"{when}, {m['cpu']}, {m['cores']} cores, {gpu}; {versions}; commit {commit_text(m.get('git_commit'))}"
 
 
-DIRTY = "-dirty"
-"""What ``git describe --dirty`` appends to a commit measured with uncommitted changes in the tree."""
-DIRTY_NOTE = (
-    "† The file records its commit with `-dirty`: the benchmark ran with uncommitted changes beside that commit."
-)
-
-
 def commit_text(commit: str | None) -> str:
-    """A file's commit as a table shows it: ``abc1234``, or ``abc1234-dirty†`` (``DIRTY_NOTE`` says what † is)."""
-    if not commit:
-        return "not recorded"
-    return f"{commit}†" if commit.endswith(DIRTY) else commit
+    """A file's commit as a table shows it: ``abc1234``, or ``abc1234-dirty`` (measured with uncommitted changes
+    beside it: the Benchmarks page says so once, docs/benchmarks/index.md)."""
+    return commit or "not recorded"
 
 
 def module_bullets(path: Path) -> dict[str, str]:

@@ -22,7 +22,7 @@ from .components import (
     snake_loop,
     timer_overhead,
 )
-from .format import BENCHMARKS, DIRTY, DIRTY_NOTE, Json, machine_line
+from .format import BENCHMARKS, Json, machine_line
 from .learning import (
     before_after,
     fault_run,
@@ -301,5 +301,4 @@ def table(name: str, benchmarks: Path = BENCHMARKS, link: Callable[[str], str] |
         f"{f'[`{file}`]({link(file)})' if link else f'`benchmarks/{file}`'}: {machine_line(d)}"
         for file, d in zip(spec.files, data, strict=True)
     )
-    dirty = any(str((d.get("machine") or {}).get("git_commit") or "").endswith(DIRTY) for d in data)
-    return f"{spec.render(data)}\n*Data: {sources}.*\n" + (f"\n*{DIRTY_NOTE}*\n" if dirty else "")
+    return f"{spec.render(data)}\n*Data: {sources}.*\n"
