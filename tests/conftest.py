@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -49,3 +50,8 @@ def make_config(tmp_path: Path, *overrides: str):
 
 FAKE = ("env=fake", "logger.console=false")
 """Overrides for a run on the fake env without console output."""
+
+
+def metrics_rows(run_dir: Path | str) -> list[dict]:
+    """A run's ``metrics.jsonl``, one dict per row."""
+    return [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]

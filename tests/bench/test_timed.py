@@ -11,6 +11,8 @@ import sys
 import pytest
 import torch
 
+from tests.conftest import metrics_rows
+
 ENV = {**os.environ, "WANDB_MODE": "disabled", "HYDRA_FULL_ERROR": "0"}
 SEED_003_FIELDS = {
     "training_mode", "start_time", "end_time", "duration_hours", "total_timesteps", "total_updates",
@@ -57,7 +59,7 @@ def check_outputs(out, mode: str) -> dict:
     assert (out / "checkpoints" / "best.pt").exists() == bool(best)
     saved = torch.load(periodic[-1], weights_only=True)
     assert 0 < saved["counters"]["env_steps"] <= bm["total_timesteps"] and saved["learner"]["version"] > 0
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_rows(out)
     # a row every logger.report_every_seconds (0.5 s) while training, then the forced last one: how many fit in
     # the 6 s depends on the machine's load (a loop iteration is a whole round), the spacing does not
     assert len(rows) >= 2 and rows[-1]["env_steps"] == bm["total_timesteps"]

@@ -13,7 +13,7 @@ import pytest
 import ray
 
 from raylab.train import run
-from tests.conftest import FAKE, make_config
+from tests.conftest import FAKE, make_config, metrics_rows
 
 pytestmark = [pytest.mark.distributed, pytest.mark.usefixtures("ray_session")]
 
@@ -130,5 +130,5 @@ def test_a_crashed_parameter_server_shard_is_restored_from_the_checkpoint(tmp_pa
     assert summary.stop_reason.startswith("eval return"), summary.stop_reason  # it learned after the restore
     server = summary.benchmark["a3c"]["server"]
     assert server["version"] > 0 and server["shards"] == 2
-    rows = [json.loads(line) for line in (Path(cfg.run_dir) / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_rows(cfg.run_dir)
     assert rows[-1]["restarts/server"] == 1

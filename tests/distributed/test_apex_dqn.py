@@ -12,7 +12,7 @@ from raylab.envs import env_spaces
 from raylab.remote.ray_backend import RayBackend
 from raylab.remote.runtime import WORKER_NICENESS, actors_at_driver_priority
 from raylab.train import run
-from tests.conftest import FAKE, make_config
+from tests.conftest import FAKE, make_config, metrics_rows
 
 pytestmark = [pytest.mark.distributed, pytest.mark.usefixtures("ray_session")]
 
@@ -123,10 +123,8 @@ def test_prioritized_sharded_replay_with_frame_dedup(tmp_path):
     assert summary.stop_reason.startswith("eval return"), summary.stop_reason
     assert summary.eval_return_mean is not None and summary.eval_return_mean >= 15
     # the console line's numbers are in metrics.jsonl too
-    import json
-    from pathlib import Path
 
-    rows = [json.loads(x) for x in (Path(summary.run_dir) / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_rows(summary.run_dir)
     last = rows[-1]
     for key in ("replay/inserted", "replay/size", "queue/rollouts_in_flight", "queue/learner_calls",
                 "queue/parked_workers", "learner/loss", "learner/td_error", "rollout/epsilon_mean"):  # fmt: skip

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from raylab.train import run
-from tests.conftest import FAKE, make_config
+from tests.conftest import FAKE, make_config, metrics_rows
 
 pytestmark = [pytest.mark.distributed, pytest.mark.usefixtures("ray_session")]
 
@@ -24,7 +21,7 @@ FAKE_APPO = (
 
 def test_appo_learns_the_fake_task_and_reports_drops(tmp_path):
     summary = run(make_config(tmp_path, *FAKE_APPO))
-    rows = [json.loads(line) for line in (Path(summary.run_dir) / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_rows(summary.run_dir)
     assert all(row["queue/rollouts_in_flight"] + row["queue/parked_workers"] == 2 for row in rows)  # one each
     assert summary.stop_reason.startswith("eval return"), summary.stop_reason  # random play: 5 of 20
     assert summary.eval_return_mean is not None and summary.eval_return_mean >= 15
@@ -46,7 +43,7 @@ def test_two_chunks_in_flight_per_worker_stay_queued_and_the_run_learns(tmp_path
     the 4 call slots is in flight or parked (backpressure), none lost, none extra."""
     summary = run(make_config(tmp_path, *FAKE_APPO, "topology.chunks_in_flight=2"))
     assert summary.stop_reason.startswith("eval return"), summary.stop_reason
-    rows = [json.loads(line) for line in (Path(summary.run_dir) / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_rows(summary.run_dir)
     slots = [(row["queue/rollouts_in_flight"], row["queue/parked_workers"]) for row in rows]
     assert rows and all(calls + parked == 4 for calls, parked in slots), slots
     for worker in summary.benchmark["workers"].values():

@@ -142,7 +142,7 @@ def test_killed_rollout_actors_replay_and_learner_come_back_and_the_run_learns_o
     assert sum(w["env_steps"] for w in bm["workers"].values()) == bm["total_timesteps"]
 
 
-@pytest.mark.slow  # make test-all: the default tier keeps the apex_dqn fault test above
+@pytest.mark.slow  # make test-all, as the apex_dqn fault test above (the default tier: A3C's worker restart)
 @pytest.mark.parametrize("experiment", ["cartpole_ppo", "cartpole_appo"])
 def test_ppo_and_appo_actors_come_back(experiment, tmp_path):
     """A killed rollout actor is waited for and rejoins: PPO resamples its chunk with the same weights (the

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from raylab.train import run
-from tests.conftest import make_config
+from tests.conftest import make_config, metrics_rows
 
 pytestmark = [pytest.mark.distributed, pytest.mark.usefixtures("ray_session")]
 
@@ -51,7 +51,7 @@ def test_experiment_runs_and_writes_outputs(experiment, overrides, extras, tmp_p
     assert bm["total_timesteps"] >= cfg.stop.env_steps and bm["total_updates"] > 0
     assert bm["eval"]["episodes"] == 2 and bm["config"]["env"]["family"] == cfg.env.family
     assert set(bm["episode_extras"]) == extras
-    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_rows(out)
     assert rows and rows[-1]["env_steps"] == summary.env_steps
     keys = {k for row in rows for k in row}
     assert {"share/rollout/env", "share/rollout/inference", "share/learner/update", "wait/worker_0_share"} <= keys

@@ -5,7 +5,6 @@ its traceback to the run's train.log and says so in one console line."""
 from __future__ import annotations
 
 import errno
-import json
 import os
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from raylab.errors import RaylabError
 from raylab.learner import checkpoint as checkpoint_module
 from raylab.learner.checkpoint import load_checkpoint
 from raylab.train import run
-from tests.conftest import FAKE, make_config
+from tests.conftest import FAKE, make_config, metrics_rows
 
 
 def full_disk_after(monkeypatch: pytest.MonkeyPatch, writes: int) -> list[int]:
@@ -55,7 +54,7 @@ def test_a_checkpoint_write_failing_half_way_keeps_the_previous_one_and_ends_in_
     assert len(written) == 2 and all(name.startswith("step_") for name in written), written  # no temp file left
     for name in written:  # every checkpoint written before still loads
         assert load_checkpoint(ckpt / name)["learner"]
-    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_rows(tmp_path)
     assert rows and all("env_steps" in row for row in rows)  # whole rows only
 
 
@@ -107,5 +106,5 @@ def test_a_crash_during_training_is_one_line_naming_train_log_which_holds_the_tr
     log = (run_dir / "train.log").read_text()
     assert "Traceback (most recent call last)" in log and "exploding_model.py" in log
     assert "RuntimeError: shape bug in my layer" in log
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_rows(run_dir)
     assert all("env_steps" in row for row in rows)

@@ -9,7 +9,7 @@ import yaml
 
 from raylab.learner import load_checkpoint
 from raylab.train import run
-from tests.conftest import FAKE, make_config
+from tests.conftest import FAKE, make_config, metrics_rows
 
 SEED_003_KEYS = {
     "training_mode", "start_time", "end_time", "duration_hours", "total_timesteps", "total_updates",
@@ -35,7 +35,7 @@ def test_writes_every_output(fake_run):
     out = Path(summary.run_dir)
     config = yaml.safe_load((out / "config.yaml").read_text())
     assert config["topology"]["name"] == "local" and config["env"]["family"] == "fake"
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_rows(out)
     assert len(rows) >= 2 and rows[-1]["env_steps"] == summary.env_steps >= 6000
     assert {
         "throughput/env_steps_per_s",
@@ -98,7 +98,7 @@ def test_runs_the_apex_dqn_flow_on_the_one_driver_loop_in_process(fake_run):
     """topology=local is apex_dqn's flow on the in-process backend: the loop's gauges and restart counters
     land in every row, and one process has no placement to record."""
     _, summary = fake_run
-    rows = [json.loads(line) for line in (Path(summary.run_dir) / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_rows(summary.run_dir)
     gauges = {"queue/rollouts_in_flight", "queue/learner_calls", "queue/parked_workers", "replay/inserted"}
     assert gauges | {"restarts/rollout", "restarts/learner"} <= set(rows[-1])
     # every row the loop wrote holds the driver's wait since the row before (the last row, written after the
@@ -128,7 +128,7 @@ def test_a_run_with_a_crashing_env_completes_and_counts_restarts(tmp_path):
     restarts = summary.benchmark["env_restarts"]
     # 16 envs each crash on every 50th step call: about env_steps / 50 restarts, less one partial cycle per env
     assert summary.env_steps >= 3000 and summary.env_steps // 50 - 16 <= restarts <= summary.env_steps // 50
-    rows = [json.loads(line) for line in (Path(summary.run_dir) / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_rows(summary.run_dir)
     assert rows[-1]["rollout/env_restarts"] == restarts
 
 

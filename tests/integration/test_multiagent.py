@@ -7,7 +7,7 @@ import pytest
 
 from raylab.errors import ConfigError
 from raylab.train import run
-from tests.conftest import make_config
+from tests.conftest import make_config, metrics_rows
 
 ARENA = (
     "env=snake_arena", "env.options.num_snakes=3", "env.options.dim=10", "logger.console=false", "topology=local",
@@ -29,7 +29,7 @@ def test_every_algorithm_runs_the_arena_with_one_shared_policy(algo, tmp_path):
     bm = json.loads((Path(summary.run_dir) / "benchmark_metrics.json").read_text())
     assert bm["eval"]["episodes"] == 6 and summary.eval_return_mean is not None
     assert "score" in bm["episode_extras"]  # each snake's life is an episode, with its foods
-    rows = [json.loads(line) for line in (Path(summary.run_dir) / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_rows(summary.run_dir)
     assert rows[-1]["episodes"] > 0
 
 
@@ -67,7 +67,7 @@ def test_two_policies_train_side_by_side_each_with_its_own_learner_metrics_and_c
     assert red["version"] > 0 and blue["version"] > 0 and red["episodes"] > 0 and blue["episodes"] > 0
     assert red["learner_restarts"] == blue["learner_restarts"] == 0
     assert red["final_eval_return_mean"] is not None and blue["final_eval_return_mean"] is not None
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_rows(run_dir)
     for name in ("red", "blue"):
         assert rows[-1][f"policy/{name}/env_steps"] == summary.env_steps // 2
         assert f"policy/{name}/learner/loss" in rows[-1] and f"policy/{name}/lag/mean" in rows[-1]
@@ -112,7 +112,7 @@ def test_two_dqn_policies_each_fill_their_own_replay_and_train_their_own_learner
     assert red["final_eval_return_mean"] is not None and blue["final_eval_return_mean"] is not None
     # 2 shards per policy, each written by one worker: 4 replay actors, every transition inserted once
     assert bm["replay"]["inserted"] <= summary.env_steps and bm["replay"]["inserted"] > 0
-    rows = [json.loads(line) for line in (Path(summary.run_dir) / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_rows(summary.run_dir)
     assert "policy/red/learner/loss" in rows[-1] and "policy/blue/learner/loss" in rows[-1]
 
 

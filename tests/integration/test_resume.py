@@ -14,7 +14,7 @@ from raylab.driver.resume import newest_checkpoint, rng_state, set_rng_state
 from raylab.errors import ConfigError, RaylabError
 from raylab.learner.checkpoint import load_checkpoint
 from raylab.train import run
-from tests.conftest import FAKE, make_config
+from tests.conftest import FAKE, make_config, metrics_rows
 
 SHORT = (
     *FAKE, "eval.every_seconds=null", "eval.final_episodes=2", "stop.seconds=120", "checkpoint.every_seconds=0.3",
@@ -37,7 +37,7 @@ CASES = {
 
 
 def rows(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return metrics_rows(run_dir)
 
 
 def resume_pair(tmp_path: Path, overrides: tuple[str, ...], ray: bool = False):

@@ -1,6 +1,6 @@
-"""Real learning on CartPole-v1. The default tier runs DQN (serial topology), PPO (Ray) and APPO on EnvPool's
-CartPole (Ray) to a confirmed 475 on one seed each; apex_dqn reaches 475 there too, with its actors killed
-(tests/distributed/test_faults.py). The slow tier runs the full matrix."""
+"""Real learning on CartPole-v1. The default tier runs DQN on apex_dqn (the main job) and on the serial
+topology, PPO (Ray) and APPO on EnvPool's CartPole (Ray) to a confirmed 475 on one seed each. The slow tier runs
+the full matrix, and apex_dqn to 475 with its actors killed (tests/distributed/test_faults.py)."""
 
 import pytest
 
@@ -14,13 +14,14 @@ def cartpole(tmp_path, *overrides):
     return run(make_config(tmp_path, "+experiment=cartpole_dqn", "logger.console=false", *overrides))
 
 
-APEX_SLOW = pytest.param("apex_dqn", marks=[pytest.mark.slow, pytest.mark.distributed])
+APEX = pytest.param("apex_dqn", marks=[pytest.mark.distributed])
 
 
-@pytest.mark.parametrize("topology", ["local", APEX_SLOW])
+@pytest.mark.parametrize("topology", [APEX, "local"])
 def test_dqn_solves_cartpole(tmp_path, topology):
-    """The default tier's DQN learning run (serial: the same components as apex_dqn in one process, without
-    Ray's start-up). It stops on a confirmed greedy evaluation (10 + 40 episodes of the same weights,
+    """The default tier's DQN learning runs: apex_dqn, the main job (`make train`'s +experiment=cartpole_dqn:
+    rollout actors, a replay actor and a learner actor on Ray), and serial (the same components in one
+    process). Each stops on a confirmed greedy evaluation (10 + 40 episodes of the same weights,
     cartpole_dqn's eval.confirm_episodes) >= 475; the independent 20-episode final evaluation must agree
     within noise (>= 450), so one unlucky episode cannot fail CI. The slow tier and `make bench-learning` hold
     the final one to 475."""

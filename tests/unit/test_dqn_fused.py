@@ -20,6 +20,7 @@ from raylab.errors import ConfigError
 from raylab.learner import Learner
 from raylab.models import build_q_network, numpy_policy
 from raylab.types import Batch, EnvSpaces, Weights
+from tests.unit.fused_kit import FusedKit
 
 VECTOR = EnvSpaces((7,), np.dtype(np.float32), 4, "Discrete(4)")
 GRID = EnvSpaces((2, 4, 4), np.dtype(np.uint8), 3, "Discrete(3)")  # env=snake observation=grid, model=mlp
@@ -110,50 +111,9 @@ def test_the_fused_update_trains_like_autograd(algo_opts, learner_opts, weights)
     assert any(not torch.equal(v, state(make(algo=algo))[k]) for k, v in moved.items())  # it learned
 
 
-@pytest.mark.parametrize("hidden", [(), (16,), (8, 16, 8)], ids=["linear", "one_hidden", "three_hidden"])
-def test_any_depth_of_mlp(hidden):
-    fused, ref = make(hidden=hidden, fused=True), make(hidden=hidden, fused=False)
-    train_both(fused, ref, [[batch(seed=s)] for s in range(6)])
-
-
 def test_uint8_frames_are_scaled_as_torch_scales_them():
     fused, ref = make(GRID, fused=True), make(GRID, fused=False)
     train_both(fused, ref, [[batch(GRID, seed=s) for s in range(2 * c, 2 * c + 2)] for c in range(3)])
-
-
-def test_a_changed_learning_rate_is_followed():
-    fused, ref = make(fused=True), make(fused=False)
-    for learner in (fused, ref):
-        learner.optimizer.param_groups[0]["lr"] = 1e-4  # what an lr schedule does
-    train_both(fused, ref, [[batch(seed=s)] for s in range(4)])
-
-
-def test_published_weights_are_the_trained_parameters():
-    learner = make(fused=True)
-    before = learner.get_weights()
-    stats = learner.update_many([batch(seed=s) for s in range(3)])
-    after = learner.get_weights()
-    assert after.version == stats.version == 3
-    for name, tensor in learner.objective.policy_module().state_dict().items():
-        np.testing.assert_array_equal(after.params[name], tensor.numpy())
-        assert not np.array_equal(after.params[name], before.params[name]), name
-    after.params[name][...] = 0  # a published copy, not a view of the live parameters
-    assert not np.array_equal(learner.get_weights().params[name], after.params[name])
-
-
-@pytest.mark.parametrize("direction", ["fused_to_autograd", "autograd_to_fused"])
-def test_checkpoints_are_interchangeable(direction):
-    source = make(fused=direction == "fused_to_autograd")
-    source.update_many([batch(seed=s, weights=True) for s in range(4)])
-    saved = source.state_dict()
-    restored = make(fused=direction != "fused_to_autograd")
-    restored.load_state_dict(saved)
-    twin = make(fused=not restored.fused)  # the other path, from the same checkpoint
-    twin.load_state_dict(saved)
-    assert restored.version == twin.version == 4
-    fused, ref = (restored, twin) if restored.fused else (twin, restored)
-    assert_same(fused, ref)
-    train_both(fused, ref, [[batch(seed=10 + s, weights=True)] for s in range(3)])
 
 
 def test_a_fused_learners_state_pickles_at_the_size_of_an_autograd_learners():
@@ -200,16 +160,6 @@ UNFUSED = {
     "dueling": ({"model": ModelConfig(hidden_sizes=(16,), dueling=True)}, "plain MLP"),
     "quantile": ({"algo": DQNConfig(loss="quantile", num_quantiles=8)}, "quantile"),
 }
-
-
-@pytest.mark.parametrize("opts, reason", list(UNFUSED.values()), ids=list(UNFUSED))
-def test_what_is_not_fused_falls_back_under_auto_and_is_refused_under_true(opts, reason):
-    """Models the fused step does not implement; the Learner's own options: test_learner_objectives.py."""
-    learner = make(**dict(opts), fused="auto")
-    assert not learner.fused and reason in learner.fused_reason
-    assert learner.update_many([batch(seed=0)]).updates == 1  # autograd trains it
-    with pytest.raises(ConfigError, match=r"learner.fused=true, but .*: set learner.fused=auto or false"):
-        make(**dict(opts), fused=True)
 
 
 def test_fused_is_an_option_of_the_algorithms_with_a_learner():
@@ -295,3 +245,18 @@ def test_learner_fused_takes_auto_true_or_false_only(value):
     with pytest.raises(ConfigError, match=r"learner\.fused must be one of auto, true, false"):
         build(LearnerConfig, {"fused": value}, "learner")
     assert build(LearnerConfig, {"fused": False}, "learner").fused is False
+
+
+@pytest.mark.parametrize("opts", [opts for opts, _ in UNFUSED.values()], ids=list(UNFUSED))
+def test_what_is_not_fused_trains_through_autograd(opts):
+    assert make(**dict(opts), fused="auto").update_many([batch(seed=0)]).updates == 1
+
+
+KIT = FusedKit(
+    make=make,
+    calls=lambda n: [[batch(seed=3 * c + i, weights=c % 2 == 1) for i in range(3)] for c in range(n)],
+    train_both=train_both,
+    assert_same=assert_same,
+    unfused=UNFUSED,
+)
+"""DQN in the shared fused-update tests (test_fused_contract.py): 3 batches a call, uniform and prioritized."""

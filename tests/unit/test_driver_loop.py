@@ -4,7 +4,6 @@ policy (topology.max_actor_restarts) holds for every actor. No Ray."""
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from raylab.driver.placement import RestartWatch
 from raylab.envs.registry import env_spaces
 from raylab.errors import RaylabError
 from raylab.types import EvalResult, Weights
-from tests.conftest import FAKE, make_config
+from tests.conftest import FAKE, make_config, metrics_rows
 
 
 class Died(Exception):
@@ -197,7 +196,7 @@ def test_jobs_settle_themselves_and_a_dead_evaluator_comes_back(tmp_path):
     assert bm["eval_newest"]["episodes"] == 3
     assert summary.benchmark["counter"] == {"done": flow.done} and flow.done >= 1
     assert summary.benchmark["placement"]["actors"] == {"rollout_0": "node-0", "eval": "node-0"}
-    rows = [json.loads(line) for line in (Path(summary.run_dir) / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_rows(summary.run_dir)
     assert rows[-1]["restarts/rollout"] == 2
     # the loop's rows hold the driver's wait; the last (after the loop) only if the loop went round since
     assert all("timing/driver/wait_s" in row for row in rows[:-1]) and any("timing/driver/wait_s" in r for r in rows)

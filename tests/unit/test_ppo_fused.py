@@ -25,7 +25,6 @@ from raylab.builders import build_learner, build_rollout_worker
 from raylab.builders.algorithms import build_appo, build_ppo
 from raylab.config import APPOConfig, PPOConfig
 from raylab.envs.registry import env_spaces
-from raylab.errors import ConfigError
 from raylab.learner import Learner
 from raylab.learner.rounds import minibatch_rows
 from raylab.models.distributions import DiagGaussian
@@ -34,6 +33,7 @@ from raylab.models.factory import ActorCritic
 from raylab.models.normalize import RunningNorm
 from raylab.types import Chunk
 from tests.conftest import make_config
+from tests.unit.fused_kit import FusedKit
 
 OBS, ACTIONS, DIM, STEPS, ENVS = 5, 3, 2, 16, 8
 FRAME = (2, 3, 3)
@@ -225,44 +225,6 @@ def test_a_call_with_fewer_samples_than_minibatches_trains_both_paths_alike():
         assert all(torch.isfinite(p).all() for p in fused.params)
 
 
-@pytest.mark.parametrize("hidden", [(), (16,), (8, 16, 8)], ids=["linear", "one_hidden", "three_hidden"])
-def test_any_depth_of_mlp(hidden):
-    fused, ref = make(hidden=hidden, fused=True), make(hidden=hidden, fused=False)
-    train_both(fused, ref, rounds(3))
-
-
-def test_a_changed_learning_rate_is_followed():
-    fused, ref = make(fused=True), make(fused=False)
-    for learner in (fused, ref):
-        learner.optimizer.param_groups[0]["lr"] = 1e-4
-    train_both(fused, ref, rounds(2))
-
-
-def test_published_weights_are_the_trained_parameters():
-    learner = make(fused=True)
-    before = learner.get_weights()
-    stats = learner.update_many(rounds(1)[0])
-    after = learner.get_weights()
-    assert stats.published and after.version == before.version + 1
-    model = learner.objective.modules()["model"]
-    for name, value in model.state_dict().items():
-        np.testing.assert_array_equal(after.params[name], value.numpy())
-        assert not np.shares_memory(after.params[name], value.numpy())  # a copy, not the live buffer
-    assert any(not np.array_equal(after.params[k], before.params[k]) for k in after.params)
-
-
-@pytest.mark.parametrize("direction", ["fused_to_autograd", "autograd_to_fused"])
-def test_checkpoints_are_interchangeable(direction):
-    source = make(fused=direction == "fused_to_autograd")
-    source.update_many(rounds(1)[0])
-    checkpoint = source.state_dict()
-    fused, ref = make(fused=True), make(fused=False)
-    fused.load_state_dict(checkpoint)
-    ref.load_state_dict(checkpoint)
-    assert_same(fused, ref)
-    train_both(fused, ref, rounds(3)[1:])
-
-
 def test_a_loaded_learner_does_not_share_adam_state_with_another():
     checkpoint = make(fused=True)
     checkpoint.update_many(rounds(1)[0])
@@ -277,15 +239,6 @@ def test_a_loaded_learner_does_not_share_adam_state_with_another():
 UNFUSED = {
     "cnn": ({"model": ActorCritic(NatureCNN((4, 84, 84), (32,)), ACTIONS)}, "plain MLP actor-critic"),
 }
-
-
-@pytest.mark.parametrize("opts, reason", list(UNFUSED.values()), ids=list(UNFUSED))
-def test_what_is_not_fused_falls_back_under_auto_and_is_refused_under_true(opts, reason):
-    """Models the fused step does not implement; the Learner's own options: test_learner_objectives.py."""
-    learner = make(**dict(opts), fused="auto")
-    assert not learner.fused and reason in learner.fused_reason
-    with pytest.raises(ConfigError, match=r"learner.fused=true, but .*: set learner.fused=auto or false"):
-        make(**dict(opts), fused=True)
 
 
 def test_auto_fuses_a_plain_mlp():
@@ -352,3 +305,20 @@ def test_the_experiments_own_learners_agree_on_real_chunks(experiment, tmp_path)
         fused.load_state_dict(ref.state_dict())
     for worker in workers:
         worker.env.close()
+
+
+KIT = FusedKit(
+    make=lambda **opts: make("ppo", **opts),
+    calls=rounds,
+    train_both=train_both,
+    assert_same=assert_same,
+    unfused=UNFUSED,
+)
+APPO_KIT = FusedKit(
+    make=lambda **opts: make("appo", **opts),
+    calls=rounds,
+    train_both=train_both,
+    assert_same=assert_same,
+    unfused=UNFUSED,
+)
+"""PPO and APPO in the shared fused-update tests (test_fused_contract.py): two workers' chunks a call."""
