@@ -307,18 +307,13 @@ def test_the_experiments_own_learners_agree_on_real_chunks(experiment, tmp_path)
         worker.env.close()
 
 
-KIT = FusedKit(
-    make=lambda **opts: make("ppo", **opts),
-    calls=rounds,
-    train_both=train_both,
-    assert_same=assert_same,
-    unfused=UNFUSED,
-)
-APPO_KIT = FusedKit(
-    make=lambda **opts: make("appo", **opts),
-    calls=rounds,
-    train_both=train_both,
-    assert_same=assert_same,
-    unfused=UNFUSED,
-)
-"""PPO and APPO in the shared fused-update tests (test_fused_contract.py): two workers' chunks a call."""
+def kit(algo: str) -> FusedKit:
+    """``algo`` ("ppo" or "appo") in the shared fused-update tests (test_fused_contract.py): two workers' chunks
+    a call."""
+    return FusedKit(
+        make=lambda **opts: make(algo, **opts), calls=rounds, train_both=train_both, assert_same=assert_same,
+        unfused=UNFUSED,
+    )  # fmt: skip
+
+
+KIT, APPO_KIT = kit("ppo"), kit("appo")
