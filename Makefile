@@ -49,7 +49,7 @@ train-local: install ## the same job in serial mode (one process, no Ray)
 	$(PY) -m raylab.train +experiment=cartpole_dqn topology=local $(ARGS)
 
 test: install ## the default tier: unit, configs, integration, distributed, one real CartPole learning run
-	WANDB_MODE=disabled $(PY) -m pytest -m "not slow and not gpu" $(ARGS)
+	WANDB_MODE=disabled $(PY) -m pytest -m "not slow and not gpu" --durations=15 $(ARGS)
 
 test-all: install ## every tier, including the slow learning runs (3 seeds, both topologies)
 	WANDB_MODE=disabled $(PY) -m pytest $(ARGS)
