@@ -13,12 +13,44 @@ CONF = Path(__file__).resolve().parents[2] / "conf"
 EXPERIMENTS = config_groups()["experiment"]
 
 
+def leaves(node: dict, path: tuple[str, ...] = ()):
+    """``(path, value)`` of every leaf of a YAML mapping (an empty mapping sets nothing: it only names a key)."""
+    for key, value in node.items():
+        if isinstance(value, dict):
+            yield from leaves(value, (*path, key))
+        else:
+            yield (*path, key), value
+
+
+def plain(value):
+    return [plain(v) for v in value] if isinstance(value, list | tuple) else value
+
+
+def assert_values_arrive(settings: dict, resolved: dict, where: str, skip: tuple[str, ...] = ()) -> int:
+    """Every value a config file sets is the resolved config's value there (interpolations and the ``skip``ped
+    sections aside); the number of values checked."""
+    checked = 0
+    for path, value in leaves(settings):
+        if path[0] in skip or (isinstance(value, str) and "${" in value):
+            continue
+        got = resolved
+        for key in path:
+            got = got[key]
+        assert plain(got) == plain(value) or got == pytest.approx(value), f"{where}: {'.'.join(path)} is {got!r}"
+        checked += 1
+    return checked
+
+
 @pytest.mark.parametrize("name", EXPERIMENTS)
 @pytest.mark.parametrize("topology", ["", "topology=local"])
-def test_experiment_composes_and_resolves(name, topology, tmp_path):
+def test_experiment_composes_and_resolves_to_its_own_settings(name, topology, tmp_path):
     overrides = [f"+experiment={name}"] + ([topology] if topology else [])
     cfg = resolve(compose(overrides), run_dir=str(tmp_path))
-    assert cfg.stop.env_steps or cfg.stop.seconds or cfg.stop.mean_return
+    settings = yaml.safe_load((CONF / "experiment" / f"{name}.yaml").read_text())
+    settings.pop("defaults", None)
+    # topology=local replaces the experiment's topology: its topology keys are the command line's to drop
+    skip = ("topology",) if topology else ()
+    assert assert_values_arrive(settings, cfg.to_dict(), f"+experiment={name} {topology}", skip) > 0
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
@@ -60,7 +92,13 @@ def test_every_group_option_composes(group, option, tmp_path):
         ("env", "custom"): ["env.factory=raylab.envs.fake:FakeEnv"],
         ("model", "custom"): ["model.factory=raylab_corridor.models:make_model"],
     }.get((group, option), [])
-    resolve(compose([f"{prefix}{group}={option}", *partner]), run_dir=str(tmp_path))
+    cfg = resolve(compose([f"{prefix}{group}={option}", *partner]), run_dir=str(tmp_path))
+    text = (CONF / group / f"{option}.yaml").read_text()
+    settings = yaml.safe_load(text) or {}
+    settings.pop("defaults", None)
+    if "@package _global_" not in text:  # a group's option sets keys under its group's name
+        settings = {group: settings}
+    assert_values_arrive(settings, cfg.to_dict(), f"{group}={option}")
 
 
 def test_a_mismatched_topology_and_algo_names_the_fix(tmp_path):
