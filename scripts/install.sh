@@ -53,16 +53,19 @@ else
 fi
 "$PY" -m pip install --quiet --upgrade pip
 if [ -n "$TORCH_SPEC" ]; then
+  REQUESTED="$TORCH_SPEC"
   if [ "$TORCH_SPEC" = auto ]; then
     TORCH_SPEC=$("$PY" "$ROOT/scripts/torch_choice.py")
   fi
   # pip keeps an installed torch that satisfies the new spec (a CPU 2.13.0 satisfies "torch"): a spec other
-  # than the one it was installed with replaces it
+  # than the one it was installed with replaces it. A venv from before the record was kept: a spec given by
+  # hand replaces its torch, `auto` keeps it.
   RECORD="$VENV/.raylab-torch"
   if [ "$VENV" = system ]; then RECORD=""; fi
-  if [ -n "$RECORD" ] && [ -f "$RECORD" ] && [ "$(cat "$RECORD")" != "$TORCH_SPEC" ] \
+  if [ -n "$RECORD" ] && [ -f "$RECORD" ]; then BEFORE=$(cat "$RECORD"); else BEFORE="an unrecorded spec"; fi
+  if [ -n "$RECORD" ] && [ "$BEFORE" != "$TORCH_SPEC" ] && { [ -f "$RECORD" ] || [ "$REQUESTED" != auto ]; } \
     && "$PY" -m pip show torch >/dev/null 2>&1; then
-    echo "torch: replacing the torch installed with '$(cat "$RECORD")' by '$TORCH_SPEC'"
+    echo "torch: replacing the torch installed with '$BEFORE' by '$TORCH_SPEC'"
     "$PY" -m pip uninstall --quiet --yes torch
   fi
   echo "pip install $TORCH_SPEC"

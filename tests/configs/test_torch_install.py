@@ -204,3 +204,8 @@ def test_install_replaces_a_torch_that_the_new_spec_would_keep(tmp_path):
     assert build() == "gpu" and (venv / ".raylab-torch").read_text() == f"{gpu_spec}\n"
     third = install(gpu_spec)  # the same spec: nothing replaced
     assert third.returncode == 0 and "replacing" not in third.stdout and build() == "gpu"
+    (venv / ".raylab-torch").unlink()  # a venv installed before the record was kept
+    fourth = install(str(cpu))
+    assert fourth.returncode == 0, fourth.stdout + fourth.stderr
+    assert f"torch: replacing the torch installed with 'an unrecorded spec' by '{cpu}'" in fourth.stdout
+    assert build() == "cpu"
