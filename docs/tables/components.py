@@ -47,28 +47,23 @@ def learner(data: list[Json]) -> str:
     return _rows(header, rows) + notes
 
 
-SNAKE_LABELS = {"seed004": "reference"}
-"""The reference loop's variant, named in the JSON by the document it comes from."""
-
-
 def snake_loop(data: list[Json]) -> str:
     """``raylab.bench snake_dqn_loop``: the Snake DQN reference loop and raylab's, env steps/s."""
     (d,) = data
     notes = module_bullets(ROOT / "raylab" / "bench" / "snake_loop.py")
-    published = d["seed_004_steps_per_s"]
+    published = d["reference_published_steps_per_s"]
     published_ratio = f"vs the reference's published {published:,} (its machine)"
     header = ["loop", "env steps/s", published_ratio, "vs the reference loop here"]
     rows = [
         [
-            f"`{SNAKE_LABELS.get(v, v)}`" + (f": {notes[v]}" if v in notes else ""),
+            f"`{v}`" + (f": {notes[v]}" if v in notes else ""),
             _int(steps),
-            _ratio(d["vs_seed_004_published"][v]),
-            _ratio(d["vs_seed004_same_machine"][v]),
+            _ratio(d["vs_reference_published"][v]),
+            _ratio(d["vs_reference_same_machine"][v]),
         ]
         for v, steps in d["median_steps_per_s"].items()
     ]
-    protocol = d["protocol"].replace("seed 004's own", "the reference loop's own")
-    return _rows(header, rows) + f"\n{_sentence(protocol)}.\n"
+    return _rows(header, rows) + f"\n{_sentence(d['protocol'])}.\n"
 
 
 def policy_inference(data: list[Json]) -> str:

@@ -1,4 +1,4 @@
-"""``snake_dqn_loop``: seed 004's Snake DQN throughput measurement, with raylab's components.
+"""``snake_dqn_loop``: the Snake DQN reference loop's throughput measurement, with raylab's components.
 
     python -m raylab.bench snake_dqn_loop --output benchmarks/snake_dqn_loop.json
 
@@ -8,7 +8,7 @@ steps/s on 2 CPU cores, counting 5000 / elapsed (every episode as 50 steps, thou
 steps/s counts the env steps actually taken, and the seed's formula is recorded beside it.
 
 Variants, alternated round by round (medians over rounds):
-- ``seed004``: the reference loop, a hand-optimized DQN agent (deque memory, random.sample, batch
+- ``reference``: the reference loop, a hand-optimized DQN agent (deque memory, random.sample, batch
   tensors built from numpy arrays, inference_mode acting, zero_grad(set_to_none=True), in-place ReLU, a
   target net, torch on every core), re-implemented here so both run on this machine in the same run.
 - ``raylab_1env``: raylab's RolloutWorker (1 env, chunks of 4 steps), ReplayBuffer and Learner (fused Adam,
@@ -46,10 +46,10 @@ from raylab.bench.checks import count, output_file
 from raylab.bench.machine import machine_info
 from raylab.driver.outputs import atomic_write
 
-SEED_004_STEPS_PER_S = 2050
+REFERENCE_STEPS_PER_S = 2050
 EPISODES, MAX_STEPS, TRAIN_EVERY, BATCH = 100, 50, 4, 32
 VARIANTS = (
-    "seed004", "raylab_1env", "raylab_8env", "raylab_8env_seedalgo", "raylab_8env_autograd",
+    "reference", "raylab_1env", "raylab_8env", "raylab_8env_seedalgo", "raylab_8env_autograd",
 )  # fmt: skip
 SEED_ALGO = ("algo.double=false", "algo.target_update_every=100", "algo.target_tau=1.0", "learner.max_grad_norm=null")
 """Seed 004's update: vanilla DQN target, a hard target copy every 100 updates, no gradient clipping."""
@@ -84,7 +84,7 @@ def _config(num_envs: int, seed: int, extra: tuple[str, ...] = ()) -> Any:
 
 
 class RaylabLoop:
-    """raylab's worker, replay and learner in seed 004's loop (updates every TRAIN_EVERY env steps)."""
+    """raylab's worker, replay and learner in the reference loop (updates every TRAIN_EVERY env steps)."""
 
     def __init__(self, num_envs: int, seed: int, extra: tuple[str, ...] = ()):
         from raylab.builders import build_learner, build_replay, build_rollout_worker
@@ -128,7 +128,7 @@ class Seed004Loop:
 
         from raylab.envs.registry import env_spaces, make_env
 
-        torch.set_num_threads(os.cpu_count() or 1)  # seed 004: "use all available CPU cores"
+        torch.set_num_threads(os.cpu_count() or 1)  # the reference: "use all available CPU cores"
         torch.manual_seed(seed)
         cfg = _config(1, seed)
         self.env = make_env(cfg.env, seed=seed)
@@ -196,7 +196,7 @@ class Seed004Loop:
 
 
 def _make(variant: str, seed: int) -> RaylabLoop | Seed004Loop:
-    if variant == "seed004":
+    if variant == "reference":
         return Seed004Loop(seed)
     import torch
 
@@ -224,20 +224,20 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
             f"{EPISODES} episodes x up to {MAX_STEPS} steps, one update of batch {BATCH} every {TRAIN_EVERY} env "
             f"steps, single process; variants alternate over {args.rounds} rounds; medians"
         ),
-        "seed_004_steps_per_s": SEED_004_STEPS_PER_S,
-        "seed_004_machine": "2 CPU cores (seed 004's own, not this one); counted as 5000 / elapsed",
+        "reference_published_steps_per_s": REFERENCE_STEPS_PER_S,
+        "reference_machine": "2 CPU cores (the reference loop's own, not this one); counted as 5000 / elapsed",
         "machine": machine_info(),
         "median_steps_per_s": medians,
-        "vs_seed_004_published": {v: m / SEED_004_STEPS_PER_S for v, m in medians.items()},
+        "vs_reference_published": {v: m / REFERENCE_STEPS_PER_S for v, m in medians.items()},
         "runs": samples,
     }
-    if "seed004" in medians:
-        report["vs_seed004_same_machine"] = {v: m / medians["seed004"] for v, m in medians.items()}
+    if "reference" in medians:
+        report["vs_reference_same_machine"] = {v: m / medians["reference"] for v, m in medians.items()}
     output = Path(args.output)
     atomic_write(output, _json(report))
     _plot(medians, samples, output.with_suffix(".png"))
     for v, m in medians.items():
-        print(f"{v:12s} median {m:8.0f} env steps/s = {m / SEED_004_STEPS_PER_S:.2f}x seed 004's 2,050")
+        print(f"{v:12s} median {m:8.0f} env steps/s = {m / REFERENCE_STEPS_PER_S:.2f}x the reference's published 2,050")
     print(f"wrote {output} and {output.with_suffix('.png')}")
     return 0
 
@@ -256,8 +256,8 @@ def _plot(medians: dict[str, float], samples: dict[str, list[dict[str, float]]],
     for i, n in enumerate(names):
         ax.scatter([i] * len(samples[n]), [s["steps_per_s"] for s in samples[n]], color="k", s=10, zorder=3,
                    label="one round" if i == 0 else None)  # fmt: skip
-    published = f"reference loop's published {SEED_004_STEPS_PER_S:,}"
-    ax.axhline(SEED_004_STEPS_PER_S, color="tab:red", ls="--", label=published)
+    published = f"reference loop's published {REFERENCE_STEPS_PER_S:,}"
+    ax.axhline(REFERENCE_STEPS_PER_S, color="tab:red", ls="--", label=published)
     plots.slanted_labels(ax, names)
     plots.short_ticks(ax, "y")
     ax.set_ylabel("env steps / s (bar: median)")

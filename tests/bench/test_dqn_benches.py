@@ -54,17 +54,17 @@ def test_learner_bench_times_the_ppo_objective_on_the_impala_cnn(tmp_path):
 @pytest.mark.slow  # 7 s
 def test_snake_loop_bench_counts_real_steps_and_compares(tmp_path):
     out = tmp_path / "snake.json"
-    proc = bench("snake_dqn_loop", "--rounds", "1", "--variants", "seed004", "raylab_8env", "--output", str(out))
+    proc = bench("snake_dqn_loop", "--rounds", "1", "--variants", "reference", "raylab_8env", "--output", str(out))
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(out.read_text())
-    for variant in ("seed004", "raylab_8env"):
+    for variant in ("reference", "raylab_8env"):
         run = report["runs"][variant][0]
         # 100 episodes of at most 50 steps (the vector env may finish a few more episodes in its last step)
         assert 100 <= run["env_steps"] <= 100 * 50 + 8 * 50
         assert run["steps_per_s"] == run["env_steps"] / run["seconds"]
         assert run["seed_formula_steps_per_s"] >= run["steps_per_s"]  # 5000 / s counts every episode as 50
-    assert report["vs_seed004_same_machine"]["seed004"] == 1.0
-    assert report["seed_004_steps_per_s"] == 2050
+    assert report["vs_reference_same_machine"]["reference"] == 1.0
+    assert report["reference_published_steps_per_s"] == 2050
 
 
 def test_e2e_summary_shares_and_ratio_from_run_outputs(tmp_path):
