@@ -83,6 +83,9 @@ class RolloutPlan:
 
     workers: tuple[ActorSpec, ...]
     policies: Policies
+    inference: tuple[ActorSpec, ...] = ()
+    """topology.inference=central: the inference actors (``inference_<k>``), which the workers' specs name
+    (``Late``); none: each worker acts with its own policy."""
     chunks_in_flight: int = 1
     chunks_per_update: int = 1
     """APPO: chunks per learner call (its queue holds twice that before it parks a worker)."""
@@ -143,6 +146,7 @@ class RunPlan:
         flow = self.flow
         if isinstance(flow, RolloutPlan):
             out += [(f"rollout actor {i}", spec.resources) for i, spec in enumerate(flow.workers)]
+            out += [(f"inference actor {k}", spec.resources) for k, spec in enumerate(flow.inference)]
             for policy in flow.policies.plans:
                 out.append((f"the {policy.actor.replace('_', ' ')}", policy.learner.resources))
                 if policy.replay is not None:

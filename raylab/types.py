@@ -222,6 +222,9 @@ class RolloutStats:
     policies: list[PolicyRollout] | None = None
     """A run with several policies: each policy's part of the chunk (its steps, version, episodes), in the
     run's policy order; None with one policy."""
+    inference_life: int | None = None
+    """Central inference (topology.inference=central): the newest life of the inference actor this worker
+    heard from (the driver counts that actor's restarts by it); None: the worker acts with its own policy."""
 
 
 @dataclass

@@ -39,11 +39,14 @@ class ActorCriticPolicy(VersionedWeights):
         keep_log_probs: bool = True,
         numpy_inference: bool = False,
         precision: str = "fp32",
+        device: str = "cpu",
     ):
+        """``device``: where it acts (cuda: an inference actor's; observations go there, actions come back)."""
         module = model.eval().requires_grad_(False) if frozen else model
         self.greedy = greedy
         self.keep_log_probs = keep_log_probs
-        self.generator = torch.Generator().manual_seed(int(seed))
+        self.device = torch.device(device)
+        self.generator = torch.Generator(device=self.device).manual_seed(int(seed))
         self.version = -1
         self.last_log_probs: np.ndarray | None = None
         self.numpy: NumpyActor | None = None
@@ -52,7 +55,7 @@ class ActorCriticPolicy(VersionedWeights):
         if numpy_inference and frozen and numpy_policy.supports(module):
             self.numpy = NumpyActor(module, seed=int(seed))
         elif frozen:  # model.rollout_precision, channels-last where the encoder asks for it
-            module = for_acting(module, precision)
+            module = for_acting(module.to(self.device), precision)
         self._mirrored = Mirrored(module, self.numpy)
         self.state_size = int(module.state_size)
         """Floats of memory per slot (model.recurrent); 0 for a feed-forward network."""
@@ -81,6 +84,8 @@ class ActorCriticPolicy(VersionedWeights):
             if self.keep_log_probs:
                 self.last_log_probs = sampled_log_probs
             return sampled
+        if self.device.type != "cpu":
+            return self._act_on_device(obs)
         with torch.inference_mode():
             params, _ = self.model(torch.from_numpy(obs))
             dist = self.model.dist
@@ -91,6 +96,18 @@ class ActorCriticPolicy(VersionedWeights):
             actions, log_probs = dist.sample_with_log_prob(params, self.generator)
             self.last_log_probs = log_probs.numpy()
             return actions.numpy()
+
+    def _act_on_device(self, obs: np.ndarray) -> np.ndarray:
+        """``act`` of a feed-forward policy on a GPU: one copy in (uint8 frames stay uint8), one copy back."""
+        with torch.inference_mode():
+            params, _ = self.model(torch.from_numpy(obs).to(self.device, non_blocking=True))
+            dist = self.model.dist
+            if self.greedy:
+                return dist.mode(params).cpu().numpy()
+            actions, log_probs = dist.sample_with_log_prob(params, self.generator)
+            if self.keep_log_probs:
+                self.last_log_probs = log_probs.float().cpu().numpy()
+            return actions.cpu().numpy()
 
     def _act_recurrent(self, obs: np.ndarray) -> np.ndarray:
         """One step of every slot: acts from its state and advances it (a slot of a new batch size, zeros)."""

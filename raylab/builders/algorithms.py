@@ -118,13 +118,19 @@ def build_dqn(q_net: QNetwork, algo: DQNConfig) -> DQN:
 
 # -- the actor-critics: PPO, APPO, A3C -----------------------------------------------------------------------
 def actor_critic_policy(
-    cfg: RunConfig, spaces: EnvSpaces, worker_id: int, frozen: bool = True, keep_log_probs: bool = True
+    cfg: RunConfig,
+    spaces: EnvSpaces,
+    worker_id: int,
+    frozen: bool = True,
+    keep_log_probs: bool = True,
+    device: str = "cpu",
 ) -> ActorCriticPolicy:
-    """Worker ``worker_id``'s sampling policy, its generator seeded apart from the other workers'."""
+    """Worker ``worker_id``'s sampling policy, its generator seeded apart from the other workers' (``device``:
+    where it acts; an inference actor's may be cuda)."""
     return ActorCriticPolicy(
         build_actor_critic(cfg.model, spaces), seed=cfg.seed * 7919 + worker_id, frozen=frozen,
-        keep_log_probs=keep_log_probs, numpy_inference=cfg.model.numpy_inference,
-        precision=cfg.model.rollout_precision,
+        keep_log_probs=keep_log_probs, numpy_inference=cfg.model.numpy_inference and device == "cpu",
+        precision=cfg.model.rollout_precision, device=device,
     )  # fmt: skip
 
 

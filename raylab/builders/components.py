@@ -11,11 +11,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from raylab.algos.actor_critic import ActorCriticPolicy
+from raylab.algos.dqn.policy import EpsilonGreedyPolicy, EpsilonSchedule
 from raylab.algos.objective import Objective
 from raylab.builders.algorithms import a3c_config, algorithm, dqn_config
 from raylab.config import RunConfig
@@ -41,7 +42,10 @@ from raylab.replay.buffer import (
 )
 from raylab.replay.rate_limiter import SamplesPerInsertLimiter
 from raylab.rollout.a3c import A3CWorker
+from raylab.envs.vector import VectorEnv
+from raylab.rollout.acting import CentralActions
 from raylab.rollout.evaluator import Evaluator
+from raylab.rollout.inference import InferenceServer
 from raylab.rollout.worker import Policy, PolicySet, RolloutWorker
 from raylab.types import EnvSpaces
 
@@ -57,13 +61,23 @@ def _timer(cfg: RunConfig) -> StageTimer:
 
 
 def build_rollout_worker(
-    cfg: RunConfig, spaces: EnvSpaces, worker_id: int, incarnation: int = 0, env_steps: int = 0
+    cfg: RunConfig,
+    spaces: EnvSpaces,
+    worker_id: int,
+    incarnation: int = 0,
+    env_steps: int = 0,
+    inference: Any = None,
+    transport: Any = None,
 ) -> RolloutWorker:
     """Worker ``worker_id`` with its envs seeded apart, acting with its algorithm's rollout policy (DQN:
     epsilon-greedy with its slice of the Ape-X epsilon ladder; the actor-critics sample from their
     categorical policy). ``incarnation`` > 0 (a restarted actor) gives fresh env and policy seeds, so a
     restart does not replay the episodes it already played; ``env_steps`` (a resumed run) puts its
-    exploration schedule where the worker left it."""
+    exploration schedule where the worker left it.
+
+    ``inference`` (topology.inference=central): the client of the inference actor that acts for it, and the
+    ``transport`` its replies are read with; the worker's envs step in topology.env_splits parts (each seeded
+    as that part of one vector env would be), and its own policy only explores (DQN's epsilons)."""
     cfg = _incarnation(cfg, incarnation)
     topo = cfg.topology
     spec = algorithm(cfg.algo.name)
@@ -71,14 +85,55 @@ def build_rollout_worker(
         cfg, spaces, topo.envs_per_worker,
         lambda c, s, n: spec.rollout_policy(c, s, worker_id, env_steps * n // spaces.slots(topo.envs_per_worker)),
     )  # fmt: skip
-    env = make_vector_env(cfg.env, topo.envs_per_worker, cfg.seed, worker_index=worker_id)
     layout = replay_sequences(cfg, spaces) if cfg.algo.name == "dqn" else None
+    actions = None
+    if inference is not None:
+        splits = topo.splits
+        env: VectorEnv | list[VectorEnv] = [
+            make_vector_env(cfg.env, topo.envs_per_worker // splits, cfg.seed, worker_index=worker_id * splits + s)
+            for s in range(splits)
+        ]
+        explorer = policy if isinstance(policy, EpsilonGreedyPolicy) else None
+        name = f"inference actor {worker_id % topo.inference_actors}"
+        slots = spaces.slots(topo.envs_per_worker)
+        actions = CentralActions(inference, transport, splits, slots, explorer, name=name)
+    else:
+        env = make_vector_env(cfg.env, topo.envs_per_worker, cfg.seed, worker_index=worker_id)
     worker = RolloutWorker(
         env, policy, worker_id=worker_id, rollout_length=topo.rollout_length, timer=_timer(cfg),
-        record_state_every=layout.period if layout is not None else 0,
+        record_state_every=layout.period if layout is not None else 0, actions=actions,
     )  # fmt: skip
     worker.env_steps = env_steps
     return worker
+
+
+CENTRAL_SEED = 1_000_003
+"""Inference actor k samples with seed cfg.seed * 7919 + CENTRAL_SEED + k, apart from every rollout worker's."""
+
+
+def build_inference_server(cfg: RunConfig, spaces: EnvSpaces, index: int) -> InferenceServer:
+    """Inference actor ``index``'s server: the actor-critics sample from their policy (with the log-probabilities
+    V-trace needs), DQN acts greedily (its workers explore); on the GPU when topology.inference_device asks
+    for it or (auto) the actor was given one."""
+    import torch
+
+    from raylab.builders.algorithms import actor_critic_policy, q_network
+
+    device = cfg.topology.inference_device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("topology.inference_device=cuda but torch sees no GPU here: set topology.inference_device=auto")
+    policy: Policy
+    if cfg.algo.name == "dqn":
+        assert spaces.num_actions is not None
+        policy = EpsilonGreedyPolicy(
+            q_network(cfg, spaces), EpsilonSchedule(final=np.zeros(1)), spaces.num_actions,
+            seed=cfg.seed * 7919 + CENTRAL_SEED + index, precision=cfg.model.rollout_precision, device=device,
+        )  # fmt: skip
+    else:
+        policy = actor_critic_policy(cfg, spaces, CENTRAL_SEED + index, device=device)
+    return InferenceServer(policy)
 
 
 def build_evaluator(cfg: RunConfig, spaces: EnvSpaces) -> Evaluator:

@@ -18,6 +18,7 @@ import psutil
 from raylab.builders.components import (
     build_a3c_worker,
     build_evaluator,
+    build_inference_server,
     build_learner,
     build_parameter_server,
     build_parameter_servers,
@@ -36,8 +37,16 @@ from raylab.config.policies import check_policy_spaces, policy_config, policy_ma
 from raylab.driver.resume import ResumeState, resumed
 from raylab.errors import ConfigError
 from raylab.plan import A3CPlan, Policies, PolicyPlan, ReplayPlan, RolloutPlan, RunPlan
-from raylab.remote.host import ActorSpec, Resources
-from raylab.remote.hosts import A3CWorkerHost, EvalHost, LearnerHost, ReplayHost, RolloutHost, ShardHost
+from raylab.remote.host import ActorSpec, Late, Resources
+from raylab.remote.hosts import (
+    A3CWorkerHost,
+    EvalHost,
+    InferenceHost,
+    LearnerHost,
+    ReplayHost,
+    RolloutHost,
+    ShardHost,
+)
 from raylab.types import EnvSpaces
 
 A3C_WINDOW_S = 0.25
@@ -53,6 +62,11 @@ def build_plan(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = N
     """The plan of the run ``cfg`` describes; a config that cannot run (a bad policy mapping, a replay that
     cannot fit in memory) fails here in one line, before Ray starts."""
     check_policy_spaces(cfg, spaces)
+    if cfg.topology.central and spaces.groups:
+        raise ConfigError(
+            f"topology.inference=central serves agents of one observation and action space; {cfg.env.id}'s agents "
+            f"differ: remove topology.inference"
+        )
     for name in policy_map(cfg, spaces).names:  # each policy's network, of its own spaces
         check_model_fits(policy_config(cfg, name).model, policy_spaces(cfg, spaces, name), cfg.algo.name == "dqn")
     topology = topology_of(cfg)
@@ -65,6 +79,8 @@ def build_plan(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = N
         plans = flow.policies.plans
         shards = sum(len(p.replay.shards) for p in plans if p.replay is not None)
         counts = {"rollout": workers, "learner": len(plans), "replay": max(shards, 1), "driver": 1}
+        if flow.inference:
+            counts["inference"] = len(flow.inference)
     ev = cfg.eval
     return RunPlan(
         topology=topology,
@@ -122,7 +138,33 @@ def rollout_spec(
     """Rollout worker ``worker_id``; ``incarnation`` and ``env_steps``: a resumed run's fresh seeds and where
     its exploration schedule left off."""
     make = partial(build_rollout_worker, cfg, spaces, worker_id, env_steps=env_steps)
-    return ActorSpec(RolloutHost, (make, incarnation), Resources(cpus=cfg.topology.worker_cpus, spread=True))
+    links = (Late(inference_name(cfg, worker_id)), Late("transport")) if cfg.topology.central else ()
+    return ActorSpec(RolloutHost, (make, incarnation, *links), Resources(cpus=cfg.topology.worker_cpus, spread=True))
+
+
+def inference_name(cfg: RunConfig, worker_id: int) -> str:
+    """The inference actor rollout worker ``worker_id`` sends to (topology.inference=central)."""
+    return f"inference_{worker_id % cfg.topology.inference_actors}"
+
+
+CENTRAL_GPU_SHARE = 0.5
+"""With central inference on the GPU (learner.device and topology.inference_device auto), the inference actors
+share half of it and the learner keeps the other half (Ray's fractional GPUs: placement, not a limit)."""
+
+
+def inference_spec(cfg: RunConfig, spaces: EnvSpaces, index: int) -> ActorSpec:
+    """Inference actor ``index``: it admits a request per env split of each rollout worker it serves at once,
+    and takes a GPU share when the cluster has a GPU (topology.inference_device=auto) or one is asked for."""
+    topo = cfg.topology
+    served = len(range(index, topo.num_workers, topo.inference_actors))
+    share = CENTRAL_GPU_SHARE / topo.inference_actors
+    res = Resources(
+        cpus=topo.inference_cpus, gpus=share if topo.inference_device == "cuda" else 0.0,
+        gpu_if_any=share if topo.inference_device == "auto" else 0.0, concurrency=served * topo.splits + 4,
+    )  # fmt: skip
+    make = partial(build_inference_server, cfg, spaces, index)
+    threads = max(1, int(topo.inference_cpus))
+    return ActorSpec(InferenceHost, (make, Late("learner"), Late("transport"), threads), res)
 
 
 def learner_spec(cfg: RunConfig, spaces: EnvSpaces, sharing: int = 1) -> ActorSpec:
@@ -131,9 +173,10 @@ def learner_spec(cfg: RunConfig, spaces: EnvSpaces, sharing: int = 1) -> ActorSp
     GPU when the cluster has any (resolved where the actor is placed)."""
     opt = cfg.learner
     fixed = bool(opt.num_gpus) or opt.device == "cpu"
+    whole = 1.0 - CENTRAL_GPU_SHARE if cfg.topology.central and cfg.topology.inference_device != "cpu" else 1.0
     res = Resources(
         cpus=max(opt.num_cpus, opt.num_threads),  # the CPUs its torch threads keep busy
-        gpus=opt.num_gpus / sharing if fixed else 0.0, gpu_if_any=0.0 if fixed else 1.0 / sharing,
+        gpus=opt.num_gpus / sharing if fixed else 0.0, gpu_if_any=0.0 if fixed else whole / sharing,
     )  # fmt: skip
     return ActorSpec(LearnerHost, (partial(build_learner, cfg, spaces),), res)
 
@@ -165,9 +208,11 @@ def rollout_plan(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None, 
             )
         )  # fmt: skip
     workers = tuple(rollout_spec(cfg, spaces, i, *resumed(resume, i)) for i in range(cfg.topology.num_workers))
+    inference = tuple(inference_spec(cfg, spaces, k) for k in range(cfg.topology.inference_actors))
     algo: Any = cfg.algo
     return RolloutPlan(
-        workers=workers, policies=Policies(tuple(plans)), chunks_in_flight=cfg.topology.chunks_in_flight,
+        workers=workers, inference=inference if cfg.topology.central else (),
+        policies=Policies(tuple(plans)), chunks_in_flight=cfg.topology.chunks_in_flight,
         chunks_per_update=getattr(algo, "chunks_per_update", 1), batch_size=cfg.learner.batch_size,
         updates_per_call=cfg.learner.updates_per_call, prioritized=cfg.replay.kind == "prioritized",
         replay_snapshots=Path(cfg.run_dir) / "checkpoints" if cfg.checkpoint.replay else None,

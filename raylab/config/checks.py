@@ -73,6 +73,44 @@ def check_r2d2(run: RunConfig, algo: DQNConfig) -> None:
     )
 
 
+CENTRAL_TOPOLOGIES = ("apex_dqn", "ppo", "appo")
+"""The topologies whose rollout actors can send their observations to inference actors."""
+
+
+def check_inference(run: RunConfig) -> None:
+    """topology.inference=central where it can run, and its settings only with it."""
+    topo = run.topology
+    if not topo.central:
+        defaults = {"inference_actors": 1, "inference_cpus": 1.0, "inference_device": "auto"}
+        for key, default in defaults.items():
+            value = getattr(topo, key)
+            check(
+                value == default,
+                f"topology.{key}={value} sets the inference actors of topology.inference=central: add "
+                f"topology.inference=central, or remove it",
+            )
+        check(
+            topo.env_splits <= 1,
+            f"topology.env_splits={topo.env_splits} steps parts of a worker's envs while the others' observations are "
+            f"acted on centrally: add topology.inference=central, or remove it",
+        )
+        return
+    check(
+        topo.name in CENTRAL_TOPOLOGIES,
+        f"topology.inference=central serves the rollout actors of topology={'/'.join(CENTRAL_TOPOLOGIES)}; "
+        f"topology={topo.name} acts in its own workers: remove topology.inference, or choose one of those",
+    )
+    check(
+        not run.policies,
+        "topology.inference=central serves one policy: remove topology.inference, or train one policy for every agent",
+    )
+    check(
+        run.model.recurrent == "none",
+        f"topology.inference=central serves feed-forward policies (model.recurrent={run.model.recurrent} keeps a "
+        f"state per slot in its rollout actor): remove topology.inference, or model.recurrent",
+    )
+
+
 def check_cross_fields(run: RunConfig) -> None:
     """Checks that need more than one section, or the env family (raises ``ConfigError``)."""
     algos = TOPOLOGY_ALGOS[run.topology.name]
@@ -120,6 +158,7 @@ def check_cross_fields(run: RunConfig) -> None:
     if isinstance(run.algo, DQNConfig):
         check_r2d2(run, run.algo)
     check_applicable(run)
+    check_inference(run)
     check_policies(run)
     check_env_config(run.env)
     stop = run.stop

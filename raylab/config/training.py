@@ -101,9 +101,27 @@ class TopologyConfig:
     which V-trace corrects. Other topologies sample one call at a time (ppo's rounds are synchronous)."""
     worker_cpus: float = 1.0
     """Logical Ray CPUs reserved per rollout actor (A3C: per worker)."""
+    inference: str = "local"
+    """Where rollout actions are computed. local: each rollout actor acts with its own copy of the policy, on
+    its own core, between env steps. central: rollout actors only step envs and send their observations to
+    ``inference_actors`` inference actors, which act for all of them in batches (on the GPU when the cluster
+    has one) and take the learner's weights; rollout actors then receive none (Sample Factory's policy
+    workers, SEED RL's central inference). Topologies apex_dqn, ppo and appo, with one feed-forward policy."""
+    inference_actors: int = 1
+    """Inference actors (topology.inference=central); rollout actor i sends to actor i % inference_actors."""
+    inference_cpus: float = 1.0
+    """Logical Ray CPUs reserved per inference actor (and its torch threads: at least 1)."""
+    inference_device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Where inference actors act: auto takes a GPU when the cluster has one (a share of it beside the
+    learner's), else the CPU."""
+    env_splits: int = 0
+    """Equal parts of each rollout actor's envs, stepped in turn with central inference: while one part
+    steps, the other part's observations are at the inference actor (2: Sample Factory's double-buffered
+    sampling). 0 (auto): 2 when topology.envs_per_worker is even, else 1; local inference steps one part."""
     max_actor_restarts: int = -1
     """How often a crashed actor is restarted, in every Ray topology: rollout actors, replay shards, the
-    learner, parameter-server shards, A3C workers (replaced by the driver) and the evaluation actor. -1 =
+    learner, parameter-server shards, A3C workers (replaced by the driver), inference actors and the
+    evaluation actor. -1 =
     always; 0 = never (a crash ends the run in one line); n = at most n deaths per actor. The learner and
     A3C's server come back from the latest periodic checkpoint, a replay shard empty or from its snapshot
     (checkpoint.replay)."""
@@ -125,6 +143,34 @@ class TopologyConfig:
         check(self.rollout_length >= 1, f"topology.rollout_length must be >= 1 (got {self.rollout_length})")
         check(self.chunks_in_flight >= 1, f"topology.chunks_in_flight must be >= 1 (got {self.chunks_in_flight})")
         check(self.worker_cpus >= 0, "topology.worker_cpus must be >= 0")
+        check(
+            self.inference in ("local", "central"),
+            f"unknown topology.inference '{self.inference}': choose local or central",
+        )
+        check(
+            self.inference_actors >= 1,
+            f"topology.inference_actors must be >= 1 (got {self.inference_actors})",
+        )
+        check(self.inference_cpus >= 0, "topology.inference_cpus must be >= 0")
+        check(self.env_splits >= 0, f"topology.env_splits must be >= 0 (0: auto; got {self.env_splits})")
+        if self.env_splits:
+            check(
+                self.envs_per_worker % self.env_splits == 0,
+                f"topology.env_splits={self.env_splits} must divide topology.envs_per_worker={self.envs_per_worker} "
+                f"(equal parts): e.g. topology.env_splits=1",
+            )
+
+    @property
+    def central(self) -> bool:
+        """Whether inference actors act for the rollout actors (topology.inference=central)."""
+        return self.inference == "central"
+
+    @property
+    def splits(self) -> int:
+        """The parts each rollout actor's envs step in (topology.env_splits, 0 resolved)."""
+        if self.env_splits:
+            return self.env_splits
+        return 2 if self.central and self.envs_per_worker % 2 == 0 else 1
 
 
 @dataclass(frozen=True)

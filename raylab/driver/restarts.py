@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-KINDS = ("rollout", "replay", "learner", "server", "eval")
+KINDS = ("rollout", "replay", "learner", "server", "eval", "inference")
 
 
 @dataclass

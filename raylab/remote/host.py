@@ -8,8 +8,9 @@ else names it (tests/integration/test_toy_actor.py adds one). No Ray here: a hos
 
 from __future__ import annotations
 
+import dataclasses
 import resource
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -59,6 +60,18 @@ class Resources:
     """Place these actors across the cluster's nodes rather than packing the first (rollout actors)."""
     nice: int = 0
     """Niceness the actor's process runs at (a3c's params.worker_nice); not applied in one process."""
+    concurrency: int = 1
+    """Calls the actor serves at once, each in a thread of its own (an inference actor: one per request its
+    rollout workers can have in flight); 1: one call at a time, in order."""
+
+
+@dataclass(frozen=True)
+class Late:
+    """An argument of an ActorSpec that names another actor of the run (or ``transport``: the backend's), made
+    before that actor exists: the flow binds it (``ActorSpec.bind``) to that actor's client when it spawns
+    the spec, so a rollout worker's spec can name the inference actor it sends to."""
+
+    actor: str
 
 
 @dataclass(frozen=True)
@@ -70,6 +83,16 @@ class ActorSpec:
     args: tuple[Any, ...] = ()
     resources: Resources = field(default_factory=Resources)
     name: str | None = None
+
+    def bind(self, clients: Mapping[str, Any]) -> ActorSpec:
+        """This spec with each ``Late`` argument replaced by the client it names."""
+        args = tuple(clients[a.actor] if isinstance(a, Late) else a for a in self.args)
+        return dataclasses.replace(self, args=args)
+
+    @property
+    def unbound(self) -> list[str]:
+        """The actors its ``Late`` arguments name."""
+        return [a.actor for a in self.args if isinstance(a, Late)]
 
 
 class Host:

@@ -22,6 +22,7 @@ from raylab.replay.buffer import ReplayBuffer, ReplayStats
 from raylab.replay.snapshot import latest_periodic_snapshot, load_snapshot, save_snapshot
 from raylab.rollout.a3c import A3CWorker, WorkerReport
 from raylab.rollout.evaluator import Evaluator
+from raylab.rollout.inference import InferenceServer, InferenceStats
 from raylab.rollout.worker import RolloutWorker
 from raylab.types import Batch, Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, SequenceBatch, Weights
 
@@ -37,10 +38,15 @@ def incarnation_after(life: int, incarnation: int) -> int:
 class RolloutHost(Host):
     single_threaded = True
 
-    def __init__(self, make: Callable[[int], RolloutWorker], incarnation: int = 0):
-        """``make(incarnation)``: the worker; ``incarnation`` > 0 (a resumed run) gives it fresh seeds."""
+    def __init__(
+        self, make: Callable[..., RolloutWorker], incarnation: int = 0, inference: Any = None, transport: Any = None
+    ):
+        """``make(incarnation)``: the worker; ``incarnation`` > 0 (a resumed run) gives it fresh seeds.
+        ``inference`` and ``transport`` (topology.inference=central): the client of the inference actor that
+        acts for it, and how its replies are read."""
+        links = {} if inference is None else {"inference": inference, "transport": transport}
         with self.deferring_user_errors():
-            self.worker = make(incarnation_after(self.life, incarnation))
+            self.worker = make(incarnation_after(self.life, incarnation), **links)
 
     @remote(returns=lambda *weights: len(weights) + 1)
     def sample(self, *weights: Weights | None) -> tuple[Chunk | RolloutStats, ...]:
@@ -54,6 +60,36 @@ class RolloutHost(Host):
         chunks, stats = self.worker.sample_each()
         stats.life = self.life
         return (*chunks, stats)
+
+
+class InferenceHost(Host):
+    """Central inference for the rollout workers that name it (raylab.rollout.inference). Ray restarts a crashed
+    one; it then loads the learner's newest weights before it answers any call, and the workers whose calls
+    failed send them again (raylab.rollout.acting.CentralActions)."""
+
+    def __init__(self, make: Callable[[], InferenceServer], learner: Any = None, transport: Any = None, threads: int = 1):
+        """``learner`` and ``transport``: where a restarted actor fetches the weights (None: from the driver
+        only); ``threads``: torch's threads for acting (its CPUs)."""
+        import torch
+
+        torch.set_num_threads(max(1, threads))
+        with self.deferring_user_errors():
+            self.server = make()
+        if self._startup_error is None and self.life and learner is not None and transport is not None:
+            self.server.set_weights(transport.get(learner.get_weights()))
+
+    @remote()
+    def infer(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, int, int]:
+        """(actions, log-probabilities or None, the version that acted, this actor's life)."""
+        return (*self.server.infer(obs), self.life)
+
+    @remote()
+    def set_weights(self, weights: Weights) -> int:
+        return self.server.set_weights(weights)
+
+    @remote()
+    def stats(self, reset: bool = False) -> InferenceStats:
+        return self.server.stats(reset)
 
 
 class Draw:

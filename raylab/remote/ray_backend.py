@@ -37,6 +37,14 @@ SPREAD = "SPREAD"
 class RayTransport:
     """Waiting on and reading ObjectRefs; picklable, so an actor can be handed it with the clients it calls."""
 
+    ActorDied: type[BaseException] = ray.exceptions.RayActorError
+    """What fetching a call's result raises when its actor died (Ray restarts it, or it is gone)."""
+
+    def back(self, client: RayClient, what: str) -> int:
+        """After a crash Ray restarts the actor: wait for it; returns the life of the one now answering."""
+        wait_back(client.ready, what)
+        return int(ray.get(client.get_life()))
+
     def wait(self, refs: Sequence[Any], timeout: float | None, every: bool = False, fetch: bool = True) -> list[Any]:
         """``fetch=False``: done where they are, not yet copied here (an A3C worker blocked on the server
         counts the copy as receiving, not waiting)."""
@@ -115,9 +123,6 @@ def actor_class(host: type) -> Any:
 class RayBackend(RayTransport):
     """The loop's calls (``wait``, ``get``, ``put``) are the transport's."""
 
-    ActorDied: type[BaseException] = ray.exceptions.RayActorError
-    """What fetching a call's result raises when its actor died (Ray restarts it, or it is gone)."""
-
     def __init__(self, ray_cfg: RayConfig, max_restarts: int, keep_ray: bool = False):
         """``max_restarts``: the run's one restart policy (topology.max_actor_restarts), for every actor;
         ``keep_ray``: a Ray this run starts outlives it (a sweep's trials share it)."""
@@ -142,6 +147,8 @@ class RayBackend(RayTransport):
         }  # fmt: skip
         if res.spread:
             options["scheduling_strategy"] = SPREAD
+        if res.concurrency > 1:
+            options["max_concurrency"] = res.concurrency
         if spec.name:
             options["name"] = spec.name
         handle = actor_class(spec.host).options(**options).remote(res.nice, *spec.args)
@@ -171,9 +178,7 @@ class RayBackend(RayTransport):
         wait_ready([c.ready() for c in clients], what, fits=lambda: cluster_fits(self.required_cpus))
 
     def wait_back(self, client: RayClient, what: str) -> int:
-        """After a crash Ray restarts the actor: wait for it; returns the life of the one now answering."""
-        wait_back(client.ready, what)
-        return int(ray.get(client.get_life()))
+        return self.back(client, what)
 
     def kill(self, client: RayClient) -> None:
         ray.kill(client.handle, no_restart=True)

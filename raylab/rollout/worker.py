@@ -1,26 +1,38 @@
-"""RolloutWorker: steps a vector of envs with a local policy and returns ``steps x envs`` chunks.
+"""RolloutWorker: steps a vector of envs and returns ``steps x envs`` chunks: the one rollout loop of raylab.
 
-The one rollout path of every algorithm: the Ray topologies wrap it in an actor (apex_dqn, ppo, appo), the
-local topology calls it directly, and A3C's worker (raylab.rollout.a3c) collects its segments with it.
+Every algorithm's experience comes through ``collect``: the Ray topologies wrap the worker in an actor
+(apex_dqn, ppo, appo), the local topology calls it directly, and A3C's worker (raylab.rollout.a3c) collects its
+segments with it. The loop is an env runner and a trajectory builder (raylab/rollout/trajectory.py):
+
+- the **env runner** steps the worker's envs in one or more *splits* (equal parts of its envs, each a vector
+  env of its own) and asks an ``ActionSource`` (raylab/rollout/acting.py) for each split's actions: its own
+  policy (``topology.inference=local``, one split), or an inference actor batching many workers'
+  observations (``central``): with two splits one half of the envs steps while the other half's observations
+  are being acted on;
+- the **trajectory builder** writes each step into the chunk's buffers, once, and cuts the chunk (one per
+  space group when a multi-agent env's agents differ in spaces).
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 
-from raylab.envs.vector import VectorEnv
+from raylab.envs.vector import GroupedVectorEnv, VectorEnv, space_group_count
 from raylab.metrics.timing import GapTimer, StageTimer
+from raylab.rollout.acting import ActionSource, LocalActions
 from raylab.rollout.collected import Rollout
-from raylab.rollout.groups import GroupedRollout
 from raylab.rollout.policies import Policy, PolicySet, split_chunk
+from raylab.rollout.trajectory import Trajectory
 from raylab.types import Chunk, Episodes, PolicyRollout, RolloutStats, Stateful, Weights
 
 
 class RolloutWorker:
-    """Owns a vector env and a policy; ``sample()`` takes ``rollout_length`` steps of every env.
+    """Owns a vector env (or its splits) and a policy; ``sample()`` takes ``rollout_length`` steps of every env.
 
     ``cut_at_episode_end`` ends a chunk early, right after the first step at which any env's episode ends
     (terminated, truncated or crashed): A3C's segments. Its chunks then hold 1 to ``rollout_length`` steps.
@@ -28,20 +40,40 @@ class RolloutWorker:
 
     def __init__(
         self,
-        env: VectorEnv,
+        env: VectorEnv | Sequence[VectorEnv],
         policy: Policy,
         worker_id: int,
         rollout_length: int,
         timer: StageTimer | None = None,
         cut_at_episode_end: bool = False,
         record_state_every: int = 0,
+        actions: ActionSource | None = None,
     ):
         """``policy`` may be a PolicySet (several policies, raylab/rollout/policies.py): ``sample_each`` then
         cuts each chunk into one chunk per policy. ``record_state_every`` (R2D2's algo.sequence.period, a
         recurrent policy): the chunk also carries the state each slot acts from every that many steps into its
-        episode (``Chunk.core_states``), where the replay starts a sequence mid-episode."""
-        self.env = env
+        episode (``Chunk.core_states``), where the replay starts a sequence mid-episode.
+
+        ``env`` as several vector envs: the splits of the worker's envs (slots in order), each stepped on its
+        own; ``actions``: where actions come from (default: ``policy`` acting locally); the policy then only
+        explores, when it is epsilon-greedy (raylab/rollout/acting.py)."""
+        self.splits = [env] if not isinstance(env, Sequence) else list(env)
+        self.env = self.splits[0]
+        """The worker's env (its first split)."""
+        self.grouped = space_group_count(self.env) > 1
+        """Agents of several space groups: one observation and action batch per group."""
+        assert not (self.grouped and len(self.splits) > 1), "an env of several space groups steps in one split"
+        assert not (cut_at_episode_end and (len(self.splits) > 1 or actions is not None)), "A3C's segments act locally"
+        if self.grouped:
+            assert isinstance(policy, PolicySet) and policy.grouped, "agents of several space groups need a PolicySet"
+            slot_group, slot_local = cast(tuple[np.ndarray, np.ndarray], policy.layout)
+            genv = cast(GroupedVectorEnv, self.env)
+            assert np.array_equal(slot_group, genv.slot_group) and np.array_equal(slot_local, genv.slot_local), (
+                "the policies' slot layout is the env's"
+            )
+        self._slot_group = cast(GroupedVectorEnv, self.env).slot_group if self.grouped else None
         self.policy = policy
+        self.actions = actions if actions is not None else LocalActions(policy, self.grouped)
         self.worker_id = worker_id
         self.rollout_length = rollout_length
         self.cut_at_episode_end = cut_at_episode_end
@@ -51,21 +83,22 @@ class RolloutWorker:
         rate limiter, queued behind the driver, or (serial topology) the learner's and other workers' turn;
         weight loads in between are weight_sync, not wait."""
         self._sync_s = 0.0
-        self._grouped = GroupedRollout.of(env, policy)
-        """Agents of several space groups: their path (raylab/rollout/groups.py); None: one space, below."""
-        self._obs = env.reset().copy() if self._grouped is None else np.zeros(0)
+        self.num_slots = sum(e.num_envs for e in self.splits)
+        self._obs = self._reset_obs()
+        """Each space group's observations the next step acts on (one group: every slot's)."""
         self.memory: Stateful | None = policy if isinstance(policy, Stateful) and policy.state_size > 0 else None
         """The policy, when it keeps a state per slot (model.recurrent): reset here at every episode's end."""
+        assert self.memory is None or actions is None, "a recurrent policy acts locally"
         self._seq = 0
         self.env_steps = 0
         self.record_state_every = int(record_state_every) if self.memory is not None else 0
-        self._since_start = np.zeros(len(self._obs), np.int64)
+        self._since_start = np.zeros(self.num_slots, np.int64)
         """Steps each slot has taken in its current episode (record_state_every)."""
 
-    def next_seq(self) -> int:
-        """The new chunk's ``seq``: the worker's chunk counter, advanced."""
-        self._seq += 1
-        return self._seq - 1
+    def _reset_obs(self) -> list[np.ndarray]:
+        if self.grouped:
+            return [o.copy() for o in cast(GroupedVectorEnv, self.env).reset_groups()]
+        return [np.concatenate([e.reset() for e in self.splits])]
 
     @property
     def policy_version(self) -> int:
@@ -88,15 +121,10 @@ class RolloutWorker:
 
     def reset(self) -> None:
         """Reset every env: the next chunk starts fresh episodes (and a recurrent policy from zero states)."""
-        if self._grouped is not None:
-            self._grouped.reset()
-            slots = self._grouped.policy.num_slots
-        else:
-            self._obs = self.env.reset().copy()
-            slots = len(self._obs)
+        self._obs = self._reset_obs()
         if self.memory is not None:
-            self.memory.reset_states(np.ones(slots, bool))
-        self._since_start = np.zeros(slots, np.int64)
+            self.memory.reset_states(np.ones(self.num_slots, bool))
+        self._since_start = np.zeros(self.num_slots, np.int64)
 
     def sample(self) -> tuple[Chunk, RolloutStats]:
         """A chunk and its stats, the timer's stages popped into them; the time since the previous ``sample``
@@ -134,99 +162,77 @@ class RolloutWorker:
             env_restarts=rollout.env_restarts,
             epsilon=getattr(self.policy, "epsilon", None),
             policies=parts,
+            inference_life=getattr(self.actions, "life", None),
         )
         self._gap.end()
         return chunks, stats
 
     def collect(self) -> Rollout:
-        """Step the envs for one chunk (``env`` and ``inference`` stages go to the timer, which keeps them)."""
-        if self._grouped is not None:
-            return self._grouped.collect(self)
-        steps, num_envs = self.rollout_length, self.env.num_envs
-        obs = np.empty((steps + 1, *self._obs.shape), self._obs.dtype)
-        actions: np.ndarray | None = None  # [T, E] int64, or [T, E, D] float32 (Box): the first action says
-        rewards = np.empty((steps, num_envs), np.float32)
-        terminated = np.empty((steps, num_envs), bool)
-        truncated = np.empty((steps, num_envs), bool)
-        restarted: np.ndarray | None = None
-        log_probs: np.ndarray | None = None
-        final_obs: list[np.ndarray] = []
-        final_index: list[tuple[int, int]] = []
-        episodes: list[dict[str, float]] = []
-        episode_slots: list[int] = []
-        obs[0] = self._obs
-        version = self.policy.version
-        memory = self.memory
-        initial = None if memory is None else memory.states(num_envs)
-        period = self.record_state_every
+        """Step the envs for one chunk (``env`` and ``inference`` stages go to the timer, which keeps them).
+
+        A local policy acts right before each step (so only for steps that are taken, none past an A3C segment's
+        cut, and after a recurrent state's reset). With a central source each split's next actions are asked
+        for as soon as its step is written, and are computed while the other splits step."""
+        steps, splits, source, timer = self.rollout_length, self.splits, self.actions, self.timer
+        memory, period, cut = self.memory, self.record_state_every, self.cut_at_episode_end
+        traj = Trajectory(steps, self._obs, self.num_slots, self._slot_group)
+        obs = traj.obs
+        initial = None if memory is None else memory.states(self.num_slots)
+        restarts_before = sum(e.restarts for e in splits)
+        bounds = [0]
+        for e in splits:
+            bounds.append(bounds[-1] + e.num_envs)
+        cols: list[slice | None] = [slice(a, b) for a, b in itertools.pairwise(bounds)] if len(splits) > 1 else [None]
+        """Each split's slots (None: the one split's, every slot)."""
         core_states: list[np.ndarray] = []
         core_index: list[np.ndarray] = []
-        restarts_before = self.env.restarts
-        timer = self.timer
-        taken = 0
-        for t in range(steps):
+        ahead = not isinstance(source, LocalActions)
+        """A central source: each split's next actions are asked for as soon as its step is written."""
+        pending: list[Any] = []
+        if ahead:
             with timer.stage("inference"):
-                action = self.policy.act(obs[t])
-                if actions is None:
-                    actions = np.empty((steps, *action.shape), action.dtype)
-                actions[t] = action
-                if self.policy.last_log_probs is not None:
-                    if log_probs is None:
-                        log_probs = np.empty((steps, num_envs), np.float32)
-                    log_probs[t] = self.policy.last_log_probs
-            with timer.stage("env"):
-                step = self.env.step(actions[t])
-            if memory is not None:  # a slot whose episode ended (or whose env crashed) starts from zeros
-                ended = step.terminated | step.truncated
-                memory.reset_states(ended)
-                if period:
-                    self._record_states(memory, t + 1, ended, period, core_states, core_index)
-            obs[t + 1] = step.obs
-            rewards[t] = step.rewards
-            terminated[t] = step.terminated
-            truncated[t] = step.truncated
-            for env_index, last_obs in step.final_obs:
-                final_obs.append(last_obs)
-                final_index.append((t, env_index))
-            for slot, record in step.episodes:
-                episodes.append(record)
-                episode_slots.append(slot)
-            if step.restarted is not None:
-                if restarted is None:
-                    restarted = np.zeros((steps, num_envs), bool)
-                restarted[t] = step.restarted
+                pending = [source.submit(s, _rows_at(obs, 0, c)) for s, c in enumerate(cols)]
+        taken, ended_any = 0, False
+        act, write, submit, grouped = traj.act, traj.step, source.submit, self.grouped
+        for t in range(steps):
+            for s, (env, c) in enumerate(zip(splits, cols, strict=True)):
+                with timer.stage("inference"):
+                    acted = source.wait(pending[s]) if ahead else submit(s, _rows_at(obs, t, c))
+                act(t, c, acted)
+                with timer.stage("env"):
+                    if grouped:
+                        step = cast(GroupedVectorEnv, env).step_groups(acted.actions)
+                        step_obs = step.obs
+                    else:
+                        step = env.step(acted.actions[0])
+                        step_obs = (step.obs,)
+                if memory is not None or cut:
+                    ended = step.terminated | step.truncated
+                    if memory is not None:  # a slot whose episode ended (or whose env crashed) starts from zeros
+                        memory.reset_states(ended)
+                        if period:
+                            self._record_states(memory, t + 1, ended, period, core_states, core_index)
+                    ended_any = ended_any or bool(ended.any())
+                write(t, c, step, step_obs, env if grouped else None)
+                if ahead and t + 1 < steps:
+                    with timer.stage("inference"):
+                        pending[s] = submit(s, _rows_at(obs, t + 1, c))
             taken = t + 1
-            if self.cut_at_episode_end and (step.terminated | step.truncated).any():
+            if cut and ended_any:
                 break
-        assert actions is not None  # rollout_length >= 1
-        if taken < steps:  # cut at an episode's end
-            obs, actions, rewards = obs[: taken + 1], actions[:taken], rewards[:taken]
-            terminated, truncated = terminated[:taken], truncated[:taken]
-            restarted = None if restarted is None else restarted[:taken]
-            log_probs = None if log_probs is None else log_probs[:taken]
-        self._obs = obs[taken].copy()
-        self.env_steps += taken * num_envs
-        shape = self._obs.shape[1:]
-        chunk = Chunk(
-            obs=obs,
-            actions=actions,
-            rewards=rewards,
-            terminated=terminated,
-            truncated=truncated,
-            final_obs=np.stack(final_obs) if final_obs else np.zeros((0, *shape), obs.dtype),
-            final_index=np.array(final_index, np.int64).reshape(-1, 2),
-            policy_version=version,
-            worker_id=self.worker_id,
-            seq=self._seq,
-            restarted=restarted,
-            log_probs=log_probs,
-            initial_state=initial if isinstance(initial, np.ndarray) else None,
-            core_states=_rows(core_states, (0, memory.state_size), np.float32) if period and memory else None,
-            core_index=_rows(core_index, (0, 2), np.int64) if period else None,
-        )
+        self._obs = [o[taken].copy() for o in obs]
+        self.env_steps += taken * self.num_slots
+        chunks = traj.chunks(taken, self.worker_id, self._seq)
         self._seq += 1
+        if memory is not None and isinstance(initial, np.ndarray):
+            chunks[0].initial_state = initial
+            if period:
+                chunks[0].core_states = _rows(core_states, (0, memory.state_size), np.float32)
+                chunks[0].core_index = _rows(core_index, (0, 2), np.int64)
         parts = initial if isinstance(initial, list) else None
-        return Rollout(chunk, episodes, self.env.restarts - restarts_before, episode_slots, parts)
+        restarts = sum(e.restarts for e in splits) - restarts_before
+        groups = chunks if self.grouped else None
+        return Rollout(chunks[0], traj.episodes, restarts, traj.episode_slots, parts, groups=groups)
 
     def _record_states(
         self,
@@ -248,6 +254,13 @@ class RolloutWorker:
             assert isinstance(current, np.ndarray), "recorded states need a single recurrent policy"
             states.append(current[rows])
             index.append(np.stack([np.full(rows.size, t, np.int64), rows.astype(np.int64)], axis=1))
+
+
+def _rows_at(obs: list[np.ndarray], t: int, c: slice | None) -> list[np.ndarray]:
+    """Each group's observations at step ``t`` of slots ``c`` (None: every slot), as views."""
+    if c is None:
+        return [o[t] for o in obs]
+    return [o[t, c] for o in obs]
 
 
 def _rows(parts: list[np.ndarray], empty: tuple[int, int], dtype: type) -> np.ndarray:

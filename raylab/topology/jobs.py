@@ -41,6 +41,7 @@ class JobsFlow(Protocol):
     workers: list[Any]
 
     def sample(self, driver: Driver, worker: int) -> None: ...
+    def inference_of(self, worker: int) -> str: ...
     def arrived(self, driver: Driver, job: Rollout, stats: RolloutStats) -> None: ...
     def rollout_lost(self, driver: Driver, worker: int) -> None: ...
     def trained(self, driver: Driver, job: Update, stats: LearnerStats) -> None: ...
@@ -57,6 +58,8 @@ class Rollout(Call):
 
     def done(self, driver: Driver, stats: RolloutStats) -> None:
         driver.heard(self.kind, self.name, stats.life)
+        if stats.inference_life is not None:  # the inference actor's restarts, counted once whoever saw them
+            driver.heard("inference", self.flow.inference_of(self.worker), stats.inference_life)
         self.flow.arrived(driver, self, stats)
 
     def failed(self, driver: Driver, err: BaseException) -> None:

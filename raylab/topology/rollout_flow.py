@@ -26,13 +26,24 @@ class RolloutFlow(Flow):
         """The oldest lane's version (with one policy: the learner's)."""
         return min(lane.version for lane in self.lanes)
 
+    weights_before_sampling = False
+    """Central inference: wait for the inference actors to hold a round's weights before its first sample
+    (PPO, on-policy); the asynchronous flows send them and go on."""
+
     def create(self, driver: Driver) -> dict[str, Any]:
         spawn = driver.backend.spawn
         self.lanes = [Lane(p, spawn(p.learner)) for p in self.policies.plans]
-        self.workers = [spawn(spec) for spec in self.plan.workers]
+        clients: dict[str, Any] = {"transport": driver.backend.transport, "learner": self.lanes[0].learner}
+        self.inference = [spawn(spec.bind(clients)) for spec in self.plan.inference]
+        """topology.inference=central: the inference actors, which hold the newest weights instead of the workers."""
+        self._sent: Any = None
+        """The weights ref last sent to the inference actors."""
+        clients.update({f"inference_{k}": client for k, client in enumerate(self.inference)})
+        self.workers = [spawn(spec.bind(clients)) for spec in self.plan.workers]
         return {
             **{lane.actor: lane.learner for lane in self.lanes},
             **{f"rollout_{i}": w for i, w in enumerate(self.workers)},
+            **{f"inference_{k}": client for k, client in enumerate(self.inference)},
         }
 
     def load_learner(self, driver: Driver) -> None:
@@ -84,6 +95,10 @@ class RolloutFlow(Flow):
         restarts = {lane.plan.name: actors[lane.actor].deaths if lane.actor in actors else 0 for lane in self.lanes}
         return {"policies": {name: {"learner_restarts": n} for name, n in restarts.items()}}
 
+    def inference_of(self, worker: int) -> str:
+        """The name of the inference actor that acts for worker ``worker`` (central inference)."""
+        return f"inference_{worker % len(self.inference)}"
+
     def sample(self, driver: Driver, worker: int) -> None:
         """Start worker ``worker``'s next chunk (a Rollout job)."""
         raise NotImplementedError
@@ -116,10 +131,28 @@ class RolloutFlow(Flow):
         newest); none once the run is stopping."""
         if driver.stopping:
             return
+        if self.inference:  # the weights go to the inference actors, once per version; the workers get none
+            self.send_inference_weights(driver, weights[0])
+            weights = [None]
         *chunks, stats = self.workers[worker].sample(*weights)
         name = f"rollout_{worker}"
         job = Rollout(stats, "rollout", name, driver.restarts.tag(name), flow=self, worker=worker, chunks=chunks)
         driver.submit(job)
+
+    def send_inference_weights(self, driver: Driver, weights: Any) -> None:
+        """Hand ``weights`` (a ref; None: unchanged) to every inference actor unless they were the last sent; a
+        failed hand-over is left to the actor's restart, which loads the learner's newest weights itself."""
+        if weights is None or weights is self._sent:
+            return
+        self._sent = weights
+        acks = [client.set_weights(weights) for client in self.inference]
+        if self.weights_before_sampling:
+            for k, ack in enumerate(acks):
+                try:
+                    driver.backend.get(ack)
+                except driver.backend.ActorDied:
+                    driver.backend.wait_back(self.inference[k], f"inference actor {k}")
+                    driver.backend.get(self.inference[k].set_weights(weights))
 
     def update(self, driver: Driver, lane: Lane, *parts: Any) -> Update:
         """A learner call of ``lane`` on ``parts`` (chunks, or a replay's batches), submitted."""

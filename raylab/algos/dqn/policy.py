@@ -52,9 +52,13 @@ class EpsilonGreedyPolicy(VersionedWeights):
         seed: int,
         numpy_inference: bool = False,
         precision: str = "fp32",
+        device: str = "cpu",
     ):
-        q_net = q_net.eval().requires_grad_(False)
-        self.numpy = NumpyQ(q_net) if numpy_inference and q_linears(q_net) is not None else None
+        """``device``: where the network acts (cuda: an inference actor's)."""
+        self.device = torch.device(device)
+        q_net = q_net.eval().requires_grad_(False).to(self.device)
+        cpu = self.device.type == "cpu"
+        self.numpy = NumpyQ(q_net) if cpu and numpy_inference and q_linears(q_net) is not None else None
         if self.numpy is None:  # model.rollout_precision, channels-last where the encoder asks for it
             q_net = for_acting(q_net, precision)
         self._mirrored = Mirrored(q_net, self.numpy)
@@ -90,7 +94,7 @@ class EpsilonGreedyPolicy(VersionedWeights):
             greedy = self.numpy.values(obs).argmax(1)
         else:
             with torch.inference_mode():
-                greedy = self.q_net(torch.from_numpy(obs)).argmax(dim=1).numpy()
+                greedy = self.q_net(torch.from_numpy(obs).to(self.device)).argmax(dim=1).cpu().numpy()
         if explore.any():
             return np.where(explore, self.rng.integers(self.num_actions, size=num), greedy)
         return greedy

@@ -1,0 +1,161 @@
+"""Where a rollout worker's actions come from: its own policy (``LocalActions``), or an inference actor that
+batches the observations of many workers (``CentralActions``; the actor: raylab/rollout/inference.py).
+
+The worker's loop (raylab/rollout/worker.py) asks for actions in two halves, ``submit`` then ``wait``, per
+split of its envs: a local policy acts in ``submit`` and ``wait`` hands the result back, so nothing overlaps
+and a worker of one split runs exactly as before; a central one sends the split's observations away in
+``submit`` and blocks in ``wait``, and with two splits the worker steps one half of its envs while the
+other half's observations are at the inference actor (Sample Factory's double-buffered sampling).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+
+from raylab.types import Policy
+
+
+class Acted(NamedTuple):
+    """One split's actions for one step: one batch per space group, the behaviour log-probabilities (None: the
+    policy keeps none), and the policy version that acted."""
+
+    actions: list[np.ndarray]
+    log_probs: np.ndarray | None
+    version: int
+
+
+class ActionSource(Protocol):
+    """Actions for the observations of one split of a worker's envs (``obs``: one batch per space group)."""
+
+    def submit(self, split: int, obs: Sequence[np.ndarray]) -> Any:
+        """Start acting on ``obs``; returns what ``wait`` takes."""
+        ...
+
+    def wait(self, pending: Any) -> Acted:
+        """The actions ``submit`` started (blocks until they are there)."""
+        ...
+
+
+class LocalActions:
+    """The worker's own policy acts, at once, in ``submit``; a PolicySet over several space groups acts on each
+    group's batch (``act_groups``)."""
+
+    def __init__(self, policy: Policy, grouped: bool = False):
+        self.policy, self.grouped = policy, grouped
+
+    def submit(self, split: int, obs: Sequence[np.ndarray]) -> Acted:
+        policy = self.policy
+        if self.grouped:
+            actions = policy.act_groups(obs)  # type: ignore[attr-defined]
+        else:
+            actions = [policy.act(obs[0])]
+        return Acted(actions, policy.last_log_probs, policy.version)
+
+    def wait(self, pending: Acted) -> Acted:
+        return pending
+
+
+class Explorer(Protocol):
+    """What ``CentralActions`` uses of an epsilon-greedy policy (raylab.algos.dqn.policy): each slot's epsilon
+    schedule, its random generator and step counter; its network never acts."""
+
+    epsilons: Any
+    rng: np.random.Generator
+    num_actions: int
+    steps: int
+
+
+@dataclass
+class _Pending:
+    split: int
+    obs: np.ndarray
+    ref: Any
+    """The inference call's reply ref (None: every slot explores, nothing was sent)."""
+    explore: np.ndarray | None
+    sent_at: float
+
+
+class CentralActions:
+    """Actions from an inference actor (raylab.rollout.inference): ``submit`` sends a split's observations in
+    one call, ``wait`` fetches the reply (actions, log-probabilities, the version that acted, the actor's life).
+
+    ``explorer`` (Ape-X DQN): each slot explores with its own epsilon here, as a local epsilon-greedy policy
+    does; only the slots acting greedily are sent, and a step where every slot explores sends nothing.
+
+    A reply that fails because the inference actor died is waited out: the worker waits for Ray to restart it
+    and sends the same observations again, so its chunk goes on (``resent`` counts those calls; ``life`` is
+    the newest life of the actor it heard from, which the driver counts restarts by).
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        transport: Any,
+        splits: int,
+        slots: int,
+        explorer: Explorer | None = None,
+        name: str = "the inference actor",
+    ):
+        self.client, self.transport, self.name = client, transport, name
+        self.splits, self.slots = splits, slots
+        """Envs split into ``splits`` equal parts of ``slots // splits`` slots each."""
+        self.explorer = explorer
+        self.version = -1
+        """The newest version that acted (a step where every slot explored keeps it)."""
+        self.life = 0
+        self.resent = 0
+        self.sent_bytes = 0
+        self.calls = 0
+        self.round_trip_s = 0.0
+        """Seconds from each call's submit to its reply in hand (``wait``), summed."""
+
+    def submit(self, split: int, obs: Sequence[np.ndarray]) -> _Pending:
+        batch = obs[0]
+        explore = None
+        if self.explorer is not None:
+            ex, n = self.explorer, len(batch)
+            eps = ex.epsilons(ex.steps * self.slots)[split * n : (split + 1) * n]
+            explore = ex.rng.random(n) < eps
+            if split == self.splits - 1:
+                ex.steps += 1
+            if explore.all():
+                return _Pending(split, batch, None, explore, 0.0)
+            if explore.any():
+                batch = batch[~explore]
+        batch = np.ascontiguousarray(batch)
+        return _Pending(split, batch, self._send(batch), explore, time.perf_counter())
+
+    def _send(self, batch: np.ndarray) -> Any:
+        self.calls += 1
+        self.sent_bytes += batch.nbytes
+        return self.client.infer(batch)
+
+    def wait(self, pending: _Pending) -> Acted:
+        explore = pending.explore
+        if pending.ref is None:
+            assert explore is not None and self.explorer is not None
+            actions = self.explorer.rng.integers(self.explorer.num_actions, size=len(explore))
+            return Acted([np.asarray(actions)], None, self.version)
+        actions, log_probs, version, life = self._reply(pending)
+        self.round_trip_s += time.perf_counter() - pending.sent_at
+        self.version, self.life = max(self.version, int(version)), max(self.life, int(life))
+        if explore is not None and explore.any():
+            assert self.explorer is not None
+            full = self.explorer.rng.integers(self.explorer.num_actions, size=len(explore))
+            full[~explore] = actions
+            actions = full
+        return Acted([actions], log_probs, int(version))
+
+    def _reply(self, pending: _Pending) -> tuple[np.ndarray, np.ndarray | None, int, int]:
+        while True:
+            try:
+                return self.transport.get(pending.ref)  # type: ignore[no-any-return]
+            except self.transport.ActorDied:
+                self.life = max(self.life, self.transport.back(self.client, self.name))
+                self.resent += 1
+                pending.ref = self._send(pending.obs)
