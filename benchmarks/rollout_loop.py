@@ -81,6 +81,10 @@ def measure(tree: str, overrides: list[str], seconds: float) -> float:
     return float(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
+def unit(workload: str) -> str:
+    return "us per vector step" if workload == "overhead" else "agent steps/s"
+
+
 def main() -> int:
     from raylab.bench.machine import machine_info
 
@@ -103,10 +107,10 @@ def main() -> int:
         for round_ in range(args.rounds):
             for which in ("old", "new") if round_ % 2 == 0 else ("new", "old"):
                 rows[which].append(measure(trees[which], WORKLOADS[name], args.seconds))
-            print(f"{name} round {round_ + 1}: old {rows['old'][-1]:,.0f}, new {rows['new'][-1]:,.0f} agent steps/s", flush=True)
+            print(f"{name} round {round_ + 1}: old {rows['old'][-1]:,.1f}, new {rows['new'][-1]:,.1f} {unit(name)}", flush=True)
         med = {k: statistics.median(v) for k, v in rows.items()}
         results[name] = {
-            "overrides": WORKLOADS[name], "median_agent_steps_per_s": med, "new_over_old": med["new"] / med["old"],
+            "overrides": WORKLOADS[name], "unit": unit(name), "median": med, "new_over_old": med["new"] / med["old"],
             "rounds": rows,
         }  # fmt: skip
         print(f"{name}: new/old {med['new'] / med['old']:.3f}", flush=True)
