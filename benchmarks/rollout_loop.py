@@ -6,7 +6,8 @@ chunk assembly, no Ray), two source trees alternating, for the workloads below.
 ``overhead``: the loop's own cost, in microseconds per step (not agent steps/s), of a worker whose env and
 policy cost nothing (8 envs, 64 steps a chunk; the best of 7 repeats of 200 chunks).
 
-Each measurement is a fresh subprocess running ``raylab.bench.sampling._in_process`` (a new weights version
+A workload of several policies (``simple_tag_mixed_ppo``) samples with its initial weights (no learner
+publishes any). Each measurement is a fresh subprocess running ``raylab.bench.sampling._in_process`` (a new weights version
 before each chunk, one torch thread) of the tree it is given, for ``--seconds`` after a first chunk; the trees
 alternate round by round, starting with a different one each round. Medians over rounds, and new / old.
 """
@@ -68,7 +69,17 @@ from raylab.config import resolve
 from raylab.envs.registry import env_spaces
 from raylab.train import compose
 cfg = resolve(compose(sys.argv[2:] + ["logger.console=false"]), run_dir=tempfile.mkdtemp())
-print(json.dumps(_in_process(cfg, env_spaces(cfg.env), float(sys.argv[1]))))
+if cfg.policies:  # several policies: no learner's weights to load (_in_process builds one learner)
+    import time
+    from raylab.builders import build_rollout_worker
+    worker = build_rollout_worker(cfg, env_spaces(cfg.env), 0)
+    worker.sample_each()
+    steps, start = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < float(sys.argv[1]):
+        steps += worker.sample_each()[1].num_steps
+    print(json.dumps(steps / elapsed))
+else:
+    print(json.dumps(_in_process(cfg, env_spaces(cfg.env), float(sys.argv[1]))))
 """
 
 
@@ -95,6 +106,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--output", default="benchmarks/rollout_loop.json")
+    parser.add_argument("--update", action="store_true", help="keep the output's other workloads (same commits)")
     args = parser.parse_args()
     trees = {"old": args.old, "new": args.new}
     commits = {
@@ -102,6 +114,10 @@ def main() -> int:
         for k, v in trees.items()
     }
     results = {}
+    if args.update and Path(args.output).exists():
+        previous = json.loads(Path(args.output).read_text())
+        if previous["commits"] == commits:
+            results = {k: v for k, v in previous["results"].items() if k not in args.workloads}
     for name in args.workloads:
         rows: dict[str, list[float]] = {"old": [], "new": []}
         for round_ in range(args.rounds):

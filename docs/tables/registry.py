@@ -23,6 +23,7 @@ from .components import (
     timer_overhead,
 )
 from .format import BENCHMARKS, Json, machine_line
+from .inference import central_inference, inference_transport, node_lost, rollout_loop
 from .learning import (
     before_after,
     fault_run,
@@ -247,6 +248,14 @@ TABLES: dict[str, Table] = {
         ("recurrent_cost.json",), recurrent_cost, "a recurrent core's cost to a rollout worker and a PPO learner"
     ),
     "frame_path": Table(("frame_path.json",), frame_path, "the frame path on Pong and CoinRun, stage by stage"),
+    "rollout_loop": Table(("rollout_loop.json",), rollout_loop, "the rollout loop before and after its split"),
+    "inference_transport": Table(
+        ("inference_transport.json",), inference_transport, "central inference's transport: Ray calls and shared memory"
+    ),
+    "central_inference": Table(
+        ("central_inference.json",), central_inference, "the frame path with central inference against per-actor"
+    ),
+    "node_lost": Table(("node_lost.json",), node_lost, "a node lost mid-run, with central inference"),
     "transport_dedup": Table(
         ("transport_dedup.json",),
         transport_dedup,

@@ -44,16 +44,24 @@ def sample_with_sink(
     ``weights`` once per ``workers`` chunks (``publish``: as a learner's call would return it; ``inline=False``:
     every version through the object store), which each worker loads before its next chunk. Returns (agent
     steps, the workers' summed stage seconds, wall seconds)."""
-    from raylab.builders.plans import rollout_spec
+    from raylab.builders.plans import inference_spec, rollout_spec
 
     def hand_out(w: Weights) -> Any:
         return publish(w, backend.put) if inline else backend.put(w)
 
-    clients = [backend.spawn(rollout_spec(cfg, spaces, i)) for i in range(workers)]
-    backend.wait_ready(clients, "rollout actors")
+    links: dict[str, Any] = {"learner": None, "transport": backend.transport}
+    inference = [
+        backend.spawn(inference_spec(cfg, spaces, k).bind(links)) for k in range(cfg.topology.inference_actors)
+    ] if cfg.topology.central else []  # fmt: skip
+    links.update({f"inference_{k}": client for k, client in enumerate(inference)})
+    clients = [backend.spawn(rollout_spec(cfg, spaces, i).bind(links)) for i in range(workers)]
+    backend.wait_ready([*inference, *clients], "rollout and inference actors")
     current = hand_out(weights)
     held = [-1] * workers
     in_flight: dict[Any, int] = {}
+    if inference:  # central inference: the weights go to the inference actors, once per version
+        backend.get([client.set_weights(current) for client in inference])
+        held = [weights.version] * workers
 
     def submit(i: int) -> None:
         newer = held[i] < weights.version
@@ -80,13 +88,22 @@ def sample_with_sink(
         if chunks % workers == 0:  # a round: publish a new version, as a learner would
             weights = dataclasses.replace(weights, version=weights.version + 1)
             current = hand_out(weights)
+            for client in inference:
+                client.set_weights(current)
+                held = [weights.version] * workers
+        if measuring and not steps and inference:  # the inference actors' figures from here on
+            backend.get([client.stats(True) for client in inference])
         if measuring:
             steps += stats.num_steps
             for k in timings:
                 timings[k] += stats.timings.get(k, 0.0)
         submit(i)
     wall = time.perf_counter() - t0
+    served = backend.get([client.stats() for client in inference])
     backend.get(list(in_flight))
-    for client in clients:
+    for client in [*clients, *inference]:
         backend.kill(client)
+    if served:
+        timings["inference_rows_per_batch"] = sum(s.rows for s in served) / max(sum(s.batches for s in served), 1)
+        timings["inference_actor_busy"] = sum(s.busy for s in served) / len(served)
     return steps, timings, wall

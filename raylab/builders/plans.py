@@ -161,6 +161,7 @@ def inference_spec(cfg: RunConfig, spaces: EnvSpaces, index: int) -> ActorSpec:
     res = Resources(
         cpus=topo.inference_cpus, gpus=share if topo.inference_device == "cuda" else 0.0,
         gpu_if_any=share if topo.inference_device == "auto" else 0.0, concurrency=served * topo.splits + 4,
+        spread=True,  # several inference actors: across the nodes, as the rollout actors are
     )  # fmt: skip
     make = partial(build_inference_server, cfg, spaces, index)
     threads = max(1, int(topo.inference_cpus))

@@ -26,7 +26,7 @@ import pytest
 pytestmark = pytest.mark.distributed
 
 ENV = {**os.environ, "WANDB_MODE": "disabled"}
-KIND = {"RolloutHost": "rollout", "ReplayHost": "replay", "LearnerHost": "learner"}
+KIND = {"RolloutHost": "rollout", "ReplayHost": "replay", "LearnerHost": "learner", "InferenceHost": "inference"}
 """The restarts/<kind> counter each actor class's death adds to."""
 
 
@@ -199,3 +199,38 @@ def test_two_rival_policies_learn_on_ray_and_one_killed_learner_comes_back(tmp_p
     for name, p in policies.items():  # 32 final episodes each: a standard error of about 1.3
         assert p["final_eval_return_mean"] >= 3 > random + 3, (name, p)
         assert p["version"] > 0 and p["env_steps"] == bm["total_timesteps"] // 2
+
+
+@pytest.mark.parametrize("experiment", ["cartpole_appo", "cartpole_dqn"])
+def test_a_killed_inference_actor_comes_back_and_its_workers_carry_on(experiment, tmp_path):
+    """topology.inference=central: the inference actor SIGKILLed mid-run, then the learner it takes its weights
+    from, then the inference actor again. Ray restarts it; it loads the learner's newest weights before it
+    answers; the rollout actors wait for it and send their observations again, so no chunk is lost to its
+    deaths. Each death is counted once, whichever workers saw it, and the run trains on."""
+    run_dir = tmp_path / "run"
+    cmd = [
+        sys.executable, "-m", "raylab.train", f"+experiment={experiment}", "topology.inference=central",
+        "stop.seconds=400", "stop.env_steps=null", "stop.mean_return=null", "stop.train_return=null",
+        "eval.every_seconds=null", "logger.report_every_seconds=1", "checkpoint.every_seconds=2",
+        "logger.console=false", f"hydra.run.dir={run_dir}",
+    ]  # fmt: skip
+
+    def trains_on(proc: subprocess.Popen, row: int) -> None:
+        last = rows(run_dir)[row]
+
+        def trained(r: dict) -> bool:
+            return r["updates"] > last["updates"] and r["env_steps"] > last["env_steps"] + 5000
+
+        wait_for_row(proc, run_dir, "an update and 5000 steps after the last kill", trained, after=row)
+
+    plan = ["InferenceHost", "LearnerHost", "InferenceHost"]
+    returncode, out = run_with_kills(cmd, run_dir, plan, then=trains_on)
+    assert returncode == 0, out[-3000:]
+    bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
+    assert bm["stop_reason"] == "terminated", bm["stop_reason"]
+    restarts = bm["restarts"]
+    assert restarts["restarts/inference"] == 2 and restarts["restarts/learner"] == 1, restarts
+    # none lost to the inference actor's deaths: only the batch the learner was training on (APPO: 2 chunks)
+    lost_to_learner = 2 if experiment == "cartpole_appo" else 0
+    assert restarts["restarts/rollout"] == 0 and restarts["restarts/lost_chunks"] <= lost_to_learner, restarts
+    assert sum(w["env_steps"] for w in bm["workers"].values()) == bm["total_timesteps"] > 0
