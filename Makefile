@@ -18,7 +18,7 @@ INSTALL_SCRIPT ?= scripts/install.sh
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: FORCE help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-atari-peers bench-pong-learning bench-autosize bench-recurrent clean
+.PHONY: FORCE help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-atari-peers bench-central bench-pong-learning bench-autosize bench-recurrent clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -198,6 +198,14 @@ bench-recurrent: install ## what a recurrent core costs a rollout worker (NumPy 
 bench-atari: install ## the frame path on Pong and CoinRun (env only, env + inference in one process, 1-2 rollout actors; fp32 vs bf16 rollouts) and CNN inference variants (~35 min) -> benchmarks/frame_path.json, cnn_inference.json
 	$(PY) benchmarks/cnn_inference.py --output benchmarks/cnn_inference.json $(ARGS)
 	$(PY) benchmarks/frame_path.py --output benchmarks/frame_path.json $(ARGS)
+
+bench-central: install ## central inference against per-actor on this machine: the transport (Ray calls vs shared memory), the frame path (Pong, CartPole; 1-2 rollout actors), the rollout loop against OLD, a node lost mid-run, learning at equal frames (CartPole 3 seeds to 475, Pong 1 seed at 400k agent steps) (~60 min) -> benchmarks/{inference_transport,central_inference,rollout_loop,node_lost,cartpole_appo_central,pong_appo_central}.json
+	$(PY) benchmarks/inference_transport.py --output benchmarks/inference_transport.json
+	$(PY) benchmarks/central_inference.py --output benchmarks/central_inference.json
+	@if [ -n "$(OLD)" ]; then $(PY) benchmarks/rollout_loop.py --old $(OLD) --output benchmarks/rollout_loop.json; fi
+	WANDB_MODE=disabled $(PY) benchmarks/node_lost.py --output benchmarks/node_lost.json
+	WANDB_MODE=disabled $(PY) -m raylab.bench learn --seeds 0 1 2 --variant local= --variant central=topology.inference=central --output benchmarks/cartpole_appo_central.json +experiment=cartpole_appo
+	WANDB_MODE=disabled $(PY) -m raylab.bench learn --seeds 0 --variant local= --variant central=topology.inference=central --output benchmarks/pong_appo_central.json +experiment=pong_appo stop.env_steps=400000 stop.seconds=null stop.mean_return=null eval.every_seconds=120
 
 bench-atari-peers: install $(RLLIB_VENV)/bin/python $(SF_VENV)/bin/python ## raylab vs Sample Factory vs RLlib on Atari Pong, 2 x 16 envs, Nature CNN: frames/s, CPU per frame by role, memory (~25 min) -> benchmarks/atari_vs_peers.json
 	$(PY) benchmarks/atari_vs_peers.py --sf-python $(SF_VENV)/bin/python --rllib-python $(RLLIB_VENV)/bin/python $(ARGS)

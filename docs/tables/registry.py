@@ -65,6 +65,12 @@ TABLES: dict[str, Table] = {
     "cartpole_ppo_learning": Table(("cartpole_ppo_learning.json",), learn, "PPO on CartPole to a greedy 475"),
     "cartpole_appo_learning": Table(("cartpole_appo_learning.json",), learn, "APPO on CartPole to a greedy 475"),
     "cartpole_a3c_learning": Table(("cartpole_a3c_learning.json",), learn, "A3C on CartPole to a greedy 475"),
+    "cartpole_appo_central": Table(
+        ("cartpole_appo_central.json",), learn, "APPO on CartPole to a greedy 475, central against per-actor inference"
+    ),
+    "pong_appo_central": Table(
+        ("pong_appo_central.json",), fixed_budget_learning, "pong_appo at 400k agent steps, central against per-actor"
+    ),
     "pendulum_ppo_learning": Table(("pendulum_ppo_learning.json",), learn, "PPO on Pendulum (continuous actions)"),
     "snake_arena_learning": Table(
         ("snake_arena_learning.json", "snake_arena_throughput.json"),

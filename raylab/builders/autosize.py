@@ -20,6 +20,13 @@ The probe measures, in this process and on one thread, what the run's own pieces
      weights (a lone worker stalls at every hand-over). More only park (they wait for the learner) and cost
      memory.
 
+3. central inference (topology.inference=central; ``inference_actors`` may be ``auto`` too): the same local
+   probe splits ``t_r`` into ``t_e`` (env) and ``t_i`` (inference, at one worker's batch: an upper bound of
+   what a batch of many workers costs per step). With a GPU the inference actors and the learner act there:
+   one inference actor (when auto), and every core left after the learner's and theirs steps envs. On CPUs
+   alone the cores are split three ways: ``ceil(cpus * t_e / (t_e + t_i + t_l))`` workers (plus the spare)
+   and ``ceil(cpus * t_i / (t_e + t_i + t_l))`` inference actors.
+
 ``cpus`` is ``ray.num_cpus`` when set, else the cores this process may run on. A cluster (``ray.address``) is
 not probed: its nodes are not this machine. ``resume=`` takes the resumed run's own values. What the probe
 measured and chose is written to the run dir as ``autosize.json``.
@@ -70,6 +77,8 @@ class Sizing:
     learner_s_per_step: float | None = None
     probe_s: float = 0.0
     reason: str = ""
+    inference_actors: int = 0
+    """Central inference: the inference actors (0: the workers act themselves)."""
 
     def line(self) -> str:
         """One console line: the choice and why."""
@@ -98,11 +107,18 @@ def fill(data: Mapping[str, Any], run_dir: str = ".") -> tuple[dict[str, Any], S
             f"topology.{keys[0]}=auto probes this machine, not a cluster's nodes (ray.address is set): give "
             f"topology.{keys[0]} a number"
         )
+    if "inference_actors" in keys and topology.get("inference") != "central":
+        raise ConfigError(
+            "topology.inference_actors=auto sizes the inference actors of topology.inference=central: add "
+            "topology.inference=central, or remove it"
+        )
     if filled.get("resume"):
         return _from_resumed(filled, keys)
     from raylab.config import resolve
 
     placeholder = {**topology, "num_workers": 1}
+    if topology.get("inference_actors") == AUTO:
+        placeholder["inference_actors"] = 1
     if topology.get("envs_per_worker") == AUTO:
         placeholder["envs_per_worker"] = PLACEHOLDER_ENVS
     cfg = resolve({**filled, "topology": placeholder}, run_dir=run_dir)  # every other mistake, before probing
@@ -112,6 +128,8 @@ def fill(data: Mapping[str, Any], run_dir: str = ".") -> tuple[dict[str, Any], S
     sizing = dataclasses.replace(sizing, probe_s=round(time.perf_counter() - started, 1))
     topology["num_workers"] = sizing.num_workers
     topology["envs_per_worker"] = sizing.envs_per_worker
+    if sizing.inference_actors:
+        topology["inference_actors"] = sizing.inference_actors
     return filled, sizing
 
 
@@ -143,6 +161,8 @@ def probe(cfg: Any, cpus: int, keys: Sequence[str]) -> Sizing:
         rates = {n: env_rate(cfg, spaces, n) for n in ENV_CANDIDATES}
         envs = choose_envs(rates)
     name = cfg.topology.name
+    if cfg.topology.central and ("num_workers" in keys or "inference_actors" in keys):
+        return central_sizing(cfg, cpus, keys, envs, rates)
     if "num_workers" not in keys:
         return Sizing(cfg.topology.num_workers, envs, cpus, name, tuple(keys), rates,
                       reason=f"{envs} envs: within {ENV_TOLERANCE:.0%} of the best rate with the fewest")  # fmt: skip
@@ -156,6 +176,33 @@ def probe(cfg: Any, cpus: int, keys: Sequence[str]) -> Sizing:
            f"step on one core, {cpus} cpus -> ceil({cpus} x {t_r / (t_r + t_l):.2f}) + {SPARE_WORKERS}, "
            f"at most {cpus}")  # fmt: skip
     return Sizing(workers, envs, cpus, name, tuple(keys), rates, t_r, t_l, reason=why)
+
+
+def central_sizing(cfg: Any, cpus: int, keys: Sequence[str], envs: int, rates: dict[int, float]) -> Sizing:
+    """Workers and inference actors for central inference (step 3 of the module's docstring)."""
+    import torch
+
+    topo = cfg.topology
+    t_e, t_i, t_l = step_costs(cfg, envs, split=True)
+    gpu = topo.inference_device == "cuda" or (topo.inference_device == "auto" and torch.cuda.is_available())
+    if gpu:
+        actors = 1 if "inference_actors" in keys else topo.inference_actors
+        left = cpus - 1 - math.ceil(actors * topo.inference_cpus)  # the learner's core, the inference actors'
+        workers = max(1, left) if "num_workers" in keys else topo.num_workers
+        why = (f"central inference on the GPU: {actors} inference actor(s) and the learner there, every other core "
+               f"steps envs ({cpus} cpus)")  # fmt: skip
+    else:
+        total = t_e + t_i + max(t_l, 0.0)
+        actors = max(1, math.ceil(cpus * t_i / total - 1e-9)) if "inference_actors" in keys else topo.inference_actors
+        workers = (
+            max(1, min(cpus, math.ceil(cpus * t_e / total - 1e-9) + SPARE_WORKERS))
+            if "num_workers" in keys else topo.num_workers
+        )  # fmt: skip
+        why = (f"central inference on CPUs: {t_e * 1e3:.3f} ms env + {t_i * 1e3:.3f} ms inference + {t_l * 1e3:.3f} "
+               f"ms learner per env step on one core, {cpus} cpus -> ceil({cpus} x {t_e / total:.2f}) + "
+               f"{SPARE_WORKERS} workers, ceil({cpus} x {t_i / total:.2f}) inference actors")  # fmt: skip
+    return Sizing(workers, envs, cpus, topo.name, tuple(keys), rates, t_e + t_i, t_l, reason=why,
+                  inference_actors=actors)  # fmt: skip
 
 
 def choose_envs(rates: Mapping[int, float]) -> int:
@@ -196,14 +243,18 @@ def env_rate(cfg: Any, spaces: Any, envs: int) -> float:
     return steps / elapsed
 
 
-def step_costs(cfg: Any, envs: int) -> tuple[float, float]:
+def step_costs(cfg: Any, envs: int, split: bool = False) -> Any:
     """(rollout, learner) CPU seconds per env step: the run's algorithm in the local topology, one worker, one
-    thread, for LEARNER_PROBE_S, read from its timers (the first report, warm-up, left out)."""
+    thread, for LEARNER_PROBE_S, read from its timers (the first report, warm-up, left out); ``split``:
+    (env, inference, learner), the rollout's seconds split."""
     from raylab.builders.run import build_run
     from raylab.envs.registry import env_spaces
 
     with tempfile.TemporaryDirectory(prefix="raylab-autosize-") as tmp:
-        topology = dataclasses.replace(cfg.topology, name="local", num_workers=1, envs_per_worker=envs)
+        topology = dataclasses.replace(
+            cfg.topology, name="local", num_workers=1, envs_per_worker=envs, inference="local", inference_actors=1,
+            env_splits=0, inference_cpus=1.0, inference_device="auto",
+        )  # fmt: skip
         learner = dataclasses.replace(cfg.learner, num_threads=1)
         replay = cfg.replay
         if cfg.algo.name == "dqn":  # learning starts after a few chunks, not after the run's warm-up
@@ -219,15 +270,18 @@ def step_costs(cfg: Any, envs: int) -> tuple[float, float]:
         )  # fmt: skip
         build_run(probe_cfg, env_spaces(cfg.env)).run()
         rows = [json.loads(x) for x in (Path(tmp) / "metrics.jsonl").read_text().splitlines() if x.strip()]
+    if split:
+        return costs_from_rows(rows, split=True)
     return costs_from_rows(rows)
 
 
-def costs_from_rows(rows: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
+def costs_from_rows(rows: Sequence[Mapping[str, Any]], split: bool = False) -> Any:
     """(rollout, learner) seconds per env step from metrics rows of a local run (per-interval timers and the
-    cumulative env_steps), the first row left out as warm-up."""
+    cumulative env_steps), the first row left out as warm-up; ``split``: (env, inference, learner), the rest
+    of the rollout's seconds (weight sync) counted as env."""
     if len(rows) < 2:
         raise ConfigError("topology.num_workers=auto: the probe run reported too little to size from: give a number")
-    rollout = learner = 0.0
+    rollout = learner = inference = 0.0
     for row in rows[1:]:
         for key, value in row.items():
             if not key.startswith("timing/") or key.endswith("wait_s"):
@@ -235,9 +289,13 @@ def costs_from_rows(rows: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
             part = key.split("/")[1]
             if part == "rollout":
                 rollout += float(value)
+                if key == "timing/rollout/inference_s":
+                    inference += float(value)
             elif part in ("learner", "replay"):
                 learner += float(value)
     steps = int(rows[-1]["env_steps"]) - int(rows[0]["env_steps"])
     if steps <= 0:
         raise ConfigError("topology.num_workers=auto: the probe run took no env steps: give a number")
+    if split:
+        return (rollout - inference) / steps, inference / steps, learner / steps
     return rollout / steps, learner / steps

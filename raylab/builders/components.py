@@ -96,7 +96,9 @@ def build_rollout_worker(
         explorer = policy if isinstance(policy, EpsilonGreedyPolicy) else None
         name = f"inference actor {worker_id % topo.inference_actors}"
         slots = spaces.slots(topo.envs_per_worker)
-        actions = CentralActions(inference, transport, splits, slots, explorer, name=name)
+        shm = topo.inference_transport == "auto"
+        actions = CentralActions(inference, transport, splits, slots, explorer, name=name, shared_memory=shm,
+                                 key=f"w{worker_id}")  # fmt: skip
     else:
         env = make_vector_env(cfg.env, topo.envs_per_worker, cfg.seed, worker_index=worker_id)
     worker = RolloutWorker(

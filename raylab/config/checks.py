@@ -42,7 +42,7 @@ def resolve(cfg: Mapping[str, Any], run_dir: str = ".") -> RunConfig:
     return run
 
 
-AUTO_KEYS = ("num_workers", "envs_per_worker")
+AUTO_KEYS = ("num_workers", "envs_per_worker", "inference_actors")
 """Topology keys that may be ``auto``: sized on this machine by a probe (raylab/builders/autosize.py)."""
 
 
@@ -81,7 +81,7 @@ def check_inference(run: RunConfig) -> None:
     """topology.inference=central where it can run, and its settings only with it."""
     topo = run.topology
     if not topo.central:
-        defaults = {"inference_actors": 1, "inference_cpus": 1.0, "inference_device": "auto"}
+        defaults = {"inference_actors": 1, "inference_cpus": 1.0, "inference_device": "auto", "inference_transport": "auto"}
         for key, default in defaults.items():
             value = getattr(topo, key)
             check(

@@ -23,6 +23,7 @@ from raylab.replay.snapshot import latest_periodic_snapshot, load_snapshot, save
 from raylab.rollout.a3c import A3CWorker, WorkerReport
 from raylab.rollout.evaluator import Evaluator
 from raylab.rollout.inference import InferenceServer, InferenceStats
+from raylab.rollout.shm import Channels
 from raylab.rollout.worker import RolloutWorker
 from raylab.types import Batch, Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, SequenceBatch, Weights
 
@@ -75,8 +76,15 @@ class InferenceHost(Host):
         torch.set_num_threads(max(1, threads))
         with self.deferring_user_errors():
             self.server = make()
+            self.channels = Channels(self.server)
         if self._startup_error is None and self.life and learner is not None and transport is not None:
             self.server.set_weights(transport.get(learner.get_weights()))
+
+    @remote()
+    def open_channel(self, key: str, rows: int, shape: tuple[int, ...], dtype: str, machine: str) -> tuple[str | None, int]:
+        """A shared-memory channel for worker split ``key`` (raylab.rollout.shm), when the worker runs on this
+        machine: (its name or None, this actor's life)."""
+        return self.channels.open(key, rows, shape, dtype, machine), self.life
 
     @remote()
     def infer(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, int, int]:

@@ -70,6 +70,12 @@ class Explorer(Protocol):
     steps: int
 
 
+CHANNEL = "channel"
+"""A pending request sent through a shared-memory channel (its reply is read from the channel)."""
+LIVENESS_S = 2.0
+"""Seconds a worker waits on a channel's reply before it asks whether the inference actor is still the same."""
+
+
 @dataclass
 class _Pending:
     split: int
@@ -87,9 +93,14 @@ class CentralActions:
     ``explorer`` (Ape-X DQN): each slot explores with its own epsilon here, as a local epsilon-greedy policy
     does; only the slots acting greedily are sent, and a step where every slot explores sends nothing.
 
+    ``shared_memory`` (topology.inference_transport=auto): a split sends through a shared-memory channel
+    (raylab/rollout/shm.py) when the inference actor runs on this machine, else through Ray actor calls.
+
     A reply that fails because the inference actor died is waited out: the worker waits for Ray to restart it
-    and sends the same observations again, so its chunk goes on (``resent`` counts those calls; ``life`` is
-    the newest life of the actor it heard from, which the driver counts restarts by).
+    and sends the same observations again (through a new channel), so its chunk goes on (``resent`` counts
+    those requests; ``life`` is the newest life of the actor it heard from, which the driver counts restarts
+    by). A channel's reply not there within LIVENESS_S makes the worker ask whether the actor is still the one
+    it opened the channel with.
     """
 
     def __init__(
@@ -100,8 +111,14 @@ class CentralActions:
         slots: int,
         explorer: Explorer | None = None,
         name: str = "the inference actor",
+        shared_memory: bool = False,
+        key: str = "worker",
     ):
         self.client, self.transport, self.name = client, transport, name
+        self.shared_memory, self.key = shared_memory, key
+        """Channels are asked for as ``<key>-<split>``."""
+        self.channels: list[Any] = [None] * splits
+        """Each split's ShmChannel; None: not asked for yet; False: none (the actor runs on another machine)."""
         self.splits, self.slots = splits, slots
         """Envs split into ``splits`` equal parts of ``slots // splits`` slots each."""
         self.explorer = explorer
@@ -128,12 +145,39 @@ class CentralActions:
             if explore.any():
                 batch = batch[~explore]
         batch = np.ascontiguousarray(batch)
-        return _Pending(split, batch, self._send(batch), explore, time.perf_counter())
+        sent_at = time.perf_counter()
+        return _Pending(split, batch, self._send(split, batch), explore, sent_at)
 
-    def _send(self, batch: np.ndarray) -> Any:
+    def _send(self, split: int, batch: np.ndarray) -> Any:
+        """The request's ref, or CHANNEL when it went through the split's channel."""
         self.calls += 1
         self.sent_bytes += batch.nbytes
-        return self.client.infer(batch)
+        channel = self._channel(split, batch) if self.shared_memory else None
+        if channel is None:
+            return self.client.infer(batch)
+        channel.send(batch)
+        return CHANNEL
+
+    def _channel(self, split: int, batch: np.ndarray) -> Any:
+        channel = self.channels[split]
+        if channel is None:
+            from raylab.rollout.shm import ShmChannel, this_machine
+
+            rows, shape = self.slots // self.splits, batch.shape[1:]
+            ask = (f"{self.key}-{split}", rows, shape, batch.dtype.str, this_machine())
+            name, life = self._call(lambda: self.client.open_channel(*ask))
+            self.life = max(self.life, int(life))
+            channel = ShmChannel(name, rows, shape, batch.dtype) if name else False
+            self.channels[split] = channel
+        return channel or None
+
+    def _call(self, call: Any) -> Any:
+        """A call's value, the actor's deaths waited out (the call made again each time)."""
+        while True:
+            try:
+                return self.transport.get(call())
+            except self.transport.ActorDied:
+                self.life = max(self.life, self.transport.back(self.client, self.name))
 
     def wait(self, pending: _Pending) -> Acted:
         explore = pending.explore
@@ -153,9 +197,20 @@ class CentralActions:
 
     def _reply(self, pending: _Pending) -> tuple[np.ndarray, np.ndarray | None, int, int]:
         while True:
-            try:
-                return self.transport.get(pending.ref)  # type: ignore[no-any-return]
-            except self.transport.ActorDied:
-                self.life = max(self.life, self.transport.back(self.client, self.name))
-                self.resent += 1
-                pending.ref = self._send(pending.obs)
+            if pending.ref is CHANNEL:
+                got = self.channels[pending.split].receive(timeout=LIVENESS_S)
+                if got is not None:
+                    return (*got, self.life)
+                life = self.transport.back(self.client, self.name)  # alive (or back, after a restart)?
+                if life == self.life:
+                    continue  # the same actor, busy: wait on
+                self.life = life
+                self.channels[pending.split].close()
+                self.channels[pending.split] = None  # the dead actor's: a new one for the new actor
+            else:
+                try:
+                    return self.transport.get(pending.ref)  # type: ignore[no-any-return]
+                except self.transport.ActorDied:
+                    self.life = max(self.life, self.transport.back(self.client, self.name))
+            self.resent += 1
+            pending.ref = self._send(pending.split, pending.obs)

@@ -117,3 +117,29 @@ def test_a_real_probe_on_cartpole_appo(tmp_path, monkeypatch):
     written = json.loads((tmp_path / "autosize.json").read_text())
     assert written["num_workers"] == sizing.num_workers and "overlaps acting and learning" in written["reason"]
     assert sizing.line().startswith("raylab: auto: topology.num_workers=")
+
+
+def test_central_inference_on_cpus_splits_the_cores_three_ways(monkeypatch):
+    # env 2, inference 1, learner 1 per step on 8 cores: half the cores step envs (4 + the spare), a quarter act
+    monkeypatch.setattr(autosize, "step_costs", lambda cfg, envs, split=False: (2.0, 1.0, 1.0))
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    data = composed("+experiment=pong_appo", "topology.inference=central", "topology.num_workers=auto",
+                    "topology.inference_actors=auto", "ray.num_cpus=8")  # fmt: skip
+    filled, sizing = autosize.fill(data)
+    assert (sizing.num_workers, sizing.inference_actors) == (5, 2)
+    assert filled["topology"]["num_workers"] == 5 and filled["topology"]["inference_actors"] == 2
+    assert "central inference on CPUs" in sizing.line()
+
+
+def test_central_inference_on_a_gpu_gives_every_core_left_to_the_env_runners(monkeypatch):
+    monkeypatch.setattr(autosize, "step_costs", lambda cfg, envs, split=False: (2.0, 1.0, 1.0))
+    monkeypatch.setattr("torch.cuda.is_available", lambda: True)
+    data = composed("+experiment=pong_appo", "topology.inference=central", "topology.num_workers=auto",
+                    "topology.inference_actors=auto", "ray.num_cpus=16")  # fmt: skip
+    _, sizing = autosize.fill(data)
+    assert (sizing.num_workers, sizing.inference_actors) == (14, 1)  # 16 - the learner's - the inference actor's
+
+
+def test_auto_inference_actors_need_central_inference():
+    with pytest.raises(ConfigError, match="topology.inference_actors=auto sizes the inference actors of"):
+        autosize.fill(composed("+experiment=pong_appo", "topology.inference_actors=auto"))

@@ -20,9 +20,9 @@ from raylab.config import EnvConfig, ModelConfig
 from raylab.envs import env_spaces, make_vector_env
 from raylab.errors import ConfigError
 from raylab.models.factory import build_actor_critic
-from raylab.remote.host import ActorSpec, Late
+from raylab.remote.host import ActorSpec, Late, remote_methods
 from raylab.remote.hosts import InferenceHost
-from raylab.remote.inprocess import InProcessBackend
+from raylab.remote.inprocess import InProcessBackend, LocalClient
 from raylab.rollout.acting import CentralActions
 from raylab.rollout.inference import InferenceServer
 from raylab.rollout.worker import RolloutWorker
@@ -207,3 +207,52 @@ def test_the_plan_names_each_workers_inference_actor_and_shares_the_gpu_with_the
     assert [name for name, _ in plan.demands()].count("inference actor 1") == 1
     bound = flow.workers[2].bind({"inference_0": "client 0", "transport": "t"})
     assert bound.args[2:] == ("client 0", "t") and not any(isinstance(a, Late) for a in bound.args)
+
+
+def test_a_worker_on_the_inference_actors_machine_sends_through_shared_memory_and_builds_the_same_chunks():
+    spaces = env_spaces(CARTPOLE)
+    net = build_actor_critic(ModelConfig(hidden_sizes=(16,)), spaces)
+    local = RolloutWorker(make_vector_env(CARTPOLE, 4, seed=5, worker_index=0), greedy_policy(net), 0, 10)
+    host = InferenceHost(lambda: InferenceServer(greedy_policy(net)))
+    client = LocalClient(host, remote_methods(InferenceHost))
+    splits = [make_vector_env(CARTPOLE, 2, seed=5, worker_index=s) for s in range(2)]
+    actions = CentralActions(client, Transport(), splits=2, slots=4, shared_memory=True, key="w0")
+    central = RolloutWorker(splits, greedy_policy(net), 0, 10, actions=actions)
+    try:
+        for _ in range(2):
+            (a, _), (b, _) = local.sample(), central.sample()
+            for field in ("obs", "actions", "rewards", "terminated", "truncated", "final_obs", "final_index"):
+                np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
+        assert all(c for c in actions.channels) and actions.calls == 2 * 20
+        assert host.server.stats().requests == 40  # every request reached the server through a channel
+    finally:
+        for channel in actions.channels:
+            channel.close()
+        host.channels.close()
+
+
+def test_a_channel_answers_a_failed_request_with_an_error_the_worker_raises():
+    from raylab.rollout.shm import ChannelError
+
+    class Failing:
+        version, last_log_probs = 0, None
+
+        def act(self, obs):
+            raise ValueError("a bad observation")
+
+        def set_weights(self, weights, exact=False):
+            return False
+
+    host = InferenceHost(lambda: InferenceServer(Failing()))
+    from raylab.rollout.shm import ShmChannel, this_machine
+
+    name = host.channels.open("w0-0", 2, (3,), "<f4", this_machine())
+    channel = ShmChannel(name, 2, (3,), np.dtype(np.float32))
+    try:
+        channel.send(np.zeros((2, 3), np.float32))
+        with pytest.raises(ChannelError, match="the inference actor failed on this request"):
+            channel.receive(timeout=30)
+        assert host.channels.open("w1-0", 2, (3,), "<f4", "another machine") is None
+    finally:
+        channel.close()
+        host.channels.close()
