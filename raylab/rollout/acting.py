@@ -119,6 +119,8 @@ class CentralActions:
         """Channels are asked for as ``<key>-<split>``."""
         self.channels: list[Any] = [None] * splits
         """Each split's ShmChannel; None: not asked for yet; False: none (the actor runs on another machine)."""
+        self.channel_life = [0] * splits
+        """The inference actor's life each split's channel was made in."""
         self.splits, self.slots = splits, slots
         """Envs split into ``splits`` equal parts of ``slots // splits`` slots each."""
         self.explorer = explorer
@@ -167,6 +169,7 @@ class CentralActions:
             ask = (f"{self.key}-{split}", rows, shape, batch.dtype.str, this_machine())
             name, life = self._call(lambda: self.client.open_channel(*ask))
             self.life = max(self.life, int(life))
+            self.channel_life[split] = int(life)
             channel = ShmChannel(name, rows, shape, batch.dtype) if name else False
             self.channels[split] = channel
         return channel or None
@@ -202,9 +205,9 @@ class CentralActions:
                 if got is not None:
                     return (*got, self.life)
                 life = self.transport.back(self.client, self.name)  # alive (or back, after a restart)?
-                if life == self.life:
-                    continue  # the same actor, busy: wait on
-                self.life = life
+                if life == self.channel_life[pending.split]:
+                    continue  # the actor that made the channel, busy: wait on
+                self.life = max(self.life, life)
                 self.channels[pending.split].close()
                 self.channels[pending.split] = None  # the dead actor's: a new one for the new actor
             else:

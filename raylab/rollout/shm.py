@@ -53,8 +53,10 @@ class ShmChannel:
         obs_bytes = int(np.prod(obs_shape)) * np.dtype(obs_dtype).itemsize * rows
         size = HEADER + obs_bytes + rows * (8 + 4)
         self.block = shared_memory.SharedMemory(name=name, create=create, size=size if create else 0)
-        if not create:  # attached: the maker's to unlink (Python < 3.13 would register it here too, and unlink it
-            resource_tracker.unregister(self.block._name, "shared_memory")  # when this process exits)
+        # No process's resource tracker owns the block (Python < 3.13 registers it on attach too, and warns or
+        # unlinks it when that process exits): the worker unlinks its name and the pipes' once it has them
+        # open, so a crash on either side leaves nothing behind (``_forget``).
+        resource_tracker.unregister(self.block._name, "shared_memory")
         buf = self.block.buf
         self.header = np.ndarray((3,), np.int64, buf, 0)
         self.obs = np.ndarray((rows, *obs_shape), obs_dtype, buf, HEADER)
@@ -69,6 +71,20 @@ class ShmChannel:
         self._out: int | None = None
         self._in: int | None = None
         self.creator = create
+        if create:  # the server's ends, open before the worker is told the name
+            self._open(self.reply_pipe, self.request_pipe)
+        else:
+            self._open(self.request_pipe, self.reply_pipe)
+            self._forget()
+
+    def _forget(self) -> None:
+        """Unlink the block's and the pipes' names (both ends hold them open; they go when both close)."""
+        for unlink, path in ((shared_memory._posixshmem.shm_unlink, self.block._name), (os.unlink, self.request_pipe),
+                             (os.unlink, self.reply_pipe)):  # fmt: skip
+            try:
+                unlink(path)
+            except FileNotFoundError:
+                pass
 
     def _open(self, send: str, receive: str) -> None:
         if self._in is None:  # O_RDWR: opening never blocks for the other end (Linux)
@@ -77,7 +93,6 @@ class ShmChannel:
 
     # -- the worker's end ------------------------------------------------------------------------------------
     def send(self, obs: np.ndarray) -> None:
-        self._open(self.request_pipe, self.reply_pipe)
         n = len(obs)
         self.header[0] = n
         self.obs[:n] = obs
@@ -99,7 +114,6 @@ class ShmChannel:
     # -- the server's end ------------------------------------------------------------------------------------
     def serve(self, server: InferenceServer, stop: threading.Event) -> None:
         """Answer requests until ``stop`` is set (checked every 0.2 s while idle)."""
-        self._open(self.reply_pipe, self.request_pipe)
         assert self._in is not None and self._out is not None
         while not stop.is_set():
             if not select.select([self._in], [], [], 0.2)[0]:
@@ -125,10 +139,8 @@ class ShmChannel:
         self._in = self._out = None
         del self.header, self.obs, self.actions, self.log_probs
         self.block.close()
-        if self.creator:
-            self.block.unlink()
-            for pipe in (self.request_pipe, self.reply_pipe):
-                os.unlink(pipe)
+        if self.creator:  # a worker that never attached left the names
+            self._forget()
 
 
 class Channels:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -248,6 +249,8 @@ def test_a_channel_answers_a_failed_request_with_an_error_the_worker_raises():
 
     name = host.channels.open("w0-0", 2, (3,), "<f4", this_machine())
     channel = ShmChannel(name, 2, (3,), np.dtype(np.float32))
+    # attached: no name is left behind, whichever side crashes later
+    assert not Path(f"/dev/shm/{name}").exists() and not Path(channel.request_pipe).exists()
     try:
         channel.send(np.zeros((2, 3), np.float32))
         with pytest.raises(ChannelError, match="the inference actor failed on this request"):
