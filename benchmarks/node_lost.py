@@ -35,9 +35,13 @@ def rows(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def actors_on(node_id: str) -> list[str]:
-    from ray.util.state import list_actors
+    """The classes of the live actors on node ``node_id`` (read from the GCS: the cluster runs no dashboard)."""
+    from ray._private.state import actors
 
-    return sorted(a.class_name for a in list_actors(filters=[("state", "=", "ALIVE")]) if a.node_id == node_id)
+    return sorted(
+        a["ActorClassName"] for a in actors().values()
+        if a.get("State") == "ALIVE" and a.get("Address", {}).get("NodeID") == node_id
+    )  # fmt: skip
 
 
 def lose_a_node(run_dir: Path, experiment: str = "cartpole_appo", timeout: float = 600) -> dict[str, Any]:

@@ -201,7 +201,7 @@ def test_two_rival_policies_learn_on_ray_and_one_killed_learner_comes_back(tmp_p
         assert p["version"] > 0 and p["env_steps"] == bm["total_timesteps"] // 2
 
 
-@pytest.mark.parametrize("experiment", ["cartpole_appo", "cartpole_dqn"])
+@pytest.mark.parametrize("experiment", ["cartpole_appo", pytest.param("cartpole_dqn", marks=pytest.mark.slow)])
 def test_a_killed_inference_actor_comes_back_and_its_workers_carry_on(experiment, tmp_path):
     """topology.inference=central: the inference actor SIGKILLed mid-run, then the learner it takes its weights
     from, then the inference actor again. Ray restarts it; it loads the learner's newest weights before it
