@@ -32,6 +32,7 @@ from raylab.envs.families import (
     SnakeFamily,
 )
 from raylab.envs.multiagent_families import PettingZooFamily, SnakeArenaFamily
+from raylab.envs.spaces import encoded
 from raylab.envs.vector import SerialVectorEnv, VectorEnv, space_group_count
 from raylab.envs.wrappers import (
     EpisodeStatistics,
@@ -94,8 +95,9 @@ def max_return(cfg: EnvConfig) -> float | None:
 
 
 def wrap(env: gym.Env, cfg: EnvConfig, fam: EnvFamily) -> gym.Env:
-    """The shared preprocessing stack (raylab/envs/wrappers.py has the order and the reasons)."""
-    env = as_float32(env)
+    """The shared preprocessing stack (raylab/envs/wrappers.py has the order and the reasons); observations of
+    any space but a Box are first encoded into a flat float32 Box (raylab/envs/spaces.py)."""
+    env = as_float32(encoded(env, cfg.id))
     frames = not fam.native_frames  # EnvPool's Atari does noop starts, skip, gray, resize and stack in C++
     if cfg.noop_max and frames:
         env = NoopReset(env, cfg.noop_max, fam.noop_action)

@@ -1,6 +1,6 @@
 """Family-agnostic preprocessing, applied by ``make_env`` in this order (inner to outer):
 
-    raw env -> [float32 cast] -> NoopReset -> MaxPoolFrameSkip -> TimeLimit -> EpisodeStatistics
+    raw env -> [encoded: raylab/envs/spaces.py] -> [float32 cast] -> NoopReset -> MaxPoolFrameSkip -> TimeLimit -> EpisodeStatistics
             -> GrayResize -> FrameStack -> [NormalizeReward] -> RewardTransform -> [ClipAction]
 
 Observations of any other float dtype (MuJoCo's are float64) are cast to float32 first, the dtype every

@@ -82,7 +82,7 @@ TRAIN_ENV = [
     Case(T, "env.id=cartpole-v1", "unknown env id 'cartpole-v1' for env=gymnasium: did you mean CartPole-v1", "env"),
     Case(T, "env.id=", "unknown env id '' for env=gymnasium: see gymnasium.pprint_registry()", "env"),
     Case(T, "env.id=Pendulum-v1", "algo=dqn needs discrete actions", "env", False),
-    Case(T, "env.id=FrozenLake-v1", "raylab's models take array (Box) observations", "env", False),
+    Case(T, "env.id=tests.cli.odd_envs:TextObservation-v0", "tests.cli.odd_envs:TextObservation-v0's observation is a Text space (Text(1, 8, charset=0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz)): raylab encodes Box, Discrete, MultiDiscrete, MultiBinary, and Tuple and Dict of them: wrap the env to drop or encode it", "env"),
     Case(T, "env.backend=envpol", "unknown env.backend 'envpol': choose gymnasium or envpool", "env"),
     Case(T, "env.backend=envpool env.id=LunarLander-v3", "has no port of LunarLander-v3", "env", False),
     Case(T, "env.frame_skip=0", "env.frame_skip must be >= 1 (got 0)", "env"),

@@ -47,7 +47,7 @@ def test_smoke_run_in_serial_mode(tmp_path):
         (["+experiment=cartpole_dqn", "stop.mean_return=1000"], "can never trigger"),
         (["stop.env_steps=null", "stop.seconds=null"], "no stop condition"),
         (["env.id=Pendulum-v1"], "needs discrete actions"),
-        (["env.id=FrozenLake-v1"], "take array (Box) observations"),
+        (["env.id=tests.cli.odd_envs:TextObservation-v0"], "raylab encodes Box, Discrete, MultiDiscrete, MultiBinary"),
         (["env=mario", "env.id=SuperMarioBros-9-1-v0"], "valid ids are SuperMarioBros-v0..v3"),
         (["env=procgen", "env.id=coinrn"], "unknown Procgen game 'coinrn': choose one of bigfish"),
         (["env=snake", "+env.options.size=12"], "unknown env.options.size for env=snake: valid options are dim"),

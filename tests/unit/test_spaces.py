@@ -1,0 +1,70 @@
+"""Observation spaces other than a Box, encoded into one flat float32 vector (raylab/envs/spaces.py): each
+space's encoding against hand-written vectors, the envs that had none before (FrozenLake, Blackjack) through
+the whole preprocessing stack, and the refusals."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from raylab.config import EnvConfig
+from raylab.envs import env_spaces, make_env, make_vector_env
+from raylab.envs.spaces import Encoded, encode, encoding
+from raylab.errors import ConfigError
+
+
+def enc(space: gym.Space, value) -> list[float]:
+    found = encoding(space)
+    assert found is not None
+    return encode(found, value).tolist()
+
+
+def test_each_space_is_encoded_as_written():
+    assert enc(gym.spaces.Discrete(4, start=1), 3) == [0, 0, 1, 0]
+    assert enc(gym.spaces.MultiDiscrete([2, 3]), np.array([1, 2])) == [0, 1, 0, 0, 1]
+    assert enc(gym.spaces.MultiBinary(3), np.array([1, 0, 1], np.int8)) == [1, 0, 1]
+    blackjack = gym.spaces.Tuple((gym.spaces.Discrete(32), gym.spaces.Discrete(11), gym.spaces.Discrete(2)))
+    vector = enc(blackjack, (24, 4, 1))
+    assert len(vector) == 45 and [i for i, x in enumerate(vector) if x] == [24, 32 + 4, 43 + 1]
+    mixed = gym.spaces.Dict({"b": gym.spaces.Box(-1.0, 1.0, (2,)), "a": gym.spaces.Discrete(2)})
+    assert list(mixed.spaces) == ["a", "b"]  # gymnasium sorts a Dict's keys: the order of the parts
+    assert enc(mixed, {"a": 1, "b": np.array([0.5, -0.25])}) == [0, 1, 0.5, -0.25]
+    assert encoding(gym.spaces.Box(0, 1, (3,))) is None  # a Box needs no encoding
+
+
+def test_a_box_inside_makes_the_encoded_space_unbounded_and_one_hots_alone_keep_it_in_zero_one():
+    env = gym.make("Blackjack-v1")
+    wrapped = Encoded(env, "Blackjack-v1")
+    assert wrapped.observation_space == gym.spaces.Box(0.0, 1.0, (45,), np.float32)
+
+
+@pytest.mark.parametrize(
+    ("space", "message"),
+    [
+        (gym.spaces.Text(8), "'s observation is a Text space"),
+        (
+            gym.spaces.Dict({"image": gym.spaces.Box(0, 255, (7, 7, 3), np.uint8), "direction": gym.spaces.Discrete(4)}),
+            r"\['image'\] holds an image .*need an encoder per key",
+        ),
+    ],
+)
+def test_spaces_raylab_does_not_encode_are_refused_in_one_line(space, message):
+    with pytest.raises(ConfigError, match=message):
+        encoding(space, "MyEnv-v0's observation")
+
+
+@pytest.mark.parametrize(("env_id", "size"), [("FrozenLake-v1", 16), ("Blackjack-v1", 45)])
+def test_frozenlake_and_blackjack_run_through_the_preprocessing_stack(env_id, size):
+    cfg = EnvConfig(family="gymnasium", id=env_id)
+    spaces = env_spaces(cfg)
+    assert spaces.obs_shape == (size,) and spaces.obs_dtype == np.float32 and spaces.num_actions is not None
+    env = make_env(cfg, seed=0)
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (size,) and obs.dtype == np.float32 and set(np.unique(obs)) <= {0.0, 1.0}
+    venv = make_vector_env(cfg, 3, seed=0)
+    batch = venv.reset()
+    assert batch.shape == (3, size)
+    for _ in range(20):
+        step = venv.step(np.zeros(3, np.int64))
+        assert step.obs.shape == (3, size)
