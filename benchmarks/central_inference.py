@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import statistics
 import sys
 import tempfile
@@ -69,7 +68,7 @@ def main() -> int:
             weights = build_learner(base, spaces).get_weights()
             torch.set_num_threads(1)
 
-            def variant(inference: str, w: int) -> Any:
+            def variant(inference: str, w: int, base: Any = base) -> Any:
                 topo = dataclasses.replace(base.topology, inference=inference, num_workers=w)
                 return dataclasses.replace(base, topology=topo)
 
@@ -105,7 +104,9 @@ def main() -> int:
                 "rounds": rows,
             }  # fmt: skip
             for w in args.workers:
-                print(f"{name}: {w} central / {w} local = {results[name]['central_over_local'][str(w)]:.3f}", flush=True)
+                print(
+                    f"{name}: {w} central / {w} local = {results[name]['central_over_local'][str(w)]:.3f}", flush=True
+                )
     finally:
         shutdown_ray()
     report = {

@@ -96,7 +96,9 @@ def hosts() -> tuple[type, type]:
 
             self.ray, self.server = ray, server
             self.obs = np.random.default_rng(0).integers(0, 255, (rows, *shape)).astype(dtype)
-            self.channel = ShmChannel(f"raylab-bench-{uuid.uuid4().hex[:10]}", rows, shape, np.dtype(dtype), create=True)
+            self.channel = ShmChannel(
+                f"raylab-bench-{uuid.uuid4().hex[:10]}", rows, shape, np.dtype(dtype), create=True
+            )
             ray.get(server.open_channel.remote(self.channel.name, rows, shape, dtype))
 
         def ready(self) -> bool:
@@ -155,8 +157,8 @@ def main() -> int:
                 ray.remote(Caller).options(num_cpus=1).remote(server, shape, dtype, rows) for _ in range(args.callers)
             ]
             ray.get([c.ready.remote() for c in callers])
-            rows_out: dict[str, dict[str, list[float]]] = {t: {"round_trip_us": [], "served_per_s": [],
-                                                               "server_cpu_us_per_request": []} for t in ("ray", "shm")}  # fmt: skip
+            measures = ("round_trip_us", "served_per_s", "server_cpu_us_per_request")
+            rows_out = {t: {m: [] for m in measures} for t in ("ray", "shm")}
             for round_ in range(args.rounds):
                 for transport in ("ray", "shm") if round_ % 2 == 0 else ("shm", "ray"):
                     ray.get(callers[0].round_trips.remote(transport, 50))  # warm-up

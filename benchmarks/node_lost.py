@@ -87,10 +87,8 @@ def lose_a_node(run_dir: Path, experiment: str = "cartpole_appo", timeout: float
     bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
     after = rows(run_dir)
     rate_before = before[-1]["env_steps"] / max(before[-1]["time_s"], 1e-9) if before else 0.0
-    recovered = next(
-        (r for r in after[len(before):] if r.get("throughput/env_steps_per_s", 0.0) >= 0.5 * rate_before and r["time_s"] > before[-1]["time_s"] + 1),
-        None,
-    )  # fmt: skip
+    later = [r for r in after[len(before) :] if r["time_s"] > before[-1]["time_s"] + 1]
+    recovered = next((r for r in later if r.get("throughput/env_steps_per_s", 0.0) >= 0.5 * rate_before), None)
     chunk = bm["config"]["topology"]["rollout_length"] * bm["config"]["topology"]["envs_per_worker"]
     return {
         "experiment": experiment,

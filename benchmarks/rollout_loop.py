@@ -7,9 +7,10 @@ chunk assembly, no Ray), two source trees alternating, for the workloads below.
 policy cost nothing (8 envs, 64 steps a chunk; the best of 7 repeats of 200 chunks).
 
 A workload of several policies (``simple_tag_mixed_ppo``) samples with its initial weights (no learner
-publishes any). Each measurement is a fresh subprocess running ``raylab.bench.sampling._in_process`` (a new weights version
-before each chunk, one torch thread) of the tree it is given, for ``--seconds`` after a first chunk; the trees
-alternate round by round, starting with a different one each round. Medians over rounds, and new / old.
+publishes any). Each measurement is a fresh subprocess running ``raylab.bench.sampling._in_process`` (a new
+weights version before each chunk, one torch thread) of the tree it is given, for ``--seconds`` after a first
+chunk; the trees alternate round by round, starting with a different one each round. Medians over rounds, and
+new / old.
 """
 
 from __future__ import annotations
@@ -110,7 +111,9 @@ def main() -> int:
     args = parser.parse_args()
     trees = {"old": args.old, "new": args.new}
     commits = {
-        k: subprocess.run(["git", "-C", v, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        k: subprocess.run(
+            ["git", "-C", v, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
         for k, v in trees.items()
     }
     results = {}
@@ -123,7 +126,10 @@ def main() -> int:
         for round_ in range(args.rounds):
             for which in ("old", "new") if round_ % 2 == 0 else ("new", "old"):
                 rows[which].append(measure(trees[which], WORKLOADS[name], args.seconds))
-            print(f"{name} round {round_ + 1}: old {rows['old'][-1]:,.1f}, new {rows['new'][-1]:,.1f} {unit(name)}", flush=True)
+            print(
+                f"{name} round {round_ + 1}: old {rows['old'][-1]:,.1f}, new {rows['new'][-1]:,.1f} {unit(name)}",
+                flush=True,
+            )
         med = {k: statistics.median(v) for k, v in rows.items()}
         results[name] = {
             "overrides": WORKLOADS[name], "unit": unit(name), "median": med, "new_over_old": med["new"] / med["old"],

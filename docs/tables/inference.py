@@ -32,8 +32,15 @@ PAYLOAD_LABELS = {"cartpole": "CartPole", "pong": "Pong", "coinrun": "CoinRun"}
 def inference_transport(data: list[Json]) -> str:
     """benchmarks/inference_transport.py: a Ray actor call against a shared-memory channel per request."""
     (d,) = data
-    header = ["payload (one split)", "bytes in / out", "transport", "round trip (µs)",
-              f"served by one inference actor, {d['callers']} callers (requests/s)", "its CPU per request (µs)"]  # fmt: skip
+    served = f"served by one inference actor, {d['callers']} callers (requests/s)"
+    header = [
+        "payload (one split)",
+        "bytes in / out",
+        "transport",
+        "round trip (µs)",
+        served,
+        "its CPU per request (µs)",
+    ]
     rows = []
     for name, r in d["results"].items():
         shape = "×".join(str(x) for x in r["obs_shape"])
@@ -67,7 +74,9 @@ def central_inference(data: list[Json]) -> str:
                     if mode == "central" else "—"
                 )  # fmt: skip
                 stage = f"{w} rollout actor{'s' if w > 1 else ''}, " + (
-                    "each with its own policy" if mode == "local" else f"{r['env_splits']} env splits + 1 inference actor"
+                    "each with its own policy"
+                    if mode == "local"
+                    else f"{r['env_splits']} env splits + 1 inference actor"
                 )
                 rows.append([
                     label, stage, _int(fps[key]), _pct(r["over_in_process"][key]),
@@ -87,7 +96,10 @@ def node_lost(data: list[Json]) -> str:
         ["env steps when it was lost", _int(d["env_steps_at_loss"])],
         ["restarts counted", restarts or "0"],
         ["lost: chunks, agent steps", f"{d['lost_chunks']}, {_int(d['lost_agent_steps'])}"],
-        ["lost: seconds until the env-step rate was back to half its rate before", "—" if half is None else f"{half:.1f} s"],
+        [
+            "lost: seconds until the env-step rate was back to half its rate before",
+            "—" if half is None else f"{half:.1f} s",
+        ],
         ["how the run ended", f"{d['stop_reason']} (exit status {d['returncode']})"],
         ["whole run", f"{_int(d['total_env_steps'])} env steps in {d['duration_s']:.1f} s"],
     ]

@@ -23,6 +23,7 @@ from raylab.config import RunConfig
 from raylab.config.applicability import check_applicable
 from raylab.config.policies import policy_config, policy_map, policy_spaces
 from raylab.envs.registry import EVAL_WORKER_INDEX, make_vector_env
+from raylab.envs.vector import VectorEnv
 from raylab.errors import ConfigError
 from raylab.learner.learner import Learner
 from raylab.metrics.timing import StageTimer
@@ -42,7 +43,6 @@ from raylab.replay.buffer import (
 )
 from raylab.replay.rate_limiter import SamplesPerInsertLimiter
 from raylab.rollout.a3c import A3CWorker
-from raylab.envs.vector import VectorEnv
 from raylab.rollout.acting import CentralActions
 from raylab.rollout.evaluator import Evaluator
 from raylab.rollout.inference import InferenceServer
@@ -125,7 +125,9 @@ def build_inference_server(cfg: RunConfig, spaces: EnvSpaces, index: int) -> Inf
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("topology.inference_device=cuda but torch sees no GPU here: set topology.inference_device=auto")
+        raise ConfigError(
+            "topology.inference_device=cuda but torch sees no GPU here: set topology.inference_device=auto"
+        )
     policy: Policy
     if cfg.algo.name == "dqn":
         assert spaces.num_actions is not None

@@ -81,7 +81,12 @@ def check_inference(run: RunConfig) -> None:
     """topology.inference=central where it can run, and its settings only with it."""
     topo = run.topology
     if not topo.central:
-        defaults = {"inference_actors": 1, "inference_cpus": 1.0, "inference_device": "auto", "inference_transport": "auto"}
+        defaults = {
+            "inference_actors": 1,
+            "inference_cpus": 1.0,
+            "inference_device": "auto",
+            "inference_transport": "auto",
+        }
         for key, default in defaults.items():
             value = getattr(topo, key)
             check(

@@ -68,7 +68,9 @@ class InferenceHost(Host):
     one; it then loads the learner's newest weights before it answers any call, and the workers whose calls
     failed send them again (raylab.rollout.acting.CentralActions)."""
 
-    def __init__(self, make: Callable[[], InferenceServer], learner: Any = None, transport: Any = None, threads: int = 1):
+    def __init__(
+        self, make: Callable[[], InferenceServer], learner: Any = None, transport: Any = None, threads: int = 1
+    ):
         """``learner`` and ``transport``: where a restarted actor fetches the weights (None: from the driver
         only); ``threads``: torch's threads for acting (its CPUs)."""
         import torch
@@ -81,7 +83,9 @@ class InferenceHost(Host):
             self.server.set_weights(transport.get(learner.get_weights()))
 
     @remote()
-    def open_channel(self, key: str, rows: int, shape: tuple[int, ...], dtype: str, machine: str) -> tuple[str | None, int]:
+    def open_channel(
+        self, key: str, rows: int, shape: tuple[int, ...], dtype: str, machine: str
+    ) -> tuple[str | None, int]:
         """A shared-memory channel for worker split ``key`` (raylab.rollout.shm), when the worker runs on this
         machine: (its name or None, this actor's life)."""
         return self.channels.open(key, rows, shape, dtype, machine), self.life

@@ -10,7 +10,6 @@ other half's observations are at the inference actor (Sample Factory's double-bu
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -50,10 +49,7 @@ class LocalActions:
 
     def submit(self, split: int, obs: Sequence[np.ndarray]) -> Acted:
         policy = self.policy
-        if self.grouped:
-            actions = policy.act_groups(obs)  # type: ignore[attr-defined]
-        else:
-            actions = [policy.act(obs[0])]
+        actions = policy.act_groups(obs) if self.grouped else [policy.act(obs[0])]  # type: ignore[attr-defined]
         return Acted(actions, policy.last_log_probs, policy.version)
 
     def wait(self, pending: Acted) -> Acted:
@@ -83,7 +79,6 @@ class _Pending:
     ref: Any
     """The inference call's reply ref (None: every slot explores, nothing was sent)."""
     explore: np.ndarray | None
-    sent_at: float
 
 
 class CentralActions:
@@ -128,10 +123,8 @@ class CentralActions:
         """The newest version that acted (a step where every slot explored keeps it)."""
         self.life = 0
         self.resent = 0
-        self.sent_bytes = 0
         self.calls = 0
-        self.round_trip_s = 0.0
-        """Seconds from each call's submit to its reply in hand (``wait``), summed."""
+        """Requests sent (``resent`` of them again, after a death)."""
 
     def submit(self, split: int, obs: Sequence[np.ndarray]) -> _Pending:
         batch = obs[0]
@@ -143,17 +136,15 @@ class CentralActions:
             if split == self.splits - 1:
                 ex.steps += 1
             if explore.all():
-                return _Pending(split, batch, None, explore, 0.0)
+                return _Pending(split, batch, None, explore)
             if explore.any():
                 batch = batch[~explore]
         batch = np.ascontiguousarray(batch)
-        sent_at = time.perf_counter()
-        return _Pending(split, batch, self._send(split, batch), explore, sent_at)
+        return _Pending(split, batch, self._send(split, batch), explore)
 
     def _send(self, split: int, batch: np.ndarray) -> Any:
         """The request's ref, or CHANNEL when it went through the split's channel."""
         self.calls += 1
-        self.sent_bytes += batch.nbytes
         channel = self._channel(split, batch) if self.shared_memory else None
         if channel is None:
             return self.client.infer(batch)
@@ -189,7 +180,6 @@ class CentralActions:
             actions = self.explorer.rng.integers(self.explorer.num_actions, size=len(explore))
             return Acted([np.asarray(actions)], None, self.version)
         actions, log_probs, version, life = self._reply(pending)
-        self.round_trip_s += time.perf_counter() - pending.sent_at
         self.version, self.life = max(self.version, int(version)), max(self.life, int(life))
         if explore is not None and explore.any():
             assert self.explorer is not None
@@ -212,7 +202,7 @@ class CentralActions:
                 self.channels[pending.split] = None  # the dead actor's: a new one for the new actor
             else:
                 try:
-                    return self.transport.get(pending.ref)  # type: ignore[no-any-return]
+                    return self.transport.get(pending.ref)
                 except self.transport.ActorDied:
                     self.life = max(self.life, self.transport.back(self.client, self.name))
             self.resent += 1

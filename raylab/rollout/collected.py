@@ -1,4 +1,4 @@
-"""What one ``collect`` call of a rollout worker gathered (raylab/rollout/worker.py, raylab/rollout/groups.py)."""
+"""What one ``collect`` call of a rollout worker gathered (raylab/rollout/worker.py, raylab/rollout/trajectory.py)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class Rollout:
     """A PolicySet's recurrent policies: each policy's states at the chunk's start (``split_chunk`` hands them
     to its part); a single policy's are in ``chunk.initial_state``."""
     groups: list[Chunk] | None = None
-    """Agents of several space groups (raylab/rollout/groups.py): each group's chunk (``chunk`` is the first)."""
+    """Agents of several space groups (raylab/rollout/trajectory.py): each group's chunk (``chunk`` is the first)."""
 
     @property
     def chunks(self) -> list[Chunk]:

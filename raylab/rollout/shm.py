@@ -14,6 +14,8 @@ A request the server fails on is answered with rows = -1 (the worker raises; the
 
 from __future__ import annotations
 
+import _posixshmem  # CPython's, behind multiprocessing.shared_memory
+import contextlib
 import os
 import select
 import socket
@@ -56,7 +58,8 @@ class ShmChannel:
         # No process's resource tracker owns the block (Python < 3.13 registers it on attach too, and warns or
         # unlinks it when that process exits): the worker unlinks its name and the pipes' once it has them
         # open, so a crash on either side leaves nothing behind (``_forget``).
-        resource_tracker.unregister(self.block._name, "shared_memory")
+        self._key: str = self.block._name  # type: ignore[attr-defined]  # "/<name>": what the tracker and unlink take
+        resource_tracker.unregister(self._key, "shared_memory")
         buf = self.block.buf
         self.header = np.ndarray((3,), np.int64, buf, 0)
         self.obs = np.ndarray((rows, *obs_shape), obs_dtype, buf, HEADER)
@@ -79,12 +82,11 @@ class ShmChannel:
 
     def _forget(self) -> None:
         """Unlink the block's and the pipes' names (both ends hold them open; they go when both close)."""
-        for unlink, path in ((shared_memory._posixshmem.shm_unlink, self.block._name), (os.unlink, self.request_pipe),
-                             (os.unlink, self.reply_pipe)):  # fmt: skip
-            try:
-                unlink(path)
-            except FileNotFoundError:
-                pass
+        with contextlib.suppress(FileNotFoundError):
+            _posixshmem.shm_unlink(self._key)
+        for pipe in (self.request_pipe, self.reply_pipe):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(pipe)
 
     def _open(self, send: str, receive: str) -> None:
         if self._in is None:  # O_RDWR: opening never blocks for the other end (Linux)

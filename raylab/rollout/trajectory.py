@@ -37,7 +37,9 @@ class Trajectory:
         self.version: int | None = None
         """The oldest policy version that acted in the chunk."""
         groups = len(first)
-        self.members = [np.arange(num_slots)] if slot_group is None else [np.flatnonzero(slot_group == g) for g in range(groups)]
+        self.members = (
+            [np.arange(num_slots)] if slot_group is None else [np.flatnonzero(slot_group == g) for g in range(groups)]
+        )
         self.final_obs: list[list[np.ndarray]] = [[] for _ in range(groups)]
         self.final_index: list[list[tuple[int, int]]] = [[] for _ in range(groups)]
         self.episodes: list[dict[str, float]] = []
@@ -51,7 +53,8 @@ class Trajectory:
         if self.actions is None:  # one group: every slot's (a split's batch holds its own); several: the group's
             whole = len(self.members) == 1
             self.actions = [
-                np.empty((self.steps, self.num_slots if whole else len(a), *a.shape[1:]), a.dtype) for a in acted.actions
+                np.empty((self.steps, self.num_slots if whole else len(a), *a.shape[1:]), a.dtype)
+                for a in acted.actions
             ]
         if len(self.actions) == 1:
             self.actions[0][at] = acted.actions[0]
@@ -101,7 +104,9 @@ class Trajectory:
         out = []
         for g, m in enumerate(self.members):
             obs, final = self.obs[g], self.final_obs[g]
-            restarted = None if self.restarted is None else self.restarted[:taken] if whole else self.restarted[:taken, m]
+            restarted = (
+                None if self.restarted is None else self.restarted[:taken] if whole else self.restarted[:taken, m]
+            )
             out.append(
                 Chunk(
                     obs=obs[: taken + 1],
@@ -115,7 +120,11 @@ class Trajectory:
                     worker_id=worker_id,
                     seq=seq,
                     restarted=restarted if whole or restarted is None or restarted.any() else None,
-                    log_probs=None if self.log_probs is None else self.log_probs[:taken] if whole else self.log_probs[:taken, m],
+                    log_probs=None
+                    if self.log_probs is None
+                    else self.log_probs[:taken]
+                    if whole
+                    else self.log_probs[:taken, m],
                 )
             )
         return out

@@ -199,13 +199,14 @@ class RolloutWorker:
                 with timer.stage("inference"):
                     acted = source.wait(pending[s]) if ahead else submit(s, _rows_at(obs, t, c))
                 act(t, c, acted)
+                step: Any
                 with timer.stage("env"):
                     if grouped:
                         step = cast(GroupedVectorEnv, env).step_groups(acted.actions)
                         step_obs = step.obs
                     else:
                         step = env.step(acted.actions[0])
-                        step_obs = (step.obs,)
+                        step_obs = [step.obs]
                 if memory is not None or cut:
                     ended = step.terminated | step.truncated
                     if memory is not None:  # a slot whose episode ended (or whose env crashed) starts from zeros

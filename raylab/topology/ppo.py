@@ -31,6 +31,7 @@ from raylab.types import LearnerStats, RolloutStats
 
 class PPOTopology(RolloutFlow):
     weights_before_sampling = True
+
     def start(self, driver: Driver) -> None:
         self.load_learner(driver)
         self.training: set[int] = set()

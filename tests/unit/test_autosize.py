@@ -141,5 +141,5 @@ def test_central_inference_on_a_gpu_gives_every_core_left_to_the_env_runners(mon
 
 
 def test_auto_inference_actors_need_central_inference():
-    with pytest.raises(ConfigError, match="topology.inference_actors=auto sizes the inference actors of"):
+    with pytest.raises(ConfigError, match=r"topology\.inference_actors=auto sizes the inference actors of"):
         autosize.fill(composed("+experiment=pong_appo", "topology.inference_actors=auto"))
