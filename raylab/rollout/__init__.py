@@ -1,4 +1,5 @@
-"""Rollout: a vector of envs stepped by a local policy, returning chunks; greedy evaluation."""
+"""Rollout: vectors of envs stepped by a local policy or an inference actor (central inference), returning
+chunks; greedy evaluation."""
 
 from raylab.rollout.evaluator import Evaluator
 from raylab.rollout.worker import Policy, RolloutWorker
