@@ -107,11 +107,11 @@ def encoding(space: gym.Space, where: str = "the observation", top: bool = True)
     if isinstance(space, gym.spaces.MultiBinary):
         return _multi_binary(space)
     if isinstance(space, gym.spaces.Tuple):
-        parts = [(i, _part(s, f"{where}[{i}]")) for i, s in enumerate(space.spaces)]
-        return _parts(parts, "(" + ", ".join(e.describe for _, e in parts) + ")")
+        items: list[tuple[Any, Encoding]] = [(i, _part(s, f"{where}[{i}]")) for i, s in enumerate(space.spaces)]
+        return _parts(items, "(" + ", ".join(e.describe for _, e in items) + ")")
     if isinstance(space, gym.spaces.Dict):
-        parts = [(k, _part(s, f"{where}[{k!r}]")) for k, s in space.spaces.items()]
-        return _parts(parts, "{" + ", ".join(f"{k}: {e.describe}" for k, e in parts) + "}")
+        keyed: list[tuple[Any, Encoding]] = [(k, _part(s, f"{where}[{k!r}]")) for k, s in space.spaces.items()]
+        return _parts(keyed, "{" + ", ".join(f"{k}: {e.describe}" for k, e in keyed) + "}")
     raise ConfigError(
         f"{where} is a {type(space).__name__} space ({space}): raylab encodes Box, Discrete, MultiDiscrete, "
         f"MultiBinary, and Tuple and Dict of them: wrap the env to drop or encode it"

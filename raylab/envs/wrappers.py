@@ -1,7 +1,7 @@
 """Family-agnostic preprocessing, applied by ``make_env`` in this order (inner to outer):
 
-    raw env -> [encoded: raylab/envs/spaces.py] -> [float32 cast] -> NoopReset -> MaxPoolFrameSkip -> TimeLimit -> EpisodeStatistics
-            -> GrayResize -> FrameStack -> [NormalizeReward] -> RewardTransform -> [ClipAction]
+    raw env -> [encoded: raylab/envs/spaces.py] -> [float32 cast] -> NoopReset -> MaxPoolFrameSkip -> TimeLimit
+            -> EpisodeStatistics -> GrayResize -> FrameStack -> [NormalizeReward] -> RewardTransform -> [ClipAction]
 
 Observations of any other float dtype (MuJoCo's are float64) are cast to float32 first, the dtype every
 model, rollout buffer and replay shard holds: half the memory and transport of float64, and no dtype mismatch

@@ -44,7 +44,7 @@ def test_a_box_inside_makes_the_encoded_space_unbounded_and_one_hots_alone_keep_
     [
         (gym.spaces.Text(8), "'s observation is a Text space"),
         (
-            gym.spaces.Dict({"image": gym.spaces.Box(0, 255, (7, 7, 3), np.uint8), "direction": gym.spaces.Discrete(4)}),
+            gym.spaces.Dict({"image": gym.spaces.Box(0, 255, (7, 7, 3), np.uint8), "mission": gym.spaces.Discrete(4)}),
             r"\['image'\] holds an image .*need an encoder per key",
         ),
     ],
