@@ -24,7 +24,6 @@ import json
 import os
 import statistics
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -62,22 +61,13 @@ def make_server() -> Any:
 def hosts() -> tuple[type, type]:
     from raylab.remote.host import remote
     from raylab.remote.hosts import InferenceHost
-    from raylab.rollout.shm import ShmChannel
+    from raylab.rollout.shm import ShmChannel, this_machine
 
     class Server(InferenceHost):
-        """The inference actor, and the server end of shared-memory channels."""
+        """The inference actor (its channels: InferenceHost's), and its process's CPU time."""
 
         def __init__(self) -> None:
             super().__init__(make_server)
-            self.stop = threading.Event()
-            self.channels: list[ShmChannel] = []
-
-        @remote()
-        def open_channel(self, name: str, rows: int, shape: tuple[int, ...], dtype: str) -> bool:
-            channel = ShmChannel(name, rows, shape, np.dtype(dtype))
-            self.channels.append(channel)
-            threading.Thread(target=channel.serve, args=(self.server, self.stop), daemon=True).start()
-            return True
 
         @remote()
         def cpu_seconds(self) -> float:
@@ -96,10 +86,11 @@ def hosts() -> tuple[type, type]:
 
             self.ray, self.server = ray, server
             self.obs = np.random.default_rng(0).integers(0, 255, (rows, *shape)).astype(dtype)
-            self.channel = ShmChannel(
-                f"raylab-bench-{uuid.uuid4().hex[:10]}", rows, shape, np.dtype(dtype), create=True
+            key = f"bench-{uuid.uuid4().hex[:8]}"  # as a rollout worker asks (raylab.rollout.acting.CentralActions)
+            name, _ = ray.get(
+                server.open_channel.remote(key, rows, shape, np.dtype(dtype).str, this_machine(), ((), "<i8"))
             )
-            ray.get(server.open_channel.remote(self.channel.name, rows, shape, dtype))
+            self.channel = ShmChannel(name, rows, shape, np.dtype(dtype))
 
         def ready(self) -> bool:
             return True

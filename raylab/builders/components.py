@@ -97,8 +97,9 @@ def build_rollout_worker(
         name = f"inference actor {worker_id % topo.inference_actors}"
         slots = spaces.slots(topo.envs_per_worker)
         shm = topo.inference_transport == "auto"
+        action = ((spaces.action_dim,), "<f4") if spaces.action_dim is not None else ((), "<i8")
         actions = CentralActions(inference, transport, splits, slots, explorer, name=name, shared_memory=shm,
-                                 key=f"w{worker_id}")  # fmt: skip
+                                 key=f"w{worker_id}", action=action)  # fmt: skip
     else:
         env = make_vector_env(cfg.env, topo.envs_per_worker, cfg.seed, worker_index=worker_id)
     worker = RolloutWorker(

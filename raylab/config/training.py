@@ -120,7 +120,7 @@ class TopologyConfig:
     """How rollout actors reach their inference actor (topology.inference=central). auto: a shared-memory channel
     per env split when both run on one machine, a Ray actor call per request otherwise; ray: Ray actor calls
     always. Measured (benchmarks/inference_transport.json): a Pong split's request costs the inference actor
-    ~0.15 ms of CPU through a channel against ~1.2 ms as a Ray call."""
+    ~0.13 ms of CPU through a channel against ~1.3 ms as a Ray call."""
     env_splits: int = 0
     """Equal parts of each rollout actor's envs, stepped in turn with central inference: while one part
     steps, the other part's observations are at the inference actor (2: Sample Factory's double-buffered

@@ -65,30 +65,35 @@ class RolloutHost(Host):
 
 class InferenceHost(Host):
     """Central inference for the rollout workers that name it (raylab.rollout.inference). Ray restarts a crashed
-    one; it then loads the learner's newest weights before it answers any call, and the workers whose calls
-    failed send them again (raylab.rollout.acting.CentralActions)."""
+    one. In every life it loads the learner's newest weights before it answers any call, and the workers whose
+    calls failed send them again (raylab.rollout.acting.CentralActions)."""
 
     def __init__(
         self, make: Callable[[], InferenceServer], learner: Any = None, transport: Any = None, threads: int = 1
     ):
-        """``learner`` and ``transport``: where a restarted actor fetches the weights (None: from the driver
-        only); ``threads``: torch's threads for acting (its CPUs)."""
+        """``learner`` and ``transport``: where the actor fetches the weights it starts from, in every life (None:
+        from the driver only); ``threads``: torch's threads for acting (its CPUs)."""
         import torch
 
         torch.set_num_threads(max(1, threads))
         with self.deferring_user_errors():
             self.server = make()
             self.channels = Channels(self.server)
-        if self._startup_error is None and self.life and learner is not None and transport is not None:
-            self.server.set_weights(transport.get(learner.get_weights()))
+        if self._startup_error is None and learner is not None and transport is not None:  # every life: no
+            self.server.set_weights(transport.get(learner.get_weights()))  # request is acted on by a random net
 
     @remote()
     def open_channel(
-        self, key: str, rows: int, shape: tuple[int, ...], dtype: str, machine: str
+        self, key: str, rows: int, shape: tuple[int, ...], dtype: str, machine: str, action: tuple[tuple[int, ...], str]
     ) -> tuple[str | None, int]:
         """A shared-memory channel for worker split ``key`` (raylab.rollout.shm), when the worker runs on this
-        machine: (its name or None, this actor's life)."""
-        return self.channels.open(key, rows, shape, dtype, machine), self.life
+        machine (``action``: its actions' shape and dtype): (its name or None, this actor's life)."""
+        return self.channels.open(key, rows, shape, dtype, machine, action), self.life
+
+    @remote()
+    def channel_alive(self, key: str) -> bool:
+        """Whether worker split ``key``'s channel is still answered (a worker whose reply is late asks)."""
+        return self.channels.alive(key)
 
     @remote()
     def infer(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, int, int]:

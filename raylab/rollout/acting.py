@@ -95,7 +95,7 @@ class CentralActions:
     and sends the same observations again (through a new channel), so its chunk goes on (``resent`` counts
     those requests; ``life`` is the newest life of the actor it heard from, which the driver counts restarts
     by). A channel's reply not there within LIVENESS_S makes the worker ask whether the actor is still the one
-    it opened the channel with.
+    it opened the channel with, and still answers it; if not, it opens a new channel and sends again.
     """
 
     def __init__(
@@ -108,9 +108,11 @@ class CentralActions:
         name: str = "the inference actor",
         shared_memory: bool = False,
         key: str = "worker",
+        action: tuple[tuple[int, ...], str] = ((), "<i8"),
     ):
+        """``action``: one action's shape and dtype (a channel's reply holds them)."""
         self.client, self.transport, self.name = client, transport, name
-        self.shared_memory, self.key = shared_memory, key
+        self.shared_memory, self.key, self.action = shared_memory, key, action
         """Channels are asked for as ``<key>-<split>``."""
         self.channels: list[Any] = [None] * splits
         """Each split's ShmChannel; None: not asked for yet; False: none (the actor runs on another machine)."""
@@ -157,11 +159,16 @@ class CentralActions:
             from raylab.rollout.shm import ShmChannel, this_machine
 
             rows, shape = self.slots // self.splits, batch.shape[1:]
-            ask = (f"{self.key}-{split}", rows, shape, batch.dtype.str, this_machine())
+            ask = (f"{self.key}-{split}", rows, shape, batch.dtype.str, this_machine(), self.action)
             name, life = self._call(lambda: self.client.open_channel(*ask))
             self.life = max(self.life, int(life))
             self.channel_life[split] = int(life)
-            channel = ShmChannel(name, rows, shape, batch.dtype) if name else False
+            action_shape, action_dtype = self.action
+            channel = False  # another machine: Ray calls
+            if name:
+                channel = ShmChannel(
+                    name, rows, shape, batch.dtype, action_shape=action_shape, action_dtype=action_dtype
+                )
             self.channels[split] = channel
         return channel or None
 
@@ -195,8 +202,11 @@ class CentralActions:
                 if got is not None:
                     return (*got, self.life)
                 life = self.transport.back(self.client, self.name)  # alive (or back, after a restart)?
-                if life == self.channel_life[pending.split]:
-                    continue  # the actor that made the channel, busy: wait on
+                key = f"{self.key}-{pending.split}"
+                if life == self.channel_life[pending.split] and self._call(
+                    lambda key=key: self.client.channel_alive(key)
+                ):
+                    continue  # the actor that made the channel, answering it, busy: wait on
                 self.life = max(self.life, life)
                 self.channels[pending.split].close()
                 self.channels[pending.split] = None  # the dead actor's: a new one for the new actor

@@ -1,7 +1,7 @@
 """A shared-memory channel between a rollout worker and an inference actor on the same machine: central
 inference's transport there (topology.inference_transport=auto), Ray actor calls being the one between
 machines. ``benchmarks/inference_transport.py`` measured both: a Pong split's request costs the inference
-actor ~1.2 ms of CPU as a Ray call and ~0.15 ms through a channel, and its round trip 2.7 ms against 0.2 ms.
+actor ~1.3 ms of CPU as a Ray call and ~0.13 ms through a channel, and its round trip 3.1 ms against 0.2 ms.
 
 One channel per worker split: a shared-memory block holding one request (the observations) and one reply
 (actions, log-probabilities, version), and two named pipes that carry one byte each way to say "request
@@ -23,6 +23,7 @@ import tempfile
 import threading
 from multiprocessing import resource_tracker, shared_memory
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,14 +47,30 @@ class ChannelError(RuntimeError):
     """The inference actor failed on a request sent through a channel."""
 
 
-class ShmChannel:
-    """The worker's end (``create=True``) or the server's end of one channel of ``rows`` observations of
-    ``obs_shape``/``obs_dtype`` at most; ``name`` names the block and the pipes."""
+def pipe_folder() -> str:
+    """Where channels' pipes are made: a folder of this user's (another user's would refuse the pipes)."""
+    return os.path.join(tempfile.gettempdir(), f"raylab-shm-{os.getuid()}")
 
-    def __init__(self, name: str, rows: int, obs_shape: tuple[int, ...], obs_dtype: np.dtype, create: bool = False):
+
+class ShmChannel:
+    """The server's end (``create=True``) or the worker's end of one channel of ``rows`` observations of
+    ``obs_shape``/``obs_dtype`` at most, answered by actions of ``action_shape``/``action_dtype`` each (a
+    discrete action: (), int64; a Box action: (D,), float32); ``name`` names the block and the pipes."""
+
+    def __init__(
+        self,
+        name: str,
+        rows: int,
+        obs_shape: tuple[int, ...],
+        obs_dtype: np.dtype,
+        create: bool = False,
+        action_shape: tuple[int, ...] = (),
+        action_dtype: Any = np.int64,
+    ):
         self.name, self.rows = name, rows
         obs_bytes = int(np.prod(obs_shape)) * np.dtype(obs_dtype).itemsize * rows
-        size = HEADER + obs_bytes + rows * (8 + 4)
+        action_bytes = int(np.prod(action_shape)) * np.dtype(action_dtype).itemsize * rows
+        size = HEADER + obs_bytes + action_bytes + rows * 4
         self.block = shared_memory.SharedMemory(name=name, create=create, size=size if create else 0)
         # No process's resource tracker owns the block (Python < 3.13 registers it on attach too, and warns or
         # unlinks it when that process exits): the worker unlinks its name and the pipes' once it has them
@@ -63,21 +80,25 @@ class ShmChannel:
         buf = self.block.buf
         self.header = np.ndarray((3,), np.int64, buf, 0)
         self.obs = np.ndarray((rows, *obs_shape), obs_dtype, buf, HEADER)
-        self.actions = np.ndarray((rows,), np.int64, buf, HEADER + obs_bytes)
-        self.log_probs = np.ndarray((rows,), np.float32, buf, HEADER + obs_bytes + 8 * rows)
-        folder = os.path.join(tempfile.gettempdir(), "raylab-shm")
+        self.actions = np.ndarray((rows, *action_shape), action_dtype, buf, HEADER + obs_bytes)
+        self.log_probs = np.ndarray((rows,), np.float32, buf, HEADER + obs_bytes + action_bytes)
+        folder = pipe_folder()
         self.request_pipe, self.reply_pipe = (os.path.join(folder, f"{name}.{k}") for k in ("req", "rep"))
-        if create:
-            os.makedirs(folder, exist_ok=True)
-            for pipe in (self.request_pipe, self.reply_pipe):
-                os.mkfifo(pipe)
         self._out: int | None = None
         self._in: int | None = None
         self.creator = create
-        if create:  # the server's ends, open before the worker is told the name
-            self._open(self.reply_pipe, self.request_pipe)
-        else:
-            self._open(self.request_pipe, self.reply_pipe)
+        try:
+            if create:  # the server's ends, open before the worker is told the name
+                os.makedirs(folder, mode=0o700, exist_ok=True)
+                for pipe in (self.request_pipe, self.reply_pipe):
+                    os.mkfifo(pipe)
+                self._open(self.reply_pipe, self.request_pipe)
+            else:
+                self._open(self.request_pipe, self.reply_pipe)
+        except OSError:
+            self.close()
+            raise
+        if not create:
             self._forget()
 
     def _forget(self) -> None:
@@ -104,7 +125,7 @@ class ShmChannel:
     def receive(self, timeout: float | None = None) -> tuple[np.ndarray, np.ndarray | None, int] | None:
         """(actions, log-probabilities or None, version), copied out; None when ``timeout`` passed first."""
         assert self._in is not None
-        if timeout is not None and not select.select([self._in], [], [], timeout)[0]:
+        if timeout is not None and not _readable(self._in, timeout):
             return None
         os.read(self._in, 1)
         n = int(self.header[0])
@@ -115,26 +136,28 @@ class ShmChannel:
 
     # -- the server's end ------------------------------------------------------------------------------------
     def serve(self, server: InferenceServer, stop: threading.Event) -> None:
-        """Answer requests until ``stop`` is set (checked every 0.2 s while idle)."""
+        """Answer requests until ``stop`` is set (checked every 0.2 s while idle). Any error on a request is
+        answered (rows = FAILED: the worker raises it); an error of the pipes themselves ends the thread, which
+        the worker finds out by asking (``Channels.alive``)."""
         assert self._in is not None and self._out is not None
         while not stop.is_set():
-            if not select.select([self._in], [], [], 0.2)[0]:
+            if not _readable(self._in, 0.2):
                 continue
             os.read(self._in, 1)
-            n = int(self.header[0])
             try:
+                n = int(self.header[0])
                 actions, log_probs, version = server.infer(self.obs[:n].copy())
-            except Exception as err:  # the worker raises; the error goes to this actor's log
-                print(f"raylab: inference failed on a channel's request: {err!r}", flush=True)
-                self.header[0] = FAILED
-            else:
                 self.actions[:n] = actions
                 if log_probs is not None:
                     self.log_probs[:n] = log_probs
                 self.header[1], self.header[2] = version, log_probs is not None
+            except Exception as err:  # the worker raises; the error goes to this actor's log
+                print(f"raylab: inference failed on a channel's request: {err!r}", flush=True)
+                self.header[0] = FAILED
             os.write(self._out, b"a")
 
     def close(self) -> None:
+        """Close this end (the server's only once its thread has ended)."""
         for fd in (self._in, self._out):
             if fd is not None:
                 os.close(fd)
@@ -143,6 +166,13 @@ class ShmChannel:
         self.block.close()
         if self.creator:  # a worker that never attached left the names
             self._forget()
+
+
+def _readable(fd: int, timeout: float) -> bool:
+    """Whether ``fd`` has data within ``timeout`` seconds (poll: no limit on the descriptor's number)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(timeout * 1000))
 
 
 class Channels:
@@ -155,27 +185,44 @@ class Channels:
         self._open: dict[str, tuple[ShmChannel, threading.Event, threading.Thread]] = {}
         self._lock = threading.Lock()
 
-    def open(self, key: str, rows: int, shape: tuple[int, ...], dtype: str, machine: str) -> str | None:
-        """A channel's name for the worker split ``key`` on ``machine``; None when that is another machine."""
-        if machine != self.machine:
-            return None
+    def open(
+        self, key: str, rows: int, shape: tuple[int, ...], dtype: str, machine: str, action: tuple[tuple[int, ...], str]
+    ) -> str | None:
+        """A channel's name for the worker split ``key`` on ``machine`` (its actions: ``action``'s shape and
+        dtype); None when that is another machine, or the channel cannot be made (the worker then sends Ray
+        calls). A worker asking again for its key (restarted, or moved) ends its old channel first."""
         with self._lock:
             self._close(key)
+            if machine != self.machine:
+                return None
             name = f"raylab-{os.getpid()}-{key}-{os.urandom(3).hex()}"
-            channel = ShmChannel(name, rows, tuple(shape), np.dtype(dtype), create=True)
+            try:
+                channel = ShmChannel(
+                    name, rows, tuple(shape), np.dtype(dtype), create=True, action_shape=tuple(action[0]),
+                    action_dtype=np.dtype(action[1]),
+                )  # fmt: skip
+            except OSError as err:
+                print(f"raylab: no shared-memory channel for {key} ({err}): Ray calls instead", flush=True)
+                return None
             stop = threading.Event()
             thread = threading.Thread(target=channel.serve, args=(self.server, stop), daemon=True, name=name)
             thread.start()
             self._open[key] = (channel, stop, thread)
         return name
 
+    def alive(self, key: str) -> bool:
+        """Whether worker split ``key``'s channel is still answered."""
+        found = self._open.get(key)
+        return found is not None and found[2].is_alive()
+
     def _close(self, key: str) -> None:
         old = self._open.pop(key, None)
         if old is not None:
             channel, stop, thread = old
             stop.set()
-            thread.join(timeout=2)
-            channel.close()
+            thread.join(timeout=30)  # a request in flight is answered first
+            if not thread.is_alive():
+                channel.close()
 
     def close(self) -> None:
         with self._lock:

@@ -144,9 +144,9 @@ class RolloutFlow(Flow):
         failed hand-over is left to the actor's restart, which loads the learner's newest weights itself."""
         if weights is None or weights is self._sent:
             return
-        self._sent = weights
+        first, self._sent = self._sent is None, weights
         acks = [client.set_weights(weights) for client in self.inference]
-        if self.weights_before_sampling:
+        if self.weights_before_sampling or first:  # the first: no step acts on older weights (a resumed run's)
             for k, ack in enumerate(acks):
                 try:
                     driver.backend.get(ack)

@@ -247,7 +247,7 @@ def test_a_channel_answers_a_failed_request_with_an_error_the_worker_raises():
     host = InferenceHost(lambda: InferenceServer(Failing()))
     from raylab.rollout.shm import ShmChannel, this_machine
 
-    name = host.channels.open("w0-0", 2, (3,), "<f4", this_machine())
+    name = host.channels.open("w0-0", 2, (3,), "<f4", this_machine(), ((), "<i8"))
     channel = ShmChannel(name, 2, (3,), np.dtype(np.float32))
     # attached: no name is left behind, whichever side crashes later
     assert not Path(f"/dev/shm/{name}").exists() and not Path(channel.request_pipe).exists()
@@ -255,7 +255,55 @@ def test_a_channel_answers_a_failed_request_with_an_error_the_worker_raises():
         channel.send(np.zeros((2, 3), np.float32))
         with pytest.raises(ChannelError, match="the inference actor failed on this request"):
             channel.receive(timeout=30)
-        assert host.channels.open("w1-0", 2, (3,), "<f4", "another machine") is None
+        assert host.channels.open("w1-0", 2, (3,), "<f4", "another machine", ((), "<i8")) is None
+        assert host.channels.alive("w0-0")  # a failed request is answered; the channel goes on
+
     finally:
         channel.close()
+        host.channels.close()
+
+
+class SameLife(Transport):
+    """The actor never died: every check finds the life the channels were made in."""
+
+    def back(self, client, what):
+        return 0
+
+
+class Boxes:
+    """A policy of Box actions: each row's action is (its first value, -its first value)."""
+
+    version, last_log_probs = 4, None
+
+    def act(self, obs):
+        return np.stack([obs[:, 0], -obs[:, 0]], axis=1).astype(np.float32)
+
+    def set_weights(self, weights, exact=False):
+        return False
+
+
+def test_box_actions_come_back_through_a_channel_and_a_dead_channel_is_replaced(monkeypatch):
+    import raylab.rollout.acting as acting
+
+    monkeypatch.setattr(acting, "LIVENESS_S", 0.05)
+    host = InferenceHost(lambda: InferenceServer(Boxes()))
+    client = LocalClient(host, remote_methods(InferenceHost))
+    actions = CentralActions(client, SameLife(), splits=1, slots=3, shared_memory=True, key="w0",
+                             action=((2,), "<f4"))  # fmt: skip
+    obs = np.arange(6, dtype=np.float32).reshape(3, 2)
+    try:
+        first = actions.wait(actions.submit(0, [obs]))
+        np.testing.assert_array_equal(first.actions[0], [[0, -0], [2, -2], [4, -4]])
+        assert first.version == 4 and actions.resent == 0
+        host.channels._open["w0-0"][1].set()  # the channel's thread ends (as one that failed would)
+        deadline = time.monotonic() + 30
+        while host.channels.alive("w0-0"):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        again = actions.wait(actions.submit(0, [obs + 1]))  # found dead, a new channel, sent again
+        np.testing.assert_array_equal(again.actions[0], [[1, -1], [3, -3], [5, -5]])
+        assert actions.resent == 1 and host.channels.alive("w0-0")
+    finally:
+        for channel in actions.channels:
+            channel.close()
         host.channels.close()
