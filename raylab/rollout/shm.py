@@ -7,8 +7,9 @@ One channel per worker split: a shared-memory block holding one request (the obs
 (actions, log-probabilities, version), and two named pipes that carry one byte each way to say "request
 written" and "reply written". The inference actor makes the channel (``ShmChannel(create=True)``) when a worker
 asks for it, and answers it from a thread of its own that waits on the request pipe and hands the
-observations, copied out of the block, to ``InferenceServer.infer`` (the same batching Ray calls get). No
-serialization and no object store: a request costs two copies of the observations and one pipe byte each way.
+observations, in the block, to ``InferenceServer.infer`` (the same batching Ray calls get). No
+serialization and no object store: a request costs the worker's copy of its observations into the block (and
+the server's into a batch of several requests) and one pipe byte each way.
 A request the server fails on is answered with rows = -1 (the worker raises; the actor's log has the error).
 """
 
@@ -145,8 +146,8 @@ class ShmChannel:
                 continue
             os.read(self._in, 1)
             try:
-                n = int(self.header[0])
-                actions, log_probs, version = server.infer(self.obs[:n].copy())
+                n = int(self.header[0])  # the block's rows, not copied: the worker writes its next request
+                actions, log_probs, version = server.infer(self.obs[:n])  # only after this one's reply
                 self.actions[:n] = actions
                 if log_probs is not None:
                     self.log_probs[:n] = log_probs
