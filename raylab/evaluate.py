@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from raylab.errors import EXIT_USAGE, ConfigError, RaylabError
+from raylab.metrics.numbers import fmt_return
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame (classic-control frames) without a display
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
@@ -386,15 +387,15 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_USAGE)
     print(
         f"raylab: {out['checkpoint']} (policy version {out['policy_version']}): return "
-        f"{out['return_mean']:.1f} ± {out['return_std']:.1f} over {out['episodes']} episodes",
+        f"{fmt_return(out['return_mean'])} ± {fmt_return(out['return_std'])} over {out['episodes']} episodes",
         flush=True,
     )
     for name, part in out.get("policies", {}).items():
-        mean = "n/a" if part["return_mean"] is None else f"{part['return_mean']:.1f}"
+        mean = "n/a" if part["return_mean"] is None else fmt_return(part["return_mean"])
         print(f"raylab: policy {name}: return {mean} over {part['episodes']} episodes", flush=True)
     if "video" in out:
         video = out["video"]
-        ret = f", return {video['episode_return']:.1f}" if "episode_return" in video else ""
+        ret = f", return {fmt_return(video['episode_return'])}" if "episode_return" in video else ""
         print(f"raylab: video of one episode ({video['frames']} frames{ret}) -> {video['path']}", flush=True)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from raylab.config import RunConfig
 from raylab.driver.progress import Progress
 from raylab.driver.resources import ResourceUsage
+from raylab.metrics.numbers import fmt_return
 from raylab.types import EvalResult
 
 
@@ -136,12 +137,13 @@ def result_words(benchmark: dict[str, Any]) -> str:
     ev, newest, best = benchmark["eval"], benchmark.get("eval_newest") or {}, benchmark.get("best")
     if not ev["episodes"]:
         return ""
-    words = f"eval return {ev['return_mean']:.1f} ± {ev['return_std']:.1f} over {ev['episodes']} episodes"
+    mean, std = fmt_return(ev["return_mean"]), fmt_return(ev["return_std"])
+    words = f"eval return {mean} ± {std} over {ev['episodes']} episodes"
     if best is None:  # nothing was evaluated while training: the newest weights are the result
         return f"{words} (final.pt, version {ev['policy_version']}), "
     if newest.get("policy_version") == ev["policy_version"]:
         return f"{words} (best.pt = final.pt, version {ev['policy_version']}), "
     return (
-        f"{words} (best.pt, version {ev['policy_version']}); newest weights {newest['return_mean']:.1f} ± "
-        f"{newest['return_std']:.1f} (final.pt, version {newest['policy_version']}), "
+        f"{words} (best.pt, version {ev['policy_version']}); newest weights {fmt_return(newest['return_mean'])} ± "
+        f"{fmt_return(newest['return_std'])} (final.pt, version {newest['policy_version']}), "
     )

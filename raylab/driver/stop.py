@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from raylab.config import StopConfig
+from raylab.metrics.numbers import fmt_return
 
 INTERRUPTED = ("interrupted", "terminated")
 """Stop reasons of a run stopped from outside (Ctrl-C, SIGTERM): outputs are written, no final evaluation."""
@@ -52,12 +53,12 @@ class StopCondition:
         """Why the run should stop now, or None to go on. ``train_returns``: the latest training episodes."""
         cfg = self.cfg
         if cfg.mean_return is not None and eval_return is not None and eval_return >= cfg.mean_return:
-            return f"eval return {eval_return:.1f} >= stop.mean_return={cfg.mean_return:g}"
+            return f"eval return {fmt_return(eval_return)} >= stop.mean_return={cfg.mean_return:g}"
         if cfg.train_return is not None and len(train_returns) >= self.WINDOW:
             mean = sum(list(train_returns)[-self.WINDOW :]) / self.WINDOW
             if mean >= cfg.train_return:
                 window = f"last {self.WINDOW} episodes"
-                return f"training return {mean:.1f} ({window}) >= stop.train_return={cfg.train_return:g}"
+                return f"training return {fmt_return(mean)} ({window}) >= stop.train_return={cfg.train_return:g}"
         if cfg.env_steps is not None and env_steps >= cfg.env_steps:
             return f"env steps {env_steps} >= stop.env_steps={cfg.env_steps}"
         if cfg.seconds is not None and seconds >= cfg.seconds:

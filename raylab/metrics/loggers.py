@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from raylab.config import LoggerConfig, WandbConfig
 from raylab.errors import ConfigError
+from raylab.metrics.numbers import fmt_return
 from raylab.secrets import redact
 
 
@@ -65,11 +66,11 @@ SUMMARY_FIELDS = (
     ("queue/rollouts_in_flight", "queue", "{:.0f}"),
     ("queue/parked_workers", "parked", "{:.0f}"),  # hidden while 0: workers held back by the rate limiter
     ("learner/dropped_chunks", "drops", "{:.0f}"),  # hidden while 0: APPO chunks beyond max_policy_lag
-    ("episode/return_mean", "return", "{:.1f}"),
+    ("episode/return_mean", "return", fmt_return),
     ("episode/x_pos_mean", "x_pos", "{:.0f}"),
     ("episode/snake_length_mean", "length", "{:.1f}"),
     ("rollout/env_restarts", "env restarts", "{}"),  # hidden while 0
-    ("eval/return_mean", "eval", "{:.1f}"),
+    ("eval/return_mean", "eval", fmt_return),
     ("learner/loss", "loss", "{:.4f}"),
     ("learner/td_error", "TD error", "{:.4f}"),
     ("rollout/epsilon_mean", "epsilon", "{:.3f}"),
@@ -86,7 +87,7 @@ def format_row(row: dict[str, Any]) -> str:
         f"updates {row['updates']:,} ({row['throughput/updates_per_s']:,.0f}/s)",
     ]
     parts += [
-        f"{label} {fmt.format(row[key])}"
+        f"{label} {fmt(row[key]) if callable(fmt) else fmt.format(row[key])}"
         for key, label, fmt in SUMMARY_FIELDS
         if key in row and (row[key] or key not in HIDDEN_WHILE_ZERO)
     ]

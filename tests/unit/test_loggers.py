@@ -1,13 +1,14 @@
 """The console summary line."""
 
 from raylab.metrics.loggers import format_row
+from raylab.metrics.numbers import fmt_return
 
 
 def test_console_summary_line():
     base = {"time_s": 5.0, "env_steps": 1000, "throughput/env_steps_per_s": 200.0, "updates": 10,
             "throughput/updates_per_s": 2.0}  # fmt: skip
     line = format_row({**base, "eval/return_mean": 0.0, "lag/mean": 0.0, "rollout/env_restarts": 0})
-    assert line.endswith("eval 0.0 | lag 0") and "restarts" not in line
+    assert line.endswith("eval 0.000 | lag 0") and "restarts" not in line
     line = format_row({**base, "episode/x_pos_mean": 700.4, "rollout/env_restarts": 3})
     assert "x_pos 700" in line and "env restarts 3" in line
 
@@ -27,3 +28,13 @@ def test_console_line_carries_seed_001s_fields():
         assert part in line, (part, line)
     assert "drops" not in line  # hidden while nothing was dropped
     assert "drops 3" in format_row({**row, "learner/dropped_chunks": 3})
+
+
+def test_returns_keep_the_decimals_their_scale_needs():
+    """A FrozenLake success rate or a Blackjack mean is not rounded to "0.7" or "-0.0"; Pong's stays short."""
+    assert [fmt_return(x) for x in (475.0, -20.24, 1.25, 0.718, -0.0408, 0.0)] == [
+        "475.0", "-20.2", "1.25", "0.718", "-0.041", "0.000"]  # fmt: skip
+    row = {"time_s": 1.0, "env_steps": 1, "throughput/env_steps_per_s": 1.0, "updates": 1,
+           "throughput/updates_per_s": 1.0, "episode/return_mean": -0.0408, "eval/return_mean": 0.718}  # fmt: skip
+    line = format_row(row)
+    assert "return -0.041" in line and "eval 0.718" in line, line
