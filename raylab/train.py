@@ -49,7 +49,9 @@ def run(cfg: RunConfig, keep_ray: bool = False, sizing: Sizing | None = None) ->
     (raylab.builders.autosize.fill), written to the run dir as autosize.json."""
     spaces = env_spaces(cfg.env)
     check_spaces(cfg, spaces)
-    if cfg.model.encoder == "custom":  # the user's network fails here, in one line, before any actor starts
+    if cfg.model.encoder == "custom" or spaces.obs_parts:
+        # the user's network, or one whose encoder the observation's parts choose (raylab/models/keyed.py), fails
+        # here, in one line, before any actor starts
         from raylab.builders.algorithms import algorithm
 
         algorithm(cfg.algo.name).eval_policy(cfg, spaces, 1)

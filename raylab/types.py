@@ -14,6 +14,19 @@ import numpy as np
 
 
 @dataclass(frozen=True)
+class ObsPart:
+    """One key of a Tuple or Dict observation that holds an image, in the flat row it is encoded into
+    (raylab/envs/spaces.py): elements ``start:stop`` of the row. An ``image`` part is ``shape`` (C, H, W), its
+    values 0-255; a ``vector`` part is ``shape`` (n,) of floats (one-hots, bits, numbers)."""
+
+    key: str
+    kind: str
+    start: int
+    stop: int
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class EnvSpaces:
     """What builders need to know about an env, without holding one (raylab.envs.env_spaces describes one)."""
 
@@ -41,6 +54,10 @@ class EnvSpaces:
     (raylab.config.policies.policy_spaces)."""
     action_bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None
     """(low, high) of a Box action space; None for discrete actions."""
+    obs_parts: tuple[ObsPart, ...] = ()
+    """The parts of an observation whose Tuple or Dict holds an image (``obs_shape`` is then the flat uint8 row
+    they are encoded into, raylab/envs/spaces.py): the model encodes each part by its kind
+    (raylab.models.keyed.KeyedEncoder). Empty for every other observation."""
 
     @property
     def continuous(self) -> bool:

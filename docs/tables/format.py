@@ -87,3 +87,9 @@ def module_bullets(path: Path) -> dict[str, str]:
         else:
             current = None
     return items
+
+
+def _ret(value: float) -> str:
+    """A return with the decimals its scale needs (raylab.metrics.numbers.fmt_return): 475.0, -20.2, 0.718."""
+    size = abs(value)
+    return f"{value:.1f}" if size >= 10 else f"{value:.2f}" if size >= 1 else f"{value:.3f}"

@@ -3,7 +3,7 @@ several), old against new commits, and a run with its actors killed."""
 
 from __future__ import annotations
 
-from .format import Json, _int, _ratio, _rows, _s, commit_text
+from .format import Json, _int, _ratio, _ret, _rows, _s, commit_text
 
 
 def learn(data: list[Json]) -> str:
@@ -36,7 +36,7 @@ def learn(data: list[Json]) -> str:
                 _int(summary["median_env_steps"]),
                 _int(summary["median_env_steps_per_s"]),
                 _int(summary["median_updates_per_s"]),
-                ", ".join(f"{r['final_eval_return']:.1f}" for r in runs),
+                ", ".join(_ret(r["final_eval_return"]) for r in runs),
             ]
         )
     return _rows(header, rows)

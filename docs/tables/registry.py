@@ -71,6 +71,14 @@ TABLES: dict[str, Table] = {
     "pong_appo_central": Table(
         ("pong_appo_central.json",), fixed_budget_learning, "pong_appo at 400k agent steps, central against per-actor"
     ),
+    "spaces_learning": Table(
+        ("spaces_learning.json",),
+        learn,
+        "FrozenLake (Discrete observations) and Blackjack (a Tuple), PPO and DQN, to their targets",
+    ),
+    "frozenlake_ppo_entropy": Table(
+        ("frozenlake_ppo_entropy.json",), learn, "frozenlake_ppo's entropy bonus: 0.01 against 0.03, in one process"
+    ),
     "pendulum_ppo_learning": Table(("pendulum_ppo_learning.json",), learn, "PPO on Pendulum (continuous actions)"),
     "snake_arena_learning": Table(
         ("snake_arena_learning.json", "snake_arena_throughput.json"),

@@ -25,6 +25,7 @@ from raylab.bench import plots
 from raylab.bench.checks import output_file
 from raylab.bench.machine import machine_info
 from raylab.errors import ConfigError
+from raylab.metrics.numbers import fmt_return
 
 
 def add_parser(commands: Any) -> None:
@@ -325,7 +326,7 @@ def _line(r: dict[str, Any]) -> str:
         f"in {r['train_seconds']:.1f} s train / {_seconds(r['process_seconds'])} process, {r['env_steps']:,} env steps "
         f"({r['env_steps_per_s']:,.0f}/s, {r['updates_per_s']:,.0f} updates/s); "
         + (
-            f"final eval {r['final_eval_return']:.1f} ± {r['final_eval_std']:.1f}"
+            f"final eval {fmt_return(r['final_eval_return'])} ± {fmt_return(r['final_eval_std'])}"
             if r["final_eval_return"] is not None
             else "no final eval"
         )

@@ -31,6 +31,10 @@ class ModelConfig:
     normalize_obs: bool = False
     """Standardize observations with running mean and variance that the learner updates and ships inside the
     weights (PPO, APPO; raylab/models/normalize.py). Not with A3C (its parameter servers move parameters only)."""
+    image_scale: float = 1.0 / 255.0
+    """What each image part of a Tuple or Dict observation is multiplied by before its encoder
+    (raylab/models/keyed.py): 1/255 takes pixels to [0, 1]. MiniGrid's native image holds (object, colour, state)
+    codes of at most 10, not pixels: 0.1 takes them there. A Box image is always scaled by 1/255."""
     numpy_inference: bool = True
     """PPO and APPO rollout actors act through a NumPy copy of a plain MLP actor-critic, DQN's through one of a
     plain MLP Q network (raylab/models/numpy_policy.py: the same distribution, the same greedy actions; 2.2x

@@ -76,14 +76,15 @@ class EnvFamily:
 ENV_PROVIDERS = {
     "ALE/": "ale-py: pip install ale-py (it registers ALE/<Game>-v5 when imported: env.id=ale_py:ALE/Pong-v5)",
     "MiniGrid-": (
-        "minigrid: pip install 'raylab-actor-learner[memory]', then "
-        "env.id=raylab.envs.memory_tasks:MiniGridMemory-S7-v0 for its Memory task as uint8 images (minigrid's own "
-        "ids give dict observations)"
+        "minigrid: pip install 'raylab-actor-learner[memory]', then env.id=minigrid:MiniGrid-<...> (its Dict "
+        "observation encoded: the image, the direction; the mission dropped), or "
+        "env.id=raylab.envs.memory_tasks:MiniGridMemory-S7-v0 for its Memory task as uint8 images"
     ),
     "BabyAI-": "minigrid: pip install minigrid, then env.id=minigrid:BabyAI-<...>",
     "popgym-": (
-        "popgym: pip install 'raylab-actor-learner[memory]', then env.id=raylab.envs.memory_tasks:PopGym-<Task>-v0 "
-        "(popgym's own ids give discrete observations, these one-hot float32 vectors)"
+        "popgym: pip install 'raylab-actor-learner[memory]', then env.id=popgym:popgym-<Task>-v0 (its own "
+        "observations, one-hot) or env.id=raylab.envs.memory_tasks:PopGym-<Task>-v0 (with the paper's previous-action "
+        "and first-step wrappers)"
     ),
     "procgen": "EnvPool: use env=procgen env.id=<game>",
     "SuperMarioBros": "gym-super-mario-bros: use env=mario",

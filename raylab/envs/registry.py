@@ -32,7 +32,7 @@ from raylab.envs.families import (
     SnakeFamily,
 )
 from raylab.envs.multiagent_families import PettingZooFamily, SnakeArenaFamily
-from raylab.envs.spaces import encoded
+from raylab.envs.spaces import encoded, obs_parts
 from raylab.envs.vector import SerialVectorEnv, VectorEnv, space_group_count
 from raylab.envs.wrappers import (
     EpisodeStatistics,
@@ -44,7 +44,7 @@ from raylab.envs.wrappers import (
     as_float32,
 )
 from raylab.errors import ConfigError
-from raylab.types import EnvSpaces
+from raylab.types import EnvSpaces, ObsPart
 
 EVAL_WORKER_INDEX = 1_000_003
 """Worker index of evaluation envs: their seeds never collide with a rollout worker's."""
@@ -177,13 +177,14 @@ def env_spaces(cfg: EnvConfig) -> EnvSpaces:
                     for g in venv.groups  # type: ignore[attr-defined]
                 )
         venv.close()
+        parts: tuple[ObsPart, ...] = ()
     else:
         env = make_env(cfg, seed=0)
         try:
-            obs_space, act_space = env.observation_space, env.action_space
+            obs_space, act_space, parts = env.observation_space, env.action_space, obs_parts(env)
         finally:
             env.close()
-    return dataclasses.replace(_spaces(cfg, obs_space, act_space, agent_ids, agents), groups=groups)
+    return dataclasses.replace(_spaces(cfg, obs_space, act_space, agent_ids, agents), groups=groups, obs_parts=parts)
 
 
 def _spaces(

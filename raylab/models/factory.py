@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -13,6 +14,7 @@ from raylab.models.custom import build_custom, scaled
 from raylab.models.distributions import ActionDist, Categorical, DiagGaussian
 from raylab.models.encoders import ImpalaCNN, MLPEncoder, NatureCNN
 from raylab.models.heads import DuelingQHead, QHead
+from raylab.models.keyed import KeyedEncoder
 from raylab.models.normalize import RunningNorm
 from raylab.models.precision import resolve_precision
 from raylab.models.recurrent import RecurrentCore
@@ -20,7 +22,7 @@ from raylab.types import EnvSpaces
 
 M = TypeVar("M", bound=nn.Module)
 
-Encoder = MLPEncoder | NatureCNN | ImpalaCNN
+Encoder = MLPEncoder | NatureCNN | ImpalaCNN | KeyedEncoder
 
 
 def encode(encoder: nn.Module, obs: torch.Tensor, obs_norm: nn.Module | None = None) -> torch.Tensor:
@@ -349,6 +351,16 @@ def orthogonal_init(model: ActorCritic) -> None:
 
 def build_encoder(cfg: ModelConfig, spaces: EnvSpaces) -> Encoder:
     encoder: Encoder
+    if spaces.obs_parts:  # a Tuple or Dict observation with an image: an encoder per part (raylab/models/keyed.py)
+        if cfg.normalize_obs:
+            raise ConfigError(
+                "model.normalize_obs standardizes a vector observation, and this one holds an image "
+                f"({', '.join(p.key for p in spaces.obs_parts if p.kind == 'image')}): set model.normalize_obs=false"
+            )
+        row_uint8 = np.dtype(spaces.obs_dtype) == np.uint8
+        return KeyedEncoder(
+            spaces.obs_parts, row_uint8, cfg.encoder, cfg.hidden_sizes, cfg.image_scale, batch_norm=cfg.norm == "batch"
+        )
     if cfg.encoder in ("nature_cnn", "impala_cnn"):
         if len(spaces.obs_shape) != 3:
             raise ConfigError(

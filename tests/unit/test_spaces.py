@@ -43,10 +43,7 @@ def test_a_box_inside_makes_the_encoded_space_unbounded_and_one_hots_alone_keep_
     ("space", "message"),
     [
         (gym.spaces.Text(8), "'s observation is a Text space"),
-        (
-            gym.spaces.Dict({"image": gym.spaces.Box(0, 255, (7, 7, 3), np.uint8), "mission": gym.spaces.Discrete(4)}),
-            r"\['image'\] holds an image .*need an encoder per key",
-        ),
+        (gym.spaces.Dict({"steps": gym.spaces.Sequence(gym.spaces.Discrete(2))}), r"\['steps'\] is a Sequence space"),
     ],
 )
 def test_spaces_raylab_does_not_encode_are_refused_in_one_line(space, message):
@@ -68,3 +65,41 @@ def test_frozenlake_and_blackjack_run_through_the_preprocessing_stack(env_id, si
     for _ in range(20):
         step = venv.step(np.zeros(3, np.int64))
         assert step.obs.shape == (3, size)
+
+
+MINIGRID_LIKE = gym.spaces.Dict(
+    {
+        "image": gym.spaces.Box(0, 255, (7, 7, 3), np.uint8),
+        "direction": gym.spaces.Discrete(4),
+        "mission": gym.spaces.Text(32),
+    }
+)
+
+
+def minigrid_like_value(seed: int = 0) -> dict:
+    image = np.random.default_rng(seed).integers(0, 11, (7, 7, 3), dtype=np.uint8)
+    return {"image": image, "direction": 2, "mission": "get the key"}
+
+
+def test_an_image_in_a_dict_is_packed_channel_first_into_a_uint8_row_with_its_parts_and_text_dropped():
+    found = encoding(MINIGRID_LIKE, "MiniGrid's observation")
+    assert found is not None and found.size == 4 + 147
+    value = minigrid_like_value()
+    row = encode(found, value)
+    assert row.dtype == np.uint8  # every part fits one: the frames stay uint8 in chunks and replay
+    keys = {p.key: p for p in found.parts}
+    assert set(keys) == {"direction", "image"}  # the mission is dropped
+    direction, image = keys["direction"], keys["image"]
+    assert (direction.kind, image.kind, image.shape) == ("vector", "image", (3, 7, 7))
+    assert row[direction.start : direction.stop].tolist() == [0, 0, 1, 0]
+    chw = row[image.start : image.stop].reshape(image.shape)
+    assert np.array_equal(chw, value["image"].transpose(2, 0, 1))
+
+
+def test_a_float_part_beside_an_image_makes_the_row_float32():
+    space = gym.spaces.Dict({"image": gym.spaces.Box(0, 255, (8, 8), np.uint8), "speed": gym.spaces.Box(-1, 1, (2,))})
+    found = encoding(space)
+    assert found is not None
+    row = encode(found, {"image": np.full((8, 8), 200, np.uint8), "speed": np.array([0.5, -0.5], np.float32)})
+    assert row.dtype == np.float32 and row.max() == 200.0  # the image stays in 0-255: the encoder scales it
+    assert {p.key: p.shape for p in found.parts} == {"image": (1, 8, 8), "speed": (2,)}
