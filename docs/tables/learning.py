@@ -11,10 +11,16 @@ def learn(data: list[Json]) -> str:
     (d,) = data
     episodes = sorted({run["final_eval_episodes"] for run in d["runs"]})
     target = d["runs"][0]["target"]  # None: the runs stopped at a training return (stop.train_return), not a greedy one
+    targets = {r["variant"]: r["target"] for r in d["runs"]}
+    several = len(set(targets.values())) > 1  # variants of several envs, each to its own target
     header = [
         "variant",
         "overrides",
-        f"reached {target:g}" if target is not None else "reached its stop target",
+        "reached (its target)"
+        if several
+        else f"reached {target:g}"
+        if target is not None
+        else "reached its stop target",
         "train time (median / max)",
         "whole command (median)",
         "env steps (median)",
@@ -30,7 +36,8 @@ def learn(data: list[Json]) -> str:
             [
                 f"`{variant}`",
                 overrides,
-                f"{summary['reached'] if target is not None else _stopped_by_target(runs)} / {summary['runs']}",
+                f"{summary['reached'] if target is not None else _stopped_by_target(runs)} / {summary['runs']}"
+                + (f" ({targets[variant]:g})" if several else ""),
                 f"{_s(summary['median_train_seconds'])} / {_s(summary['max_train_seconds'])}",
                 _s(summary["median_process_seconds"]),
                 _int(summary["median_env_steps"]),
@@ -341,3 +348,27 @@ def learning_summary(data: list[Json]) -> str:
                 ]
             )
     return _rows(header, rows)
+
+
+def equal_frames(data: list[Json]) -> str:
+    """Two runs read at the same frame counts (pong_appo_central_equal_frames.json): each one's training return
+    and latest greedy evaluation at each mark, then the frames and time each took to a greedy 18."""
+    (d,) = data
+    names = list(d["runs"])
+    header = ["frames", *[f"{n}: training / greedy" for n in names]]
+    rows = [
+        [f"{m['frames'] / 1e6:g}M", *[f"{_opt(m[n]['train'])} / {_opt(m[n]['greedy'])}" for n in names]]
+        for m in d["table"]
+    ]
+    reached = []
+    for n in names:
+        hit = d["to_18"][n]
+        run = d["runs"][n]
+        where = f"{run.get('commit', '?')}, {run.get('date', d['machine']['date'])[:10]}"
+        reached.append(f"{_int(hit['frames'])} frames, {_s(hit['seconds'])}" if hit else f"not yet ({where})")
+    rows.append(["to a greedy 18", *reached])
+    return _rows(header, rows)
+
+
+def _opt(value: float | None) -> str:
+    return "—" if value is None else _ret(value)

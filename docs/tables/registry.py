@@ -26,6 +26,7 @@ from .format import BENCHMARKS, Json, machine_line
 from .inference import central_inference, inference_transport, node_lost, rollout_loop
 from .learning import (
     before_after,
+    equal_frames,
     fault_run,
     fixed_budget_learning,
     gcs_task_events,
@@ -70,6 +71,11 @@ TABLES: dict[str, Table] = {
     ),
     "pong_appo_central": Table(
         ("pong_appo_central.json",), fixed_budget_learning, "pong_appo at 400k agent steps, central against per-actor"
+    ),
+    "pong_appo_central_equal_frames": Table(
+        ("pong_appo_central_equal_frames.json",),
+        equal_frames,
+        "pong_appo with central inference against per-actor inference, at equal frames",
     ),
     "spaces_learning": Table(
         ("spaces_learning.json",),
