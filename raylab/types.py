@@ -54,6 +54,9 @@ class EnvSpaces:
     (raylab.config.policies.policy_spaces)."""
     action_bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None
     """(low, high) of a Box action space; None for discrete actions."""
+    action_nvec: tuple[int, ...] | None = None
+    """The categories of each entry of a MultiDiscrete action (a MultiBinary one: 2 each), acted by a product of
+    categoricals (PPO, APPO, A3C); None for Discrete and Box actions."""
     obs_parts: tuple[ObsPart, ...] = ()
     """The parts of an observation whose Tuple or Dict holds an image (``obs_shape`` is then the flat uint8 row
     they are encoded into, raylab/envs/spaces.py): the model encodes each part by its kind

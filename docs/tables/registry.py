@@ -82,6 +82,9 @@ TABLES: dict[str, Table] = {
         learn,
         "FrozenLake (Discrete observations) and Blackjack (a Tuple), PPO and DQN, to their targets",
     ),
+    "minigrid_doorkey_image_scale": Table(
+        ("minigrid_doorkey_image_scale.json",), learn, "minigrid_doorkey_ppo's image scale: 0.1 against 1/255"
+    ),
     "frozenlake_ppo_entropy": Table(
         ("frozenlake_ppo_entropy.json",), learn, "frozenlake_ppo's entropy bonus: 0.01 against 0.03, in one process"
     ),

@@ -97,7 +97,13 @@ def build_rollout_worker(
         name = f"inference actor {worker_id % topo.inference_actors}"
         slots = spaces.slots(topo.envs_per_worker)
         shm = topo.inference_transport == "auto"
-        action = ((spaces.action_dim,), "<f4") if spaces.action_dim is not None else ((), "<i8")
+        action = (
+            ((spaces.action_dim,), "<f4")
+            if spaces.action_dim is not None
+            else ((len(spaces.action_nvec),), "<i8")
+            if spaces.action_nvec is not None
+            else ((), "<i8")
+        )
         actions = CentralActions(inference, transport, splits, slots, explorer, name=name, shared_memory=shm,
                                  key=f"w{worker_id}", action=action)  # fmt: skip
     else:

@@ -176,6 +176,11 @@ def check_policy_spaces(cfg: RunConfig, spaces: EnvSpaces) -> None:
     info = ALGORITHMS[cfg.algo.name]
     for name in policy_map(cfg, spaces).names:
         own = policy_spaces(cfg, spaces, name)
+        if own.action_nvec is not None and not info.continuous_actions:
+            raise ConfigError(
+                f"algo={cfg.algo.name} acts in one Discrete action space but {cfg.env.id} has {own.action_space} "
+                f"actions: use algo=ppo / appo / a3c (a categorical per entry)"
+            )
         if own.continuous and not info.continuous_actions:
             if not cfg.policies:
                 raise ConfigError(

@@ -201,6 +201,7 @@ def _spaces(
     num_actions = int(act_space.n) if isinstance(act_space, gym.spaces.Discrete) else None
     action_dim = None
     bounds = None
+    nvec: tuple[int, ...] | None = None
     if isinstance(act_space, gym.spaces.Box):
         if len(act_space.shape) != 1:
             raise ConfigError(
@@ -209,10 +210,12 @@ def _spaces(
             )
         action_dim = int(act_space.shape[0])
         bounds = (tuple(float(x) for x in act_space.low), tuple(float(x) for x in act_space.high))
+    elif isinstance(act_space, gym.spaces.MultiDiscrete | gym.spaces.MultiBinary):
+        nvec = _action_nvec(cfg, act_space)
     elif num_actions is None:
         raise ConfigError(
-            f"{cfg.id} has {act_space} actions; raylab acts in Discrete or one-dimensional Box action spaces: "
-            f"choose an env with one of those"
+            f"{cfg.id} has {act_space} actions; raylab acts in Discrete, MultiDiscrete, MultiBinary or "
+            f"one-dimensional Box action spaces: choose an env with one of those"
         )
     return EnvSpaces(
         obs_shape=tuple(obs_space.shape),
@@ -224,4 +227,19 @@ def _spaces(
         agents=agents if agents is not None else max(len(agent_ids), 1),
         agent_ids=agent_ids,
         action_bounds=bounds,
+        action_nvec=nvec,
     )
+
+
+def _action_nvec(cfg: EnvConfig, space: gym.spaces.MultiDiscrete | gym.spaces.MultiBinary) -> tuple[int, ...]:
+    """The categories of each entry of a one-dimensional MultiDiscrete (starting at 0) or MultiBinary action."""
+    if len(space.shape) != 1 or (
+        isinstance(space, gym.spaces.MultiDiscrete) and np.any(np.asarray(getattr(space, "start", 0)) != 0)
+    ):
+        raise ConfigError(
+            f"{cfg.id} has {space} actions; raylab acts in one-dimensional MultiDiscrete (starting at 0) and "
+            f"MultiBinary spaces: flatten the action space in your env, or shift it to start at 0"
+        )
+    if isinstance(space, gym.spaces.MultiBinary):
+        return (2,) * int(space.shape[0])
+    return tuple(int(n) for n in space.nvec)

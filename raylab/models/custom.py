@@ -65,7 +65,13 @@ def check_outputs(cfg: ModelConfig, module: nn.Module, spaces: EnvSpaces, head: 
         raise ConfigError(
             f"model.factory {cfg.factory}: forward on a [2, *{spaces.obs_shape}] batch raised {describe(err)}"
         ) from None
-    a = spaces.action_dim if spaces.action_dim is not None else spaces.num_actions
+    a = (
+        spaces.action_dim
+        if spaces.action_dim is not None
+        else sum(spaces.action_nvec)
+        if spaces.action_nvec is not None
+        else spaces.num_actions
+    )
     if head == "q":
         ok = isinstance(out, torch.Tensor) and tuple(out.shape) == (2, a)
         want = f"Q values of shape [B, {a}]"

@@ -3,6 +3,10 @@
 An actor-critic's ``forward(obs)`` returns ``(params, value)``; ``model.dist`` says what ``params`` mean:
 
 - ``Categorical(num_actions)``: ``params`` are logits ``[N, A]``; actions are int64 ``[N]``.
+- ``MultiCategorical(nvec)``: one categorical per entry of a MultiDiscrete action (a MultiBinary one is entries
+  of 2): ``params`` are their logits side by side ``[N, sum(nvec)]``; actions are int64 ``[N, K]``; a
+  log-probability or an entropy is the sum over the entries (they are independent), as SB3's
+  ``MultiCategoricalDistribution`` and RLlib's ``TorchMultiCategorical`` do.
 - ``DiagGaussian(action_dim)``: ``params`` are the mean and the log standard deviation side by side,
   ``[N, 2 * D]`` (raylab's head: a state-independent log-std parameter, broadcast); actions are float32
   ``[N, D]``, sampled *unbounded*. The env receives them clipped to its Box bounds (the ``ClipAction``
@@ -93,4 +97,46 @@ class DiagGaussian:
         return actions, self.log_prob(params, actions)
 
 
-ActionDist = Categorical | DiagGaussian
+class MultiCategorical:
+    discrete = True
+
+    def __init__(self, nvec: tuple[int, ...]):
+        self.nvec = tuple(int(n) for n in nvec)
+        self.num_outputs = sum(self.nvec)
+
+    def _logits(self, params: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.split(params, list(self.nvec), dim=1)
+
+    def sample(self, params: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        return self.sample_with_log_prob(params, generator)[0]
+
+    def mode(self, params: torch.Tensor) -> torch.Tensor:
+        return torch.stack([logits.argmax(dim=1) for logits in self._logits(params)], dim=1)
+
+    def log_prob(self, params: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        return self.log_prob_and_entropy(params, actions)[0]
+
+    def entropy(self, params: torch.Tensor) -> torch.Tensor:
+        parts = [Categorical(n).entropy(logits) for n, logits in zip(self.nvec, self._logits(params), strict=True)]
+        return torch.stack(parts, dim=1).sum(dim=1)
+
+    def log_prob_and_entropy(self, params: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        actions = actions.long().reshape(len(params), len(self.nvec))
+        log_prob = params.new_zeros(len(params))
+        entropy = params.new_zeros(len(params))
+        for i, (n, logits) in enumerate(zip(self.nvec, self._logits(params), strict=True)):
+            chosen, ent = Categorical(n).log_prob_and_entropy(logits, actions[:, i])
+            log_prob, entropy = log_prob + chosen, entropy + ent
+        return log_prob, entropy
+
+    def sample_with_log_prob(
+        self, params: torch.Tensor, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        drawn = [
+            Categorical(n).sample_with_log_prob(lg, generator)
+            for n, lg in zip(self.nvec, self._logits(params), strict=True)
+        ]
+        return torch.stack([a for a, _ in drawn], dim=1), torch.stack([lp for _, lp in drawn], dim=1).sum(dim=1)
+
+
+ActionDist = Categorical | MultiCategorical | DiagGaussian

@@ -11,7 +11,7 @@ from torch import nn
 from raylab.config import ModelConfig
 from raylab.errors import ConfigError
 from raylab.models.custom import build_custom, scaled
-from raylab.models.distributions import ActionDist, Categorical, DiagGaussian
+from raylab.models.distributions import ActionDist, Categorical, DiagGaussian, MultiCategorical
 from raylab.models.encoders import ImpalaCNN, MLPEncoder, NatureCNN
 from raylab.models.heads import DuelingQHead, QHead
 from raylab.models.keyed import KeyedEncoder
@@ -166,7 +166,13 @@ class ActorCritic(nn.Module):
         self.encoder = encoder
         self.dist: ActionDist = dist
         self.obs_norm = obs_norm
-        outputs = dist.num_actions if isinstance(dist, Categorical) else dist.action_dim
+        outputs = (
+            dist.num_actions
+            if isinstance(dist, Categorical)
+            else dist.num_outputs
+            if isinstance(dist, MultiCategorical)
+            else dist.action_dim
+        )
         width = encoder.out_dim if head_inputs is None else head_inputs
         self.policy = nn.Linear(width, outputs)
         self.value = nn.Linear(width, 1)
@@ -309,6 +315,8 @@ def action_dist(spaces: EnvSpaces) -> ActionDist:
     """The actor-critic's action distribution for the env's action space."""
     if spaces.action_dim is not None:
         return DiagGaussian(spaces.action_dim)
+    if spaces.action_nvec is not None:
+        return MultiCategorical(spaces.action_nvec)
     return Categorical(_num_actions(spaces))
 
 

@@ -84,6 +84,7 @@ TRAIN_ENV = [
     Case(T, "env.id=cartpole-v1", "unknown env id 'cartpole-v1' for env=gymnasium: did you mean CartPole-v1", "env"),
     Case(T, "env.id=", "unknown env id '' for env=gymnasium: see gymnasium.pprint_registry()", "env"),
     Case(T, "env.id=Pendulum-v1", "algo=dqn needs discrete actions", "env", False),
+    Case(T, "+experiment=cartpole_dqn env.id=tests.envs.spaces_envs:Space-v0 +env.options.action=multidiscrete", "algo=dqn acts in one Discrete action space but tests.envs.spaces_envs:Space-v0 has MultiDiscrete([3 2 4]) actions: use algo=ppo / appo / a3c (a categorical per entry)", "env"),
     Case(T, "env.id=tests.cli.odd_envs:TextObservation-v0", "tests.cli.odd_envs:TextObservation-v0's observation is a Text space (Text(1, 8, charset=0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz)): raylab encodes Box, Discrete, MultiDiscrete, MultiBinary, and Tuple and Dict of them (text inside them is dropped): wrap the env to drop or encode it", "env"),
     Case(T, "env.backend=envpol", "unknown env.backend 'envpol': choose gymnasium or envpool", "env"),
     Case(T, "env.backend=envpool env.id=LunarLander-v3", "has no port of LunarLander-v3", "env", False),

@@ -1,6 +1,8 @@
-"""An env per observation space of the support matrix (docs: Environments > Observation spaces), for the tests
-that run every space on every algorithm: ``env.id=tests.envs.spaces_envs:Space-v0 env.options.kind=<kind>``.
-The observation is drawn from the space (seeded); action 0 earns 1, so a learning algorithm's return rises."""
+"""An env per observation and action space of the support matrix (docs: Environments > Observation spaces), for
+the tests that run every space on every algorithm:
+``env.id=tests.envs.spaces_envs:Space-v0 env.options.kind=<kind> env.options.action=<action>``.
+The observation is drawn from the space (seeded); each step earns the share of the action's entries that are 0
+(a Discrete action: 1 for action 0), so a learning algorithm's return rises to the episode's length."""
 
 from __future__ import annotations
 
@@ -25,10 +27,17 @@ SPACES = {
 Box, a Dict of vectors, and MiniGrid's shape (an image, a direction, a mission)."""
 
 
+ACTIONS = {
+    "discrete": lambda: gym.spaces.Discrete(3),
+    "multidiscrete": lambda: gym.spaces.MultiDiscrete([3, 2, 4]),
+    "multibinary": lambda: gym.spaces.MultiBinary(4),
+}
+
+
 class SpaceEnv(gym.Env):
-    def __init__(self, kind: str = "discrete", length: int = 16):
+    def __init__(self, kind: str = "discrete", action: str = "discrete", length: int = 16):
         self.observation_space = SPACES[kind]()
-        self.action_space = gym.spaces.Discrete(3)
+        self.action_space = ACTIONS[action]()
         self.length, self.t = length, 0
 
     def reset(self, *, seed=None, options=None):
@@ -39,7 +48,9 @@ class SpaceEnv(gym.Env):
 
     def step(self, action):
         self.t += 1
-        return self.observation_space.sample(), float(action == 0), False, self.t >= self.length, {}
+        assert self.action_space.contains(np.asarray(action, self.action_space.dtype)), action
+        reward = float(np.mean(np.asarray(action) == 0))
+        return self.observation_space.sample(), reward, False, self.t >= self.length, {}
 
 
 gym.register("Space-v0", entry_point=SpaceEnv)

@@ -52,3 +52,38 @@ def test_every_space_trains_on_every_algorithm_in_one_process(tmp_path, kind, al
 def test_an_image_in_a_dict_trains_on_ray(tmp_path, algo):
     """The uint8 row with its parts crosses the actors: rollout chunks (PPO) and replay (DQN)."""
     cell(tmp_path, "dict_image", algo, "model=impala_cnn", "model.hidden_sizes=[32]")
+
+
+@pytest.mark.distributed
+@pytest.mark.usefixtures("ray_session")
+@pytest.mark.parametrize("inference", ["local", "central"])
+def test_multidiscrete_actions_train_on_ray(tmp_path, inference):
+    """[N, K] int64 actions cross the actors: in rollout chunks, and through an inference actor's reply area."""
+    cell(tmp_path, "discrete", "appo", "+env.options.action=multidiscrete", f"topology.inference={inference}")
+
+
+@pytest.mark.parametrize(
+    ("action", "algo"),
+    [("multidiscrete", "ppo"), ("multibinary", "appo"),
+     *(pytest.param(action, algo, marks=pytest.mark.slow)
+       for action, algo in (("multidiscrete", "a3c"), ("multibinary", "ppo"), ("multidiscrete", "appo"),
+                            ("multibinary", "a3c")))],
+)  # fmt: skip
+def test_multidiscrete_and_multibinary_actions_learn_in_one_process(tmp_path, action, algo):
+    """A categorical per entry: the policy learns to answer 0 in every entry (a return of 16 a 16-step episode,
+    about 6 at random), stopping on a greedy 15."""
+    overrides = [o for o in ALGOS[algo] if not o.startswith("stop.")]
+    cfg = make_config(tmp_path, *overrides, *(o for o in SHORT if not o.startswith("stop.mean_return")),
+                      f"+env.options.action={action}", "stop.mean_return=15", "stop.env_steps=400000",
+                      "eval.every_seconds=1", "eval.episodes=5", "topology=local")  # fmt: skip
+    summary = run(cfg)
+    assert summary.stop_reason.startswith("eval return"), summary.stop_reason
+    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 15
+
+
+def test_dqn_refuses_multidiscrete_actions_in_one_line(tmp_path):
+    from raylab.errors import ConfigError
+
+    cfg = make_config(tmp_path, *ALGOS["dqn"], *SHORT, "+env.options.action=multidiscrete", "topology=local")
+    with pytest.raises(ConfigError, match=r"algo=dqn acts in one Discrete action space .* use algo=ppo / appo / a3c"):
+        run(cfg)
