@@ -82,6 +82,9 @@ TABLES: dict[str, Table] = {
         learn,
         "FrozenLake (Discrete observations) and Blackjack (a Tuple), PPO and DQN, to their targets",
     ),
+    "spaces_learning_entropy001": Table(
+        ("spaces_learning_entropy001.json",), learn, "the first spaces invocation: frozenlake_ppo with entropy 0.01"
+    ),
     "minigrid_doorkey_image_scale": Table(
         ("minigrid_doorkey_image_scale.json",), learn, "minigrid_doorkey_ppo's image scale: 0.1 against 1/255"
     ),
