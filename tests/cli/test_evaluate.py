@@ -111,3 +111,15 @@ def test_missing_or_corrupt_checkpoint_is_one_line(dqn_run, tmp_path):
 def test_parse_args_types():
     args = parse_args(["+run_dir=x", "episodes=4", "video=true", "fps=12", "seed=null"])
     assert args == EvaluateArgs(run_dir="x", episodes=4, video=True, fps=12, seed=None)
+
+
+def test_a_dict_observation_run_is_scored_and_filmed(tmp_path):
+    """MiniGrid's own id (an image, a direction, a mission): the checkpoint loads with its KeyedEncoder, the
+    greedy policy is scored and the raw game is filmed."""
+    pytest.importorskip("minigrid")
+    run_dir = tmp_path / "doorkey"
+    run(make_config(run_dir, "+experiment=minigrid_doorkey_ppo", "topology=local", "stop.env_steps=4096", *SHORT))
+    out = evaluate(EvaluateArgs(run_dir=str(run_dir), episodes=2, video=True, video_format="gif",
+                                video_path=str(tmp_path / "doorkey.gif"), max_video_steps=30))  # fmt: skip
+    assert out["episodes"] == 2 and len(out["returns"]) == 2
+    assert out["video"]["frames"] >= 2 and (tmp_path / "doorkey.gif").stat().st_size > 0

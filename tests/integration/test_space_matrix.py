@@ -46,6 +46,17 @@ def test_every_space_trains_on_every_algorithm_in_one_process(tmp_path, kind, al
     cell(tmp_path, kind, algo, "topology=local")
 
 
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+def test_an_image_in_a_dict_feeds_a_recurrent_core(tmp_path, algo):
+    """The KeyedEncoder's features into an LSTM: PPO's sequences and R2D2's sequence replay."""
+    extra = (
+        ("algo.bptt=8",)
+        if algo == "ppo"
+        else ("algo.sequence.burn_in=2", "algo.sequence.trace=6", "algo.sequence.period=4")
+    )
+    cell(tmp_path, "dict_image", algo, "model.recurrent=lstm", "model.recurrent_size=32", "topology=local", *extra)
+
+
 @pytest.mark.distributed
 @pytest.mark.usefixtures("ray_session")
 @pytest.mark.parametrize("algo", ["ppo", "dqn"])
