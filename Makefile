@@ -18,7 +18,7 @@ INSTALL_SCRIPT ?= scripts/install.sh
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: FORCE help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-atari-peers bench-central bench-pong-learning bench-autosize bench-recurrent clean
+.PHONY: FORCE help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-atari-table bench-atari-peers bench-central bench-pong-learning bench-autosize bench-recurrent clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -212,6 +212,11 @@ bench-atari-peers: install $(RLLIB_VENV)/bin/python $(SF_VENV)/bin/python ## ray
 
 bench-pong-learning: install $(SF_VENV)/bin/python ## Pong learned on this machine, timed: pong_appo per seed to a greedy 18 (60-min budget each), Sample Factory's Atari example beside it; ARGS="--frameworks raylab sf --seeds 0 1" (~1 h per run) -> benchmarks/pong_learning.json
 	WANDB_MODE=disabled $(PY) benchmarks/pong_learning.py --sf-python $(SF_VENV)/bin/python $(ARGS)
+
+ATARI_GAMES ?= Pong Breakout BeamRider SpaceInvaders
+bench-atari-table: install ## one recipe, several games: +experiment=atari_appo per game in ATARI_GAMES to 10M frames, one seed each (~55 min a game on 2 cores); stopped, it resumes game by game (a finished game is read back, a stopped one moved aside and run again) -> benchmarks/atari_table.json
+	WANDB_MODE=disabled $(PY) -m raylab.bench learn --seeds 0 --reuse --restart-unfinished \
+		$(foreach g,$(ATARI_GAMES),--variant $(g)=env.id=$(g)-v5) --output benchmarks/atari_table.json +experiment=atari_appo $(ARGS)
 
 bench-autosize: install ## topology.num_workers=auto against a sweep of 1-4 workers on pong_appo, cartpole_appo, cartpole_ppo (~20 min) -> benchmarks/autosize_sweep.json
 	WANDB_MODE=disabled $(PY) benchmarks/autosize_sweep.py $(ARGS)

@@ -68,6 +68,12 @@ def add_parser(commands: Any) -> None:
         "again (e.g. after the baseline measurement of an earlier invocation failed); such runs have no "
         "process_seconds",
     )
+    p.add_argument(
+        "--restart-unfinished",
+        action="store_true",
+        help="with --reuse: a run an earlier invocation left unfinished (stopped, killed) is moved aside to "
+        "<its dir>.unfinished-<time> and run again, so a long table resumes run by run (nothing is deleted)",
+    )
     p.set_defaults(func=run)
 
 
@@ -87,7 +93,12 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         check_overrides([*overrides, *extra])
     output = Path(args.output)
     runs_dir = Path(args.runs_dir or Path("outputs") / "bench" / output.stem)
-    check_no_runs_over(runs_dir, [f"{name}_seed{seed}" for seed in args.seeds for name, _ in variants], args.reuse)
+    names = [f"{name}_seed{seed}" for seed in args.seeds for name, _ in variants]
+    if args.restart_unfinished:
+        if not args.reuse:
+            raise ConfigError("--restart-unfinished goes with --reuse (finished runs read back): add --reuse")
+        move_unfinished_aside(runs_dir, names)
+    check_no_runs_over(runs_dir, names, args.reuse)
     results: list[dict[str, Any]] = []
     for k, seed in enumerate(args.seeds):
         for name, extra in variants if k % 2 == 0 else variants[::-1]:  # who goes first alternates too
@@ -220,6 +231,23 @@ def _describe(tree: Path) -> dict[str, str]:
     """The source tree and its commit (when it is a git checkout)."""
     head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     return {"path": str(tree), "commit": head.stdout.strip() if head.returncode == 0 else "unknown"}
+
+
+def move_unfinished_aside(runs_dir: Path, names: list[str]) -> list[Path]:
+    """Each run of ``names`` that holds files but no benchmark_metrics.json (stopped before its end) renamed to
+    ``<dir>.unfinished-<time>``, never deleted; the new places, each said in one line."""
+    from raylab.driver.outputs import run_files
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    moved = []
+    for name in names:
+        run_dir = runs_dir / name
+        if run_dir.is_dir() and run_files(run_dir) and not (run_dir / "benchmark_metrics.json").exists():
+            aside = run_dir.with_name(f"{name}.unfinished-{stamp}")
+            run_dir.rename(aside)
+            print(f"{run_dir} was not finished: moved to {aside}, running it again", flush=True)
+            moved.append(aside)
+    return moved
 
 
 def check_no_runs_over(runs_dir: Path, names: list[str], reuse: bool) -> None:

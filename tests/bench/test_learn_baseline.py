@@ -45,11 +45,32 @@ def test_reuse_reads_finished_runs_instead_of_running_them(tmp_path, monkeypatch
         random_episodes=0,
         against_random=False,
         reuse=True,
+        restart_unfinished=False,
     )
     assert learn.run(args, ["env=fake"]) == 0
     (run,) = json.loads((tmp_path / "out.json").read_text())["runs"]
     assert run["reused"] and run["process_seconds"] is None and run["final_eval_return"] == 4.0
     assert run["env_steps_per_s"] == 100.0
+
+
+def test_an_unfinished_run_is_moved_aside_and_a_finished_one_kept(tmp_path):
+    """--restart-unfinished: a long table (make bench-atari-table) resumes run by run: the run that was stopped
+    is kept under another name and run again; a finished one stays to be read back; without the flag both are
+    refused or read as before."""
+    runs = tmp_path / "runs"
+    for name, files in (
+        ("pong_seed0", ("config.yaml", "benchmark_metrics.json")),
+        ("breakout_seed0", ("config.yaml",)),
+    ):
+        (runs / name).mkdir(parents=True)
+        for f in files:
+            (runs / name / f).write_text("{}")
+    with pytest.raises(ConfigError, match="breakout_seed0 already holds a run"):
+        learn.check_no_runs_over(runs, ["pong_seed0", "breakout_seed0"], reuse=True)
+    (moved,) = learn.move_unfinished_aside(runs, ["pong_seed0", "breakout_seed0"])
+    assert moved.name.startswith("breakout_seed0.unfinished-") and (moved / "config.yaml").exists()
+    assert (runs / "pong_seed0" / "benchmark_metrics.json").exists() and not (runs / "breakout_seed0").exists()
+    learn.check_no_runs_over(runs, ["pong_seed0", "breakout_seed0"], reuse=True)  # nothing left to train over
 
 
 def test_a_run_to_a_training_return_counts_as_reached_when_that_stopped_it(tmp_path):
@@ -93,7 +114,7 @@ def test_a_benchmark_never_trains_over_the_runs_an_earlier_one_left(tmp_path, mo
     monkeypatch.setattr(learn, "run_one", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
     args = argparse.Namespace(
         variant=["ppo="], source=[], seeds=[0, 1], output=str(tmp_path / "out.json"),
-        runs_dir=str(tmp_path / "runs"), random_episodes=0, against_random=False, reuse=False,
+        runs_dir=str(tmp_path / "runs"), random_episodes=0, against_random=False, reuse=False, restart_unfinished=False,
     )  # fmt: skip
     for reuse in (False, True):
         args.reuse = reuse

@@ -116,3 +116,20 @@ def test_plain_and_plus_experiment_spellings_agree():
 
 def test_command_line_group_choice_beats_the_experiment():
     assert compose(["+experiment=cartpole_dqn", "topology=local"]).topology.name == "local"
+
+
+ATARI_RUN_KEYS = {"stop", "eval"}
+"""What an Atari experiment may set beside atari_appo's recipe: how long it runs and how it is evaluated."""
+
+
+@pytest.mark.parametrize("name", ["pong_appo", "breakout_appo"])
+def test_the_atari_experiments_are_the_one_recipe_plus_the_game(name, tmp_path):
+    """pong_appo and breakout_appo train with atari_appo's settings: only the game, the stop and the evaluation
+    may differ (issue: one Atari recipe for any game)."""
+    recipe = resolve(compose(["+experiment=atari_appo"]), run_dir=str(tmp_path)).to_dict()
+    game = resolve(compose([f"+experiment={name}"]), run_dir=str(tmp_path)).to_dict()
+    for section in set(recipe) - ATARI_RUN_KEYS - {"run_dir"}:
+        mine, theirs = game[section], recipe[section]
+        if section == "env":
+            mine, theirs = {**mine, "id": None}, {**theirs, "id": None}
+        assert mine == theirs, f"{name}'s {section} differs from atari_appo's"
