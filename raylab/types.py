@@ -245,6 +245,8 @@ class RolloutStats:
     inference_life: int | None = None
     """Central inference (topology.inference=central): the newest life of the inference actor this worker
     heard from (the driver counts that actor's restarts by it); None: the worker acts with its own policy."""
+    inference_actor: int | None = None
+    """Which inference actor that is (``inference_<k>``): the first on the worker's machine, its own else."""
 
 
 @dataclass

@@ -75,8 +75,9 @@ def build_rollout_worker(
     restart does not replay the episodes it already played; ``env_steps`` (a resumed run) puts its
     exploration schedule where the worker left it.
 
-    ``inference`` (topology.inference=central): the client of the inference actor that acts for it, and the
-    ``transport`` its replies are read with; the worker's envs step in topology.env_splits parts (each seeded
+    ``inference`` (topology.inference=central): the clients of the inference actors, its own first (one acts
+    for it: the first on its machine, raylab.rollout.acting.CentralActions), and the ``transport`` its replies
+    are read with; the worker's envs step in topology.env_splits parts (each seeded
     as that part of one vector env would be), and its own policy only explores (DQN's epsilons)."""
     cfg = _incarnation(cfg, incarnation)
     topo = cfg.topology
@@ -94,7 +95,9 @@ def build_rollout_worker(
             for s in range(splits)
         ]
         explorer = policy if isinstance(policy, EpsilonGreedyPolicy) else None
-        name = f"inference actor {worker_id % topo.inference_actors}"
+        clients = tuple(inference) if isinstance(inference, tuple) else (inference,)  # its own first, then the rest
+        order = [(worker_id + j) % topo.inference_actors for j in range(len(clients))]
+        names = [f"inference actor {k}" for k in order]
         slots = spaces.slots(topo.envs_per_worker)
         shm = topo.inference_transport == "auto"
         action = (
@@ -104,8 +107,9 @@ def build_rollout_worker(
             if spaces.action_nvec is not None
             else ((), "<i8")
         )
-        actions = CentralActions(inference, transport, splits, slots, explorer, name=name, shared_memory=shm,
-                                 key=f"w{worker_id}", action=action)  # fmt: skip
+        actions = CentralActions(clients[0], transport, splits, slots, explorer, name=names[0], shared_memory=shm,
+                                 key=f"w{worker_id}", action=action, index=order[0],
+                                 others=tuple(zip(clients[1:], names[1:], order[1:], strict=True)))  # fmt: skip
     else:
         env = make_vector_env(cfg.env, topo.envs_per_worker, cfg.seed, worker_index=worker_id)
     worker = RolloutWorker(

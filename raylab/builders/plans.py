@@ -138,13 +138,22 @@ def rollout_spec(
     """Rollout worker ``worker_id``; ``incarnation`` and ``env_steps``: a resumed run's fresh seeds and where
     its exploration schedule left off."""
     make = partial(build_rollout_worker, cfg, spaces, worker_id, env_steps=env_steps)
-    links = (Late(inference_name(cfg, worker_id)), Late("transport")) if cfg.topology.central else ()
+    links = (inference_links(cfg, worker_id), Late("transport")) if cfg.topology.central else ()
     return ActorSpec(RolloutHost, (make, incarnation, *links), Resources(cpus=cfg.topology.worker_cpus, spread=True))
 
 
 def inference_name(cfg: RunConfig, worker_id: int) -> str:
-    """The inference actor rollout worker ``worker_id`` sends to (topology.inference=central)."""
+    """The inference actor rollout worker ``worker_id`` sends to first (topology.inference=central)."""
     return f"inference_{worker_id % cfg.topology.inference_actors}"
+
+
+def inference_links(cfg: RunConfig, worker_id: int) -> tuple[Late, ...]:
+    """Every inference actor, worker ``worker_id``'s own (``inference_name``) first and the others after it in
+    turn: the worker sends to the first that runs on its machine (shared memory, no network), or to its own when
+    none does (raylab.rollout.acting.CentralActions). Ray places the two kinds of actors independently, so a
+    fixed pairing would leave some workers talking to another machine's actor while one shares theirs."""
+    k = cfg.topology.inference_actors
+    return tuple(Late(f"inference_{(worker_id + j) % k}") for j in range(k))
 
 
 CENTRAL_GPU_SHARE = 0.5

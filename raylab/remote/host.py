@@ -85,14 +85,31 @@ class ActorSpec:
     name: str | None = None
 
     def bind(self, clients: Mapping[str, Any]) -> ActorSpec:
-        """This spec with each ``Late`` argument replaced by the client it names."""
-        args = tuple(clients[a.actor] if isinstance(a, Late) else a for a in self.args)
+        """This spec with each ``Late`` argument replaced by the client it names (a tuple of them: a tuple of
+        clients, a choice the actor makes when it runs: a rollout worker's inference actors)."""
+        args = tuple(_bound(a, clients) for a in self.args)
         return dataclasses.replace(self, args=args)
 
     @property
     def unbound(self) -> list[str]:
         """The actors its ``Late`` arguments name."""
-        return [a.actor for a in self.args if isinstance(a, Late)]
+        return [late.actor for a in self.args for late in _lates(a)]
+
+
+def _lates(arg: Any) -> list[Late]:
+    if isinstance(arg, Late):
+        return [arg]
+    if isinstance(arg, tuple) and arg and all(isinstance(a, Late) for a in arg):
+        return list(arg)
+    return []
+
+
+def _bound(arg: Any, clients: Mapping[str, Any]) -> Any:
+    if isinstance(arg, Late):
+        return clients[arg.actor]
+    if _lates(arg):
+        return tuple(clients[a.actor] for a in arg)
+    return arg
 
 
 class Host:

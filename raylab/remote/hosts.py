@@ -43,8 +43,8 @@ class RolloutHost(Host):
         self, make: Callable[..., RolloutWorker], incarnation: int = 0, inference: Any = None, transport: Any = None
     ):
         """``make(incarnation)``: the worker; ``incarnation`` > 0 (a resumed run) gives it fresh seeds.
-        ``inference`` and ``transport`` (topology.inference=central): the client of the inference actor that
-        acts for it, and how its replies are read."""
+        ``inference`` and ``transport`` (topology.inference=central): the clients of the inference actors, its
+        own first (it sends to the first on its machine), and how their replies are read."""
         links = {} if inference is None else {"inference": inference, "transport": transport}
         with self.deferring_user_errors():
             self.worker = make(incarnation_after(self.life, incarnation), **links)
@@ -89,6 +89,13 @@ class InferenceHost(Host):
         """A shared-memory channel for worker split ``key`` (raylab.rollout.shm), when the worker runs on this
         machine (``action``: its actions' shape and dtype): (its name or None, this actor's life)."""
         return self.channels.open(key, rows, shape, dtype, machine, action), self.life
+
+    @remote()
+    def machine(self) -> str:
+        """The machine this actor runs on (raylab.rollout.shm.this_machine): a worker sends to one on its own."""
+        from raylab.rollout.shm import this_machine
+
+        return this_machine()
 
     @remote()
     def channel_alive(self, key: str) -> bool:

@@ -109,9 +109,18 @@ class CentralActions:
         shared_memory: bool = False,
         key: str = "worker",
         action: tuple[tuple[int, ...], str] = ((), "<i8"),
+        index: int = 0,
+        others: Sequence[tuple[Any, str, int]] = (),
     ):
-        """``action``: one action's shape and dtype (a channel's reply holds them)."""
-        self.client, self.transport, self.name = client, transport, name
+        """``action``: one action's shape and dtype (a channel's reply holds them). ``index``: ``client``'s in the run
+        (inference_<index>); ``others``: the run's other inference actors (client, name, index), in the order to
+        try: before its first request the worker keeps
+        ``client`` if it runs on this machine, else takes the first of ``others`` that does, else keeps
+        ``client`` (raylab.builders.plans.inference_links)."""
+        self.client, self.transport, self.name, self.index = client, transport, name, index
+        self.others = tuple(others)
+        self.placed = not self.others
+        """Whether the inference actor is chosen (nothing to choose among: it is)."""
         self.shared_memory, self.key, self.action = shared_memory, key, action
         """Channels are asked for as ``<key>-<split>``."""
         self.channels: list[Any] = [None] * splits
@@ -146,12 +155,29 @@ class CentralActions:
 
     def _send(self, split: int, batch: np.ndarray) -> Any:
         """The request's ref, or CHANNEL when it went through the split's channel."""
+        if not self.placed:
+            self._place()
         self.calls += 1
         channel = self._channel(split, batch) if self.shared_memory else None
         if channel is None:
             return self.client.infer(batch)
         channel.send(batch)
         return CHANNEL
+
+    def _place(self) -> None:
+        """Send to the first inference actor, this worker's own first, that runs on this machine; its own if none
+        does (or none answers)."""
+        from raylab.rollout.shm import this_machine
+
+        here = this_machine()
+        for client, name, index in ((self.client, self.name, self.index), *self.others):
+            try:
+                if self.transport.get(client.machine()) == here:
+                    self.client, self.name, self.index = client, name, index
+                    break
+            except self.transport.ActorDied:
+                continue
+        self.placed = True
 
     def _channel(self, split: int, batch: np.ndarray) -> Any:
         channel = self.channels[split]

@@ -163,6 +163,7 @@ class RolloutWorker:
             epsilon=getattr(self.policy, "epsilon", None),
             policies=parts,
             inference_life=getattr(self.actions, "life", None),
+            inference_actor=getattr(self.actions, "index", None),
         )
         self._gap.end()
         return chunks, stats

@@ -95,9 +95,10 @@ class RolloutFlow(Flow):
         restarts = {lane.plan.name: actors[lane.actor].deaths if lane.actor in actors else 0 for lane in self.lanes}
         return {"policies": {name: {"learner_restarts": n} for name, n in restarts.items()}}
 
-    def inference_of(self, worker: int) -> str:
-        """The name of the inference actor that acts for worker ``worker`` (central inference)."""
-        return f"inference_{worker % len(self.inference)}"
+    def inference_of(self, worker: int, chosen: int | None = None) -> str:
+        """The name of the inference actor that acts for worker ``worker`` (central inference): the one it
+        reported it ``chosen`` (the first on its machine), else its own."""
+        return f"inference_{worker % len(self.inference) if chosen is None else chosen}"
 
     def sample(self, driver: Driver, worker: int) -> None:
         """Start worker ``worker``'s next chunk (a Rollout job)."""

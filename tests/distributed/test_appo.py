@@ -48,3 +48,15 @@ def test_two_chunks_in_flight_per_worker_stay_queued_and_the_run_learns(tmp_path
     assert rows and all(calls + parked == 4 for calls, parked in slots), slots
     for worker in summary.benchmark["workers"].values():
         assert worker["chunks"] > 0 and worker["policy_version_last"] > 0
+
+
+@pytest.mark.slow  # 20-50 s; the choice itself is a unit test (tests/unit/test_central_inference.py)
+def test_appo_learns_with_two_inference_actors_each_worker_on_one_of_its_machine(tmp_path):
+    """topology.inference_actors=2: every worker is handed both inference actors, its own first, and sends to
+    the first on its machine (here both are: its own); the fake task is learned as with one."""
+    cfg = make_config(tmp_path, *FAKE_APPO, "topology.inference=central", "topology.inference_actors=2",
+                      "topology.inference_cpus=0.5")  # fmt: skip
+    summary = run(cfg)
+    assert summary.stop_reason.startswith("eval return"), summary.stop_reason
+    assert summary.eval_return_mean is not None and summary.eval_return_mean >= 15
+    assert summary.benchmark["restarts"]["restarts/inference"] == 0

@@ -21,7 +21,7 @@ from raylab.config import EnvConfig, ModelConfig
 from raylab.envs import env_spaces, make_vector_env
 from raylab.errors import ConfigError
 from raylab.models.factory import build_actor_critic
-from raylab.remote.host import ActorSpec, Late, remote_methods
+from raylab.remote.host import ActorSpec, remote_methods
 from raylab.remote.hosts import InferenceHost
 from raylab.remote.inprocess import InProcessBackend, LocalClient
 from raylab.rollout.acting import CentralActions
@@ -199,15 +199,53 @@ def test_the_plan_names_each_workers_inference_actor_and_shares_the_gpu_with_the
     plan = build_plan(cfg, env_spaces(cfg.env))
     flow = plan.flow
     assert len(flow.inference) == 2 and plan.actor_counts["inference"] == 2
-    assert [spec.unbound for spec in flow.workers] == [[f"inference_{i % 2}", "transport"] for i in range(3)]
+    # each worker names every inference actor, its own first: it sends to the first on its machine
+    assert [spec.unbound for spec in flow.workers] == [
+        [f"inference_{i % 2}", f"inference_{(i + 1) % 2}", "transport"] for i in range(3)
+    ]
     assert flow.inference[0].unbound == ["learner", "transport"]
     # actor 0 serves workers 0 and 2, two env splits each: 4 requests at once, and room for the driver's calls
     assert [spec.resources.concurrency for spec in flow.inference] == [2 * 2 + 4, 1 * 2 + 4]
     assert [spec.resources.gpu_if_any for spec in flow.inference] == [0.25, 0.25]
     assert flow.policies.plans[0].learner.resources.gpu_if_any == 0.5
     assert [name for name, _ in plan.demands()].count("inference actor 1") == 1
-    bound = flow.workers[2].bind({"inference_0": "client 0", "transport": "t"})
-    assert bound.args[2:] == ("client 0", "t") and not any(isinstance(a, Late) for a in bound.args)
+    bound = flow.workers[2].bind({"inference_0": "client 0", "inference_1": "client 1", "transport": "t"})
+    assert bound.args[2:] == (("client 0", "client 1"), "t") and not bound.unbound
+
+
+class Machine:
+    """An inference actor's client that says only which machine it runs on (None: it is dead)."""
+
+    def __init__(self, where):
+        self.where = where
+
+    def machine(self):
+        if self.where is None:
+            raise Transport.ActorDied("dead")
+        return type("Ref", (), {"value": self.where})()
+
+
+@pytest.mark.parametrize(
+    ("machines", "chosen"),
+    [
+        (["here", "there", "here"], "own"),  # its own runs here: kept
+        (["there", "elsewhere", "here"], "actor 2"),  # the first other one here
+        (["there", None, "here"], "actor 2"),  # a dead one is passed over
+        (["there", "elsewhere"], "own"),  # none here: its own, over the network
+    ],
+)
+def test_a_worker_sends_to_the_first_inference_actor_on_its_machine(monkeypatch, machines, chosen):
+    from raylab.rollout import shm
+
+    monkeypatch.setattr(shm, "this_machine", lambda: "here")
+    clients = [Machine(m) for m in machines]
+    names = ["own"] + [f"actor {k}" for k in range(1, len(machines))]
+    others = [(c, n, k) for k, (c, n) in enumerate(zip(clients, names, strict=True)) if k]
+    actions = CentralActions(clients[0], Transport(), splits=1, slots=2, name="own", index=0, others=others)
+    assert not actions.placed
+    actions._place()
+    k = names.index(chosen)
+    assert actions.placed and actions.name == chosen and actions.client is clients[k] and actions.index == k
 
 
 def test_a_worker_on_the_inference_actors_machine_sends_through_shared_memory_and_builds_the_same_chunks():
