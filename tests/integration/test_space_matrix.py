@@ -65,6 +65,15 @@ def test_an_image_in_a_dict_trains_on_ray(tmp_path, algo):
     cell(tmp_path, "dict_image", algo, "model=impala_cnn", "model.hidden_sizes=[32]")
 
 
+@pytest.mark.slow
+@pytest.mark.distributed
+@pytest.mark.usefixtures("ray_session")
+@pytest.mark.parametrize(("kind", "algo"), [(k, a) for k in SPACES for a in ALGOS])
+def test_every_space_trains_on_every_algorithm_on_ray(tmp_path, kind, algo):
+    """The matrix again on the embedded Ray: rollout, replay and learner actors, and A3C's parameter server."""
+    cell(tmp_path, kind, algo)
+
+
 @pytest.mark.distributed
 @pytest.mark.usefixtures("ray_session")
 @pytest.mark.parametrize("inference", ["local", "central"])
