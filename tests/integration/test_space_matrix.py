@@ -59,7 +59,7 @@ def test_an_image_in_a_dict_feeds_a_recurrent_core(tmp_path, algo):
 
 @pytest.mark.distributed
 @pytest.mark.usefixtures("ray_session")
-@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+@pytest.mark.parametrize("algo", ["ppo", pytest.param("dqn", marks=pytest.mark.slow)])
 def test_an_image_in_a_dict_trains_on_ray(tmp_path, algo):
     """The uint8 row with its parts crosses the actors: rollout chunks (PPO) and replay (DQN)."""
     cell(tmp_path, "dict_image", algo, "model=impala_cnn", "model.hidden_sizes=[32]")
@@ -76,7 +76,7 @@ def test_every_space_trains_on_every_algorithm_on_ray(tmp_path, kind, algo):
 
 @pytest.mark.distributed
 @pytest.mark.usefixtures("ray_session")
-@pytest.mark.parametrize("inference", ["local", "central"])
+@pytest.mark.parametrize("inference", [pytest.param("local", marks=pytest.mark.slow), "central"])
 def test_multidiscrete_actions_train_on_ray(tmp_path, inference):
     """[N, K] int64 actions cross the actors: in rollout chunks, and through an inference actor's reply area."""
     cell(tmp_path, "discrete", "appo", "+env.options.action=multidiscrete", f"topology.inference={inference}")
