@@ -31,8 +31,8 @@ def test_smoke_run_in_serial_mode(tmp_path):
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["+experiment=nope"], "unknown experiment 'nope': choose one of breakout_appo, cartpole_a3c, "),
-        (["experiment=nope"], "unknown experiment 'nope': choose one of breakout_appo, cartpole_a3c, "),
+        (["+experiment=nope"], "unknown experiment 'nope': choose one of atari_appo, blackjack_dqn, blackjack_ppo, "),
+        (["experiment=nope"], "unknown experiment 'nope': choose one of atari_appo, blackjack_dqn, blackjack_ppo, "),
         (["topology=ring"], "unknown topology 'ring': choose one of a3c, apex_dqn, "),
         (["topology=a3c"], "topology=a3c runs a3c, not algo=dqn: add algo=a3c"),
         (["+experiment=cartpole_a3c", "params.num_shards=10000000"], "set params.num_shards between 1 and"),
