@@ -72,6 +72,9 @@ TABLES: dict[str, Table] = {
     "pong_appo_central": Table(
         ("pong_appo_central.json",), fixed_budget_learning, "pong_appo at 400k agent steps, central against per-actor"
     ),
+    "pong_appo_central_to18": Table(
+        ("pong_appo_central_to18.json",), learn, "pong_appo with central inference to a greedy 18"
+    ),
     "pong_appo_central_equal_frames": Table(
         ("pong_appo_central_equal_frames.json",),
         equal_frames,
