@@ -5,21 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
-from raylab.builders.algorithms import build_appo
-from raylab.config import APPOConfig
 from raylab.learner import Learner
-from raylab.models.encoders import MLPEncoder
-from raylab.models.factory import ActorCritic
+from tests.factories import actor_critic_learner
 from tests.unit.test_ppo_learner import fake_worker
 
 
 def learner(max_policy_lag: int = 2) -> Learner:
-    torch.manual_seed(0)
-    cfg = APPOConfig(gamma=0.5, entropy_coef=0.0, max_policy_lag=max_policy_lag, epochs=2, minibatches=2)
-    model = ActorCritic(MLPEncoder((4,), (32,)), 3)
-    return Learner(build_appo(model, cfg), lr=3e-3, adam_eps=1e-5, max_grad_norm=0.5, device="cpu")
+    settings = {"gamma": 0.5, "entropy_coef": 0.0, "max_policy_lag": max_policy_lag, "epochs": 2, "minibatches": 2}
+    return actor_critic_learner(
+        "appo", (4,), 3, hidden=(32,), settings=settings, lr=3e-3, adam_eps=1e-5, max_grad_norm=0.5
+    )
 
 
 def test_the_rollout_worker_records_the_behaviour_log_probs():

@@ -14,42 +14,28 @@ import pytest
 import torch
 
 from raylab.algos.dqn.policy import EpsilonGreedyPolicy, EpsilonSchedule
-from raylab.builders.algorithms import build_dqn
 from raylab.config import DQNConfig, LearnerConfig, ModelConfig, resolve
 from raylab.errors import ConfigError
 from raylab.learner import Learner
 from raylab.models import build_q_network, numpy_policy
-from raylab.types import Batch, EnvSpaces, Weights
+from raylab.types import Batch, Weights
+from tests.factories import discrete_spaces, dqn_learner, frame_spaces, replay_batch
 from tests.unit.fused_kit import FusedKit
 
-VECTOR = EnvSpaces((7,), np.dtype(np.float32), 4, "Discrete(4)")
-GRID = EnvSpaces((2, 4, 4), np.dtype(np.uint8), 3, "Discrete(3)")  # env=snake observation=grid, model=mlp
+VECTOR = discrete_spaces(7, 4)
+GRID = frame_spaces((2, 4, 4), 3)  # env=snake observation=grid, model=mlp
 TOL = {"rtol": 1e-4, "atol": 2e-6}
 
 
 def make(spaces=VECTOR, hidden=(32, 32), algo: DQNConfig | None = None, **opts) -> Learner:
-    torch.manual_seed(0)
-    algo = algo or DQNConfig()
-    atoms = algo.num_quantiles if algo.loss == "quantile" else 1
-    model = opts.pop("model", None) or ModelConfig(hidden_sizes=hidden)
-    objective = build_dqn(build_q_network(model, spaces, atoms=atoms), algo)
     opts.setdefault("prefetch", False)
     opts.setdefault("max_grad_norm", 10.0)
-    return Learner(objective, lr=3e-3, adam_eps=1e-5, device="cpu", **opts)
+    return dqn_learner(spaces, hidden=hidden, algo=algo, lr=3e-3, adam_eps=1e-5, **opts)
 
 
 def batch(spaces=VECTOR, seed=0, n=32, weights=False) -> Batch:
-    rng = np.random.default_rng(seed)
-    if spaces.obs_dtype == np.uint8:
-        obs, nxt = (rng.integers(0, 256, (n, *spaces.obs_shape), dtype=np.uint8) for _ in range(2))
-    else:
-        obs, nxt = (rng.normal(0, 2, (n, *spaces.obs_shape)).astype(np.float32) for _ in range(2))
-    discounts = np.where(rng.random(n) < 0.2, 0.0, 0.97).astype(np.float32)  # some terminals
-    return Batch(
-        obs=obs, actions=rng.integers(0, spaces.num_actions, n), rewards=rng.normal(0, 3, n).astype(np.float32),
-        discounts=discounts, next_obs=nxt, indices=np.arange(n) + 1000 * seed,
-        weights=rng.uniform(0.2, 1.0, n).astype(np.float32) if weights else None,
-    )  # fmt: skip
+    """Wide observations and rewards, a fifth of them terminal."""
+    return replay_batch(spaces, n, seed, weights=weights, obs_scale=2.0, reward_scale=3.0, terminal_share=0.2)
 
 
 def state(learner: Learner) -> dict[str, torch.Tensor]:

@@ -4,31 +4,20 @@ import numpy as np
 import pytest
 import torch
 
-from raylab.builders.algorithms import build_dqn
-from raylab.config import DQNConfig, ModelConfig
+from raylab.config import DQNConfig
 from raylab.errors import RaylabError
-from raylab.learner import Learner, load_checkpoint, save_checkpoint
-from raylab.models import build_q_network
-from raylab.types import Batch, EnvSpaces
+from raylab.learner import load_checkpoint, save_checkpoint
+from tests.factories import discrete_spaces, dqn_learner, replay_batch
 
-SPACES = EnvSpaces((3,), np.dtype(np.float32), 2, "Discrete(2)")
+SPACES = discrete_spaces(3, 2)
 
 
 def make_learner(**algo):
-    torch.manual_seed(0)
-    objective = build_dqn(build_q_network(ModelConfig(hidden_sizes=(8,)), SPACES), DQNConfig(**algo))
-    return Learner(objective, lr=1e-2, device="cpu", publish_every=2)
+    return dqn_learner(SPACES, hidden=(8,), algo=DQNConfig(**algo), lr=1e-2, publish_every=2)
 
 
 def batch(n=16, seed=0):
-    rng = np.random.default_rng(seed)
-    return Batch(
-        obs=rng.standard_normal((n, 3)).astype(np.float32),
-        actions=rng.integers(0, 2, n),
-        rewards=rng.standard_normal(n).astype(np.float32),
-        discounts=np.full(n, 0.9, np.float32),
-        next_obs=rng.standard_normal((n, 3)).astype(np.float32),
-    )
+    return replay_batch(SPACES, n, seed, discount=0.9)
 
 
 def test_update_changes_weights_and_counts_versions():

@@ -9,17 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from raylab.builders.algorithms import build_appo, build_dqn
-from raylab.config import APPOConfig, DQNConfig, ModelConfig
 from raylab.learner import Learner
 from raylab.learner.flat import FlatParams
 from raylab.learner.publish import WeightsPublisher
 from raylab.learner.step import MetricSums
-from raylab.models import build_q_network
 from raylab.models.encoders import MLPEncoder
 from raylab.models.factory import ActorCritic
 from raylab.models.normalize import RunningNorm
-from raylab.types import EnvSpaces
+from tests.factories import actor_critic_learner, discrete_spaces, dqn_learner
 from tests.unit.test_learner_objectives import batch, rounds
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -105,19 +102,23 @@ def test_published_weights_own_their_memory_and_carry_buffers():
     np.testing.assert_array_equal(second.params["policy.weight"], first.params["policy.weight"] + 1.0)
 
 
+def small_learner(algo: str, device: str, **opts) -> Learner:
+    """A DQN learner over an MLP of 8 units, or an APPO one that keeps every chunk (test_learner_objectives'
+    spaces: 6 observations, 4 actions)."""
+    if algo == "dqn":
+        return dqn_learner(discrete_spaces(6, 4), hidden=(8,), device=device, **opts)
+    return actor_critic_learner("appo", (6,), 4, hidden=(8,), settings={"max_policy_lag": 100}, device=device, **opts)
+
+
 @pytest.mark.parametrize("algo", ["dqn", "appo"])
 def test_publish_every_counts_versions(algo):
     """DQN publishes every publish_every optimizer steps, APPO every publish_every (learner.publish_every_calls)
     calls; a call reports whether it published."""
-    spaces = EnvSpaces((6,), np.dtype(np.float32), 4, "Discrete(4)")
-    torch.manual_seed(0)
     if algo == "dqn":
-        objective = build_dqn(build_q_network(ModelConfig(hidden_sizes=(8,)), spaces), DQNConfig())
         calls, every, steps = [[batch(k) for k in range(3)] for _ in range(4)], 4, 3
     else:
-        objective = build_appo(ActorCritic(MLPEncoder((6,), (8,)), 4), APPOConfig(max_policy_lag=100))
         calls, every, steps = rounds(4), 2, 1
-    learner = Learner(objective, lr=1e-3, device="cpu", publish_every=every, fused=False)
+    learner = small_learner(algo, "cpu", publish_every=every, fused=False)
     published = [learner.update_many(call).published for call in calls]
     versions = [steps * (k + 1) for k in range(4)]
     assert published == [v // every > (v - steps) // every for v in versions]
@@ -130,15 +131,8 @@ def test_publish_every_counts_versions(algo):
 def test_no_host_sync_inside_a_call_but_the_one_at_its_end(algo):
     """The steps of a call run without one device-to-host sync (CUDA's sync debug mode raises on any); the
     metrics are read once, after the last step."""
-    spaces = EnvSpaces((6,), np.dtype(np.float32), 4, "Discrete(4)")
-    torch.manual_seed(0)
-    if algo == "dqn":
-        objective = build_dqn(build_q_network(ModelConfig(hidden_sizes=(8,)), spaces), DQNConfig())
-        data = [batch(k) for k in range(3)]
-    else:
-        objective = build_appo(ActorCritic(MLPEncoder((6,), (8,)), 4), APPOConfig(max_policy_lag=100))
-        data = rounds(1)[0]
-    learner = Learner(objective, lr=1e-3, device="cuda", prefetch=False)
+    data = [batch(k) for k in range(3)] if algo == "dqn" else rounds(1)[0]
+    learner = small_learner(algo, "cuda", prefetch=False)
     learner.update_many(data)  # warm-up: cuDNN and the allocator settle
     steps = learner._autograd.step
 

@@ -28,13 +28,11 @@ import numpy as np
 import pytest
 import torch
 
-from raylab.builders.algorithms import build_appo, build_dqn, build_ppo
 from raylab.config import (
     A3CConfig,
     APPOConfig,
     DQNConfig,
     LearnerConfig,
-    ModelConfig,
     PPOConfig,
     RunConfig,
     TopologyConfig,
@@ -43,66 +41,38 @@ from raylab.config.applicability import check_applicable
 from raylab.errors import ConfigError
 from raylab.learner import Learner, LossOutput
 from raylab.learner.prefetch import Prefetcher, StreamPrefetcher, prefetcher_class
-from raylab.models import build_q_network
-from raylab.models.encoders import MLPEncoder
-from raylab.models.factory import ActorCritic
-from raylab.types import Batch, Chunk, EnvSpaces
+from raylab.types import Batch, Chunk
 from tests.conftest import FAKE, make_config
+from tests.factories import actor_critic_learner, discrete_spaces, dqn_learner, replay_batch, rollout_rounds
 
 OBS, ACTIONS, STEPS, ENVS = 6, 4, 16, 8
-VECTOR = EnvSpaces((OBS,), np.dtype(np.float32), ACTIONS, f"Discrete({ACTIONS})")
+VECTOR = discrete_spaces(OBS, ACTIONS)
 ALGOS = ("dqn", "qr-dqn", "ppo", "appo")
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 
 # -- a small fixed problem -----------------------------------------------------------------------------------
-def chunk(seed: int, version: int = 0) -> Chunk:
-    """A worker's chunk of random steps, some episodes terminated or truncated, behaviour log-probs near
-    uniform (APPO reads them)."""
-    rng = np.random.default_rng(seed)
-    terminated = rng.random((STEPS, ENVS)) < 0.05
-    truncated = (rng.random((STEPS, ENVS)) < 0.05) & ~terminated
-    final_index = np.argwhere(truncated)
-    return Chunk(
-        obs=rng.standard_normal((STEPS + 1, ENVS, OBS)).astype(np.float32),
-        actions=rng.integers(0, ACTIONS, (STEPS, ENVS)), rewards=rng.standard_normal((STEPS, ENVS)).astype(np.float32),
-        terminated=terminated, truncated=truncated,
-        final_obs=rng.standard_normal((len(final_index), OBS)).astype(np.float32), final_index=final_index,
-        policy_version=version, worker_id=0, seq=seed,
-        log_probs=(np.log(1 / ACTIONS) + 0.1 * rng.standard_normal((STEPS, ENVS))).astype(np.float32),
-    )  # fmt: skip
-
-
 def rounds(calls: int = 2) -> list[list[Chunk]]:
-    return [[chunk(2 * r, r), chunk(2 * r + 1, r)] for r in range(calls)]
+    """Two workers' chunks a call, of the call's own policy version; behaviour log-probabilities near uniform
+    (APPO reads them)."""
+    return rollout_rounds(calls, lag=0, obs_shape=(OBS,), steps=STEPS, envs=ENVS, actions=ACTIONS, spread=0.1)
 
 
 def batch(seed: int, n: int = 32) -> Batch:
-    rng = np.random.default_rng(seed)
-    return Batch(
-        obs=rng.standard_normal((n, OBS)).astype(np.float32), actions=rng.integers(0, ACTIONS, n),
-        rewards=rng.standard_normal(n).astype(np.float32), discounts=np.full(n, 0.9, np.float32),
-        next_obs=rng.standard_normal((n, OBS)).astype(np.float32), indices=np.arange(n) + 1000 * seed,
-        weights=rng.uniform(0.2, 1.0, n).astype(np.float32),
-    )  # fmt: skip
+    return replay_batch(VECTOR, n, seed, weights=True, discount=0.9)
 
 
 def make(algo: str, device: str = "cpu", **opts) -> Learner:
-    torch.manual_seed(0)
-    if algo in ("dqn", "qr-dqn"):
-        cfg = DQNConfig(loss="quantile", num_quantiles=8) if algo == "qr-dqn" else DQNConfig()
-        atoms = cfg.num_quantiles if algo == "qr-dqn" else 1
-        objective = build_dqn(build_q_network(ModelConfig(hidden_sizes=(32,)), VECTOR, atoms=atoms), cfg)
-    elif algo == "ppo":
-        objective = build_ppo(ActorCritic(MLPEncoder((OBS,), (64, 64)), ACTIONS), PPOConfig(epochs=2, minibatches=4))
-    else:
-        cfg_a = APPOConfig(epochs=2, minibatches=4, max_policy_lag=4)
-        objective = build_appo(ActorCritic(MLPEncoder((OBS,), (64, 64)), ACTIONS), cfg_a)
     opts.setdefault("prefetch", False)
     # the autograd path these options apply to (the fused one: test_dqn_fused.py, test_ppo_fused.py)
     opts.setdefault("fused", False)
-    return Learner(objective, lr=1e-3, adam_eps=1e-5, max_grad_norm=0.5, device=device, **opts)
+    common = {"lr": 1e-3, "adam_eps": 1e-5, "max_grad_norm": 0.5, "device": device, **opts}
+    if algo in ("dqn", "qr-dqn"):
+        cfg = DQNConfig(loss="quantile", num_quantiles=8) if algo == "qr-dqn" else DQNConfig()
+        return dqn_learner(VECTOR, hidden=(32,), algo=cfg, **common)
+    settings = {"epochs": 2, "minibatches": 4, **({"max_policy_lag": 4} if algo == "appo" else {})}
+    return actor_critic_learner(algo, (OBS,), ACTIONS, hidden=(64, 64), settings=settings, **common)
 
 
 def inputs(algo: str, calls: int = 2) -> list:

@@ -11,41 +11,23 @@ import numpy as np
 import pytest
 import torch
 
-from raylab.builders.algorithms import build_dqn
 from raylab.config import DQNConfig, ModelConfig
 from raylab.errors import ConfigError
-from raylab.learner import Learner
 from raylab.learner.learner import Prefetcher
 from raylab.models import build_q_network
-from raylab.types import Batch, EnvSpaces
+from tests.factories import discrete_spaces, dqn_learner, frame_spaces, replay_batch
 
-VECTOR = EnvSpaces((6,), np.dtype(np.float32), 3, "Discrete(3)")
-IMAGE = EnvSpaces((4, 84, 84), np.dtype(np.uint8), 6, "Discrete(6)")
+VECTOR = discrete_spaces(6, 3)
+IMAGE = frame_spaces((4, 84, 84), 6)
 
 
 def make_learner(spaces=VECTOR, model=None, algo=None, **opts):
-    torch.manual_seed(0)
-    model = model or ModelConfig(hidden_sizes=(32, 32))
-    algo = algo or DQNConfig()
-    atoms = algo.num_quantiles if algo.loss == "quantile" else 1
-    objective = build_dqn(build_q_network(model, spaces, atoms=atoms), algo)
     opts.setdefault("fused", False)  # the autograd path these options apply to (the fused one: test_dqn_fused.py)
-    return Learner(objective, lr=1e-3, device="cpu", **opts)
+    return dqn_learner(spaces, model=model, algo=algo, **opts)
 
 
 def make_batch(spaces=VECTOR, n=64, seed=0, weights=False):
-    rng = np.random.default_rng(seed)
-    if spaces.obs_dtype == np.uint8:
-        obs = rng.integers(0, 256, (n, *spaces.obs_shape), dtype=np.uint8)
-        nxt = rng.integers(0, 256, (n, *spaces.obs_shape), dtype=np.uint8)
-    else:
-        obs = rng.standard_normal((n, *spaces.obs_shape)).astype(np.float32)
-        nxt = rng.standard_normal((n, *spaces.obs_shape)).astype(np.float32)
-    return Batch(
-        obs=obs, actions=rng.integers(0, spaces.num_actions, n), rewards=rng.standard_normal(n).astype(np.float32),
-        discounts=np.full(n, 0.97, np.float32), next_obs=nxt, indices=np.arange(n) + 100,
-        weights=rng.uniform(0.2, 1.0, n).astype(np.float32) if weights else None,
-    )  # fmt: skip
+    return replay_batch(spaces, n, seed, weights=weights, first_index=100)
 
 
 def grads(learner):

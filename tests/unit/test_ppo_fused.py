@@ -22,17 +22,14 @@ import pytest
 import torch
 
 from raylab.builders import build_learner, build_rollout_worker
-from raylab.builders.algorithms import build_appo, build_ppo
-from raylab.config import APPOConfig, PPOConfig
 from raylab.envs.registry import env_spaces
 from raylab.learner import Learner
 from raylab.learner.rounds import minibatch_rows
-from raylab.models.distributions import DiagGaussian
-from raylab.models.encoders import MLPEncoder, NatureCNN
+from raylab.models.encoders import NatureCNN
 from raylab.models.factory import ActorCritic
-from raylab.models.normalize import RunningNorm
 from raylab.types import Chunk
 from tests.conftest import make_config
+from tests.factories import actor_critic_learner, rollout_rounds
 from tests.unit.fused_kit import FusedKit
 
 OBS, ACTIONS, DIM, STEPS, ENVS = 5, 3, 2, 16, 8
@@ -42,45 +39,17 @@ TOL = {"rtol": 1e-4, "atol": 2e-6}
 METRICS = {"loss", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "grad_norm"}
 
 
-def chunk(
-    seed: int, version: int, gaussian: bool, spread: float, outliers: bool = False, frames: bool = False
-) -> Chunk:
-    """A worker's chunk of random steps, some episodes terminated or truncated; behaviour log-probabilities
-    ``spread`` away from the policy's (so that ratios leave the clip range); with ``outliers``, a few
-    observations far enough out that model.normalize_obs clips them; with ``frames``, uint8 frames of FRAME."""
-    rng = np.random.default_rng(seed)
-    obs = rng.normal(0.5, 2, (STEPS + 1, ENVS, OBS)).astype(np.float32)
-    final_obs_shape: tuple[int, ...] = (OBS,)
-    if frames:
-        obs = rng.integers(0, 256, (STEPS + 1, ENVS, *FRAME), dtype=np.uint8)
-        final_obs_shape = FRAME
-    if outliers:
-        obs[rng.integers(0, STEPS), rng.integers(0, ENVS), 0] = 400.0  # ~12 standard deviations out
-    terminated = rng.random((STEPS, ENVS)) < 0.05
-    truncated = (rng.random((STEPS, ENVS)) < 0.05) & ~terminated
-    final_index = np.argwhere(truncated)
-    if gaussian:
-        actions = rng.normal(0, 1, (STEPS, ENVS, DIM)).astype(np.float32)
-        base = -DIM * (0.5 + 0.5 * np.log(2 * np.pi))
-    else:
-        actions = rng.integers(0, ACTIONS, (STEPS, ENVS))
-        base = np.log(1 / ACTIONS)
-    return Chunk(
-        obs=obs, actions=actions,
-        rewards=rng.normal(0, 3, (STEPS, ENVS)).astype(np.float32), terminated=terminated, truncated=truncated,
-        final_obs=obs[1 : 1 + len(final_index), 0].reshape(-1, *final_obs_shape).copy(), final_index=final_index,
-        policy_version=version, worker_id=0, seq=seed,
-        log_probs=(base + spread * rng.standard_normal((STEPS, ENVS))).astype(np.float32),
-    )  # fmt: skip
-
-
 def rounds(
     calls: int, gaussian: bool = False, spread: float = 0.3, outliers: bool = False, frames: bool = False
 ) -> list[list[Chunk]]:
-    """Two workers' chunks per call; APPO's are one version behind (in max_policy_lag)."""
-    return [
-        [chunk(2 * c + k, max(c - 1, 0), gaussian, spread, outliers, frames) for k in range(2)] for c in range(calls)
-    ]
+    """Two workers' chunks per call, one version behind (in max_policy_lag); behaviour log-probabilities
+    ``spread`` away from the policy's (so that ratios leave the clip range); with ``outliers``, a few
+    observations far enough out that model.normalize_obs clips them; with ``frames``, uint8 frames of FRAME."""
+    return rollout_rounds(
+        calls, obs_shape=FRAME if frames else (OBS,), steps=STEPS, envs=ENVS, actions=ACTIONS,
+        gaussian_dim=DIM if gaussian else 0, frames=frames, obs_loc=0.5, obs_scale=2.0, reward_scale=3.0,
+        spread=spread, outliers=outliers,
+    )  # fmt: skip
 
 
 def make(
@@ -93,19 +62,15 @@ def make(
     frames: bool = False,
     **opts,
 ) -> Learner:
-    torch.manual_seed(0)
-    dist = DiagGaussian(DIM) if gaussian else ACTIONS
-    shape = FRAME if frames else (OBS,)
-    if model is None:
-        model = ActorCritic(MLPEncoder(shape, hidden), dist, obs_norm=RunningNorm(shape) if norm else None)
-    settings = {"epochs": 2, "minibatches": 4, **(cfg or {})}
-    objective = build_ppo(model, PPOConfig(**settings)) if algo == "ppo" else build_appo(model, APPOConfig(**settings))
     opts.setdefault("max_grad_norm", 0.5)
     opts.setdefault("lr", 3e-2)  # large steps: within a call ratios leave the clip range
     # Adam eps 1e-3, not 1e-5: on a gradient element of ~1e-5 (a sum of larger terms that cancel), the two paths
     # differ by ~1e-9 (float sums in another order), and Adam's first steps scale that by eps / (|g| + eps)^2 (~1e4
     # at eps 1e-5): 1e-6 in the parameters after a few steps, which depends on the minibatch draw, not on the math
-    return Learner(objective, adam_eps=1e-3, device="cpu", prefetch=False, **opts)
+    return actor_critic_learner(
+        algo, FRAME if frames else (OBS,), ACTIONS, hidden=hidden, gaussian_dim=DIM if gaussian else 0, norm=norm,
+        settings={"epochs": 2, "minibatches": 4, **(cfg or {})}, model=model, adam_eps=1e-3, prefetch=False, **opts,
+    )  # fmt: skip
 
 
 def state(learner: Learner) -> dict[str, torch.Tensor]:

@@ -7,16 +7,14 @@ import numpy as np
 import torch
 
 from raylab.algos.actor_critic import ActorCriticPolicy
-from raylab.builders.algorithms import build_ppo
-from raylab.config import PPOConfig
 from raylab.envs.fake import FakeEnv
 from raylab.envs.vector import SerialVectorEnv
-from raylab.learner import Learner
 from raylab.learner.rounds import RoundLoader
 from raylab.models.encoders import MLPEncoder
 from raylab.models.factory import ActorCritic
 from raylab.rollout.worker import RolloutWorker
 from raylab.types import Chunk
+from tests.factories import actor_critic_learner
 
 
 def chunk(envs: int, final_at: tuple[int, int] | None = None, crash_at: tuple[int, int] | None = None) -> Chunk:
@@ -58,12 +56,9 @@ def fake_worker(worker_id: int, seed: int) -> RolloutWorker:
 
 
 def test_ppo_learns_the_fake_task_without_ray():
-    import torch
-
-    torch.manual_seed(0)
-    learner = Learner(
-        build_ppo(ActorCritic(MLPEncoder((4,), (32,)), 3), PPOConfig(gamma=0.5, entropy_coef=0.0)), lr=3e-3,
-        adam_eps=1e-5, max_grad_norm=0.5, device="cpu",
+    learner = actor_critic_learner(
+        "ppo", (4,), 3, hidden=(32,), settings={"gamma": 0.5, "entropy_coef": 0.0}, lr=3e-3, adam_eps=1e-5,
+        max_grad_norm=0.5,
     )  # fmt: skip
     workers = [fake_worker(i, i) for i in range(2)]
     returns: list[float] = []
