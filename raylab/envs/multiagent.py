@@ -43,10 +43,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from raylab.envs.spaces import Encoding, encode, image_parts, shown
 from raylab.envs.vector import GroupStep, VectorStep, count_crash, rebuild_env
-from raylab.envs.wrappers import float32_box, to_channel_first, transform_reward
+from raylab.envs.wrappers import to_channel_first, transform_reward
 from raylab.errors import ConfigError
-from raylab.types import group_slots
+from raylab.types import ObsPart, group_slots
 
 INSTALL_HINT = "pip install 'raylab-actor-learner[multiagent]' (pettingzoo and mpe2)"
 
@@ -105,6 +106,8 @@ class SpaceGroup:
     observation_space: gym.Space
     action_space: gym.Space
     padded: bool = False
+    obs_parts: tuple[ObsPart, ...] = ()
+    """Where each image and vector lies in an encoded row that holds an image (raylab/envs/spaces.py)."""
 
 
 def space_groups(env: Any, env_id: str, pad: bool = False, discrete_agents: Sequence[str] = ()) -> list[SpaceGroup]:
@@ -115,7 +118,8 @@ def space_groups(env: Any, env_id: str, pad: bool = False, discrete_agents: Sequ
     of their Box(0, 1, (d,)) actions (``discrete_action``). ConfigError naming the fix for what cannot be
     grouped so."""
     agents = [str(a) for a in env.possible_agents]
-    obs = {a: _float32(env.observation_space(a)) for a in agents}
+    seen = {a: agent_observation(env, a, env_id) for a in agents}
+    obs = {a: space for a, (space, _) in seen.items()}
     for pattern in discrete_agents:
         if not any(fnmatch.fnmatchcase(a, pattern) for a in agents):
             raise ConfigError(
@@ -135,15 +139,23 @@ def space_groups(env: Any, env_id: str, pad: bool = False, discrete_agents: Sequ
     for m in members:
         spaces = [obs[agents[i]] for i in m]
         action = act[agents[m[0]]]
+        found = seen[agents[m[0]]][1]
         if all(space == spaces[0] for space in spaces):
-            groups.append(SpaceGroup(tuple(m), spaces[0], action))
+            groups.append(SpaceGroup(tuple(m), spaces[0], action, obs_parts=image_parts(found) if found else ()))
+        elif imaged := [agents[i] for i in m if (f := seen[agents[i]][1]) is not None and f.images]:
+            raise ConfigError(
+                f"env.pad_observations=true pads vectors, and agents {', '.join(imaged)} of {env_id} observe images "
+                f"inside a Tuple or Dict: set env.pad_observations=false and give each kind of agent its own policy"
+            )
         else:
             groups.append(SpaceGroup(tuple(m), _padded(spaces, [agents[i] for i in m], env_id), action, padded=True))
     return groups
 
 
-def _float32(space: gym.Space) -> gym.Space:
-    return float32_box(space) or space
+def agent_observation(env: Any, agent: str, env_id: str) -> tuple[gym.Space, Encoding | None]:
+    """Agent ``agent``'s observation space as its policy sees it, and the encoding that makes it so (None for a
+    Box): any gymnasium space, encoded into a flat row as a single-agent env's (raylab/envs/spaces.py)."""
+    return shown(env.observation_space(agent), f"{env_id}'s agent {agent}'s observation")
 
 
 def _matches(agent: str, patterns: Sequence[str]) -> bool:
@@ -251,8 +263,16 @@ class SlotFrames:
             row[-c:] = frame
 
 
-def check_frames(groups: Sequence[SpaceGroup], env_id: str, grayscale: bool, resize: tuple[int, int] | None) -> None:
-    """ConfigError when env.grayscale or env.resize is set and no agent of ``env_id`` observes an image."""
+def check_frames(
+    groups: Sequence[SpaceGroup], env_id: str, grayscale: bool, resize: tuple[int, int] | None, stack: int = 1
+) -> None:
+    """ConfigError when env.grayscale or env.resize is set and no agent of ``env_id`` observes an image, or
+    env.frame_stack is and an agent observes an image inside a Tuple or Dict."""
+    if stack > 1 and any(g.obs_parts for g in groups):
+        raise ConfigError(
+            f"env.frame_stack stacks whole observations, and agents of {env_id} observe images inside a Tuple or "
+            f"Dict: set env.frame_stack=1 (model.recurrent=lstm gives memory)"
+        )
     if (grayscale or resize is not None) and not any(is_image(g.observation_space) for g in groups):
         spaces = ", ".join(str(g.observation_space) for g in groups)
         raise ConfigError(
@@ -292,7 +312,7 @@ class ParallelSlots:
         self.E = len(self.envs)
         self.num_envs = self.E * self.A
         groups = space_groups(self.envs[0], env_id, pad_observations, discrete_agents)
-        check_frames(groups, env_id, grayscale, resize)
+        check_frames(groups, env_id, grayscale, resize, frame_stack)
         self._frames = [SlotFrames(g.observation_space, grayscale, resize, frame_stack) for g in groups]
         """Each group's frame preprocessing (env.grayscale, env.resize, env.frame_stack), per slot."""
         self.groups = [
@@ -310,8 +330,11 @@ class ParallelSlots:
         self.single_observation_space = self.groups[0].observation_space
         self.single_action_space = self.groups[0].action_space
         env0 = self.envs[0]
-        self._dims = [int(np.prod(env0.observation_space(agent).shape)) if groups[g].padded else None
-                      for agent, g in zip(self.agents, agent_group, strict=True)]  # fmt: skip
+        seen = [agent_observation(env0, agent, env_id) for agent in self.agents]
+        self._encodings = [found for _, found in seen]
+        """Each agent's observation encoding (raylab/envs/spaces.py), None for a Box: applied before anything else."""
+        self._dims = [int(np.prod(space.shape or ())) if groups[g].padded else None
+                      for (space, _), g in zip(seen, agent_group, strict=True)]  # fmt: skip
         """Each padded agent's own observation size: its slot keeps zeros after it."""
         self._padded = [np.zeros(groups[g].observation_space.shape or (), groups[g].observation_space.dtype)
                         if self._frames[g].active and groups[g].padded else None for g in agent_group]  # fmt: skip
@@ -365,6 +388,9 @@ class ParallelSlots:
         row there."""
         g, rank, count = self._place[a]
         row = self._obs[g][e * count + rank]
+        found = self._encodings[a]
+        if found is not None:
+            obs = encode(found, obs)
         dim = self._dims[a]
         frames = self._frames[g]
         if frames.active:

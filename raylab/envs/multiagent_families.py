@@ -95,7 +95,7 @@ class PettingZooFamily(MultiAgentFamily):
         env = multiagent.make_parallel_env(cfg.id, cfg.options)
         try:
             groups = multiagent.space_groups(env, cfg.id, cfg.pad_observations, cfg.discrete_agents)
-            multiagent.check_frames(groups, cfg.id, cfg.grayscale, cfg.resize)
+            multiagent.check_frames(groups, cfg.id, cfg.grayscale, cfg.resize, cfg.frame_stack)
         finally:
             env.close()
 

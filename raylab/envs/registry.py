@@ -173,11 +173,16 @@ def env_spaces(cfg: EnvConfig) -> EnvSpaces:
             agent_ids = tuple(str(a) for a in getattr(venv, "agents", [f"agent_{i}" for i in range(agents)]))
             if space_group_count(venv) > 1:
                 groups = tuple(
-                    _spaces(cfg, g.observation_space, g.action_space, tuple(agent_ids[a] for a in g.agents))
+                    dataclasses.replace(
+                        _spaces(cfg, g.observation_space, g.action_space, tuple(agent_ids[a] for a in g.agents)),
+                        obs_parts=g.obs_parts,
+                    )
                     for g in venv.groups  # type: ignore[attr-defined]
                 )
         venv.close()
         parts: tuple[ObsPart, ...] = ()
+        if fam.multi_agent and not groups and getattr(venv, "groups", None):
+            parts = venv.groups[0].obs_parts  # type: ignore[attr-defined]  # one group: every agent's
     else:
         env = make_env(cfg, seed=0)
         try:

@@ -34,6 +34,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from raylab.envs.wrappers import float32_box
 from raylab.errors import ConfigError
 from raylab.types import ObsPart
 
@@ -212,18 +213,39 @@ class Encoded(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
         found = encoding(env.observation_space, f"{name}'s observation")
         assert found is not None, "a Box observation needs no encoding"
         self.encoding = found
-        self.obs_parts: tuple[ObsPart, ...] = found.parts if found.images else ()
-        dtype = row_dtype(found)
-        if dtype == np.uint8:
-            low, high = 0.0, 255.0
-        elif any(isinstance(s, gym.spaces.Box) for s in _leaves(env.observation_space)):
-            low, high = -np.inf, np.inf
-        else:
-            low, high = 0.0, 1.0
-        self.observation_space = gym.spaces.Box(low, high, (found.size,), dtype)
+        self.obs_parts: tuple[ObsPart, ...] = image_parts(found)
+        self.observation_space = encoded_box(found, env.observation_space)
 
     def observation(self, observation: Any) -> np.ndarray:
         return encode(self.encoding, observation)
+
+
+def encoded_box(found: Encoding, space: gym.Space) -> gym.spaces.Box:
+    """The flat Box that ``space``'s rows, encoded by ``found``, lie in: [0, 255] uint8 with an image (``row_dtype``),
+    else float32, in [0, 1] unless a Box part's values are in it."""
+    dtype = row_dtype(found)
+    if dtype == np.uint8:
+        low, high = 0.0, 255.0
+    elif any(isinstance(s, gym.spaces.Box) for s in _leaves(space)):
+        low, high = -np.inf, np.inf
+    else:
+        low, high = 0.0, 1.0
+    return gym.spaces.Box(low, high, (found.size,), dtype)
+
+
+def image_parts(found: Encoding) -> tuple[ObsPart, ...]:
+    """Where each image and vector lies in an encoded row that holds an image (the model encodes each by its kind);
+    nothing for a row without one (the model reads it as any vector)."""
+    return found.parts if found.images else ()
+
+
+def shown(space: gym.Space, where: str) -> tuple[gym.Space, Encoding | None]:
+    """``space`` as raylab's models see it, with the encoding that makes it so: a Box as it is (float32 where it was
+    another float dtype), any other space encoded into a flat Box (``where`` names it in an error)."""
+    found = encoding(space, where)
+    if found is None:
+        return float32_box(space) or space, None
+    return encoded_box(found, space), found
 
 
 def _leaves(space: gym.Space) -> list[gym.Space]:

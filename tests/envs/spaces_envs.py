@@ -54,3 +54,66 @@ class SpaceEnv(gym.Env):
 
 
 gym.register("Space-v0", entry_point=SpaceEnv)
+
+
+TARGETS = {
+    "discrete": lambda o: (int(o) - 2) % 3,
+    "multidiscrete": lambda o: int(o[0]),
+    "multibinary": lambda o: int(o[0]) + int(o[1]),
+    "tuple": lambda o: int(o[0]),
+    "dict": lambda o: int(o["mode"]),
+    "dict_image": lambda o: int(o["direction"]) % 3,
+}
+"""The Discrete(3) action each kind's observation asks for (SpacesParallelEnv): read from its discrete parts, so
+a policy earns more than chance only through their encoding."""
+
+
+class SpacesParallelEnv:
+    """A PettingZoo Parallel env of agents that observe different spaces (``kinds``: one of SPACES per agent) and
+    act in Discrete(3): ``env=pettingzoo env.id=tests.envs.spaces_envs +env.options.kinds=[discrete,dict_image]``.
+    Each step an agent earns 1 when its action is the one its observation asks for (TARGETS), for ``length``
+    steps: chance is a third of that."""
+
+    def __init__(self, kinds: tuple[str, ...] = ("discrete", "dict_image"), length: int = 16):
+        self.possible_agents = [f"agent_{i}" for i in range(len(kinds))]
+        self.agents: list[str] = []
+        self._kind = dict(zip(self.possible_agents, kinds, strict=True))
+        self._obs = {a: SPACES[k]() for a, k in self._kind.items()}
+        self._act = {a: gym.spaces.Discrete(3) for a in self.possible_agents}
+        self._last: dict = {}
+        self.length, self.t = length, 0
+
+    def observation_space(self, agent: str) -> gym.Space:
+        return self._obs[agent]
+
+    def action_space(self, agent: str) -> gym.Space:
+        return self._act[agent]
+
+    def _observe(self) -> dict:
+        self._last = {a: self._obs[a].sample() for a in self.agents}
+        return self._last
+
+    def reset(self, seed=None, options=None):
+        rng = np.random.default_rng(seed)
+        for k, space in enumerate(self._obs.values()):
+            space.seed(int(rng.integers(2**31)) + k)
+        self.agents, self.t = list(self.possible_agents), 0
+        return self._observe(), {a: {} for a in self.agents}
+
+    def step(self, actions):
+        self.t += 1
+        rewards = {a: float(int(action) == TARGETS[self._kind[a]](self._last[a])) for a, action in actions.items()}
+        done = self.t >= self.length
+        infos = {a: {} for a in self.agents}
+        end = {a: done for a in self.agents}
+        obs = self._observe()
+        if done:
+            self.agents = []
+        return obs, rewards, {a: False for a in end}, end, infos
+
+    def close(self) -> None:
+        pass
+
+
+def parallel_env(**options) -> SpacesParallelEnv:
+    return SpacesParallelEnv(**options)

@@ -59,7 +59,8 @@ def test_an_image_in_a_dict_feeds_a_recurrent_core(tmp_path, algo):
 
 @pytest.mark.distributed
 @pytest.mark.usefixtures("ray_session")
-@pytest.mark.parametrize("algo", ["ppo", pytest.param("dqn", marks=pytest.mark.slow)])
+@pytest.mark.slow  # 23 s (PPO); the default tier crosses Ray with MultiDiscrete actions and central inference
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
 def test_an_image_in_a_dict_trains_on_ray(tmp_path, algo):
     """The uint8 row with its parts crosses the actors: rollout chunks (PPO) and replay (DQN)."""
     cell(tmp_path, "dict_image", algo, "model=impala_cnn", "model.hidden_sizes=[32]")
@@ -107,3 +108,55 @@ def test_dqn_refuses_multidiscrete_actions_in_one_line(tmp_path):
     cfg = make_config(tmp_path, *ALGOS["dqn"], *SHORT, "+env.options.action=multidiscrete", "topology=local")
     with pytest.raises(ConfigError, match=r"algo=dqn acts in one Discrete action space .* use algo=ppo / appo / a3c"):
         run(cfg)
+
+
+MIXED_SPACES = (
+    "+experiment=simple_tag_mixed_ppo", "env.id=tests.envs.spaces_envs", "env.discrete_agents=[]",
+    "~env.options.continuous_actions", "+env.options.kinds=[discrete,dict_image]", "~policy_mapping",
+    "+policy_mapping={agent_0: predators, agent_1: prey}", "logger.console=false", "eval.every_seconds=null",
+    "eval.final_episodes=16", "stop.seconds=300", "topology.envs_per_worker=8", "topology.rollout_length=32",
+)  # fmt: skip
+"""Two agents of one PettingZoo env that observe different non-Box spaces (a Discrete, and MiniGrid's Dict of an
+image, a direction and a mission), each with its own PPO policy and learner."""
+
+
+def test_several_policies_each_train_in_their_own_non_box_space(tmp_path):
+    """In one process: each policy's network takes its agents' own encoded row (5 one-hot floats; 151 uint8 values
+    of a one-hot and an image through the keyed encoder), and each learns: the one-hot policy to the most (16), the
+    other above chance (a third of the 16 steps) within 16k of its own steps, its image being noise to ignore."""
+    from raylab.learner.checkpoint import load_checkpoint
+
+    summary = run(make_config(tmp_path, *MIXED_SPACES, "topology=local", "stop.env_steps=32768"))
+    run_dir = Path(summary.run_dir)
+    bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
+    predators, prey = bm["policies"]["predators"], bm["policies"]["prey"]
+    assert predators["env_steps"] == prey["env_steps"] == 16384, bm["policies"]
+    assert predators["final_eval_return_mean"] >= 15.0, predators  # chance: 16 / 3 = 5.3
+    assert prey["episode_return_mean_last100"] >= 7.0, prey  # chance's mean of 100 episodes: 5.3 +- 0.2
+    final = load_checkpoint(run_dir / "checkpoints" / "final.pt")["policy"]["policies"]
+    assert tuple(final["predators"]["params"]["encoder.net.1.weight"].shape) == (64, 5)
+    assert tuple(final["prey"]["params"]["encoder.fc.0.weight"].shape) == (64, 151)
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+@pytest.mark.usefixtures("ray_session")
+def test_several_policies_each_learn_in_their_own_non_box_space_on_ray(tmp_path):
+    """On Ray, each policy's own rollout chunks and learner: both greedy policies reach near the most (16)."""
+    summary = run(make_config(tmp_path, *MIXED_SPACES, "topology=ppo", "stop.env_steps=262144"))
+    bm = json.loads((Path(summary.run_dir) / "benchmark_metrics.json").read_text())
+    for name, result in bm["policies"].items():
+        assert result["final_eval_return_mean"] >= 15.0, (name, result)  # chance: 16 / 3 = 5.3
+
+
+def test_several_dqn_policies_each_train_in_their_own_non_box_space(tmp_path):
+    """The same two agents, each with its own DQN policy, Q network and replay, in one process."""
+    dqn = (
+        "algo=dqn", "~algo.gae_lambda", "~algo.epochs", "~algo.minibatches", "~algo.entropy_coef",
+        "~model.log_std_init", "replay.min_size=64", "learner.batch_size=32",
+    )  # fmt: skip
+    summary = run(make_config(tmp_path, *MIXED_SPACES, *dqn, "topology=local", "stop.env_steps=2048"))
+    bm = json.loads((Path(summary.run_dir) / "benchmark_metrics.json").read_text())
+    assert set(bm["policies"]) == {"predators", "prey"}
+    for name, result in bm["policies"].items():
+        assert result["updates"] > 0 and result["final_eval_return_mean"] is not None, (name, result)
