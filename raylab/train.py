@@ -192,7 +192,7 @@ def check_grammar(override: str, groups: dict[str, list[str]]) -> None:
     """Hydra's grammar errors, in raylab's words: a bare word (an experiment's name, a group's option), and a
     comma list of choices without -m."""
     key, equal, value = override.lstrip("+~").partition("=")
-    if not equal:
+    if not equal and not override.startswith("~"):  # ~key deletes the key, as Hydra's grammar has it
         owners = [g for g, options in groups.items() if override in options]
         if "experiment" in owners:
             raise ConfigError(f"'{override}' is an experiment: write +experiment={override}")

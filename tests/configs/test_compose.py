@@ -133,3 +133,18 @@ def test_the_atari_experiments_are_the_one_recipe_plus_the_game(name, tmp_path):
         if section == "env":
             mine, theirs = {**mine, "id": None}, {**theirs, "id": None}
         assert mine == theirs, f"{name}'s {section} differs from atari_appo's"
+
+
+def test_a_tilde_deletes_a_key_as_in_hydras_grammar():
+    """``~policy_mapping`` (Hydra's delete) passes raylab's grammar check and composes without the key; a bare word
+    without the tilde is still refused in one line."""
+    from raylab.errors import ConfigError
+    from raylab.train import check_overrides
+
+    overrides = ["+experiment=simple_tag_mixed_ppo", "~policies", "~policy_mapping", "~env.options.continuous_actions"]
+    check_overrides(overrides)
+    cfg = compose(overrides)
+    assert not cfg.get("policies") and not cfg.get("policy_mapping"), OmegaConf.to_yaml(cfg)
+    assert "continuous_actions" not in cfg.env.options and cfg.env.id == "mpe2.simple_tag_v3"
+    with pytest.raises(ConfigError, match="'policy_mapping' is not key=value"):
+        check_overrides(["+experiment=simple_tag_mixed_ppo", "policy_mapping"])
