@@ -8,13 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import torch
-
 from raylab.errors import RaylabError
 
 
 def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> Path:
     """Write ``state`` to ``path`` so that a crash leaves either the old file or the new one, never half."""
+    import torch  # here, not at the top: the CLI refuses bad input without importing torch (~2 s)
+
     return atomic_save(path, lambda f: torch.save(state, f))
 
 
@@ -46,6 +46,8 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise RaylabError(f"checkpoint {path} does not exist: pass the path of a checkpoints/*.pt file")
+    import torch
+
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:
