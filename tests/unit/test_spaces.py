@@ -103,3 +103,41 @@ def test_a_float_part_beside_an_image_makes_the_row_float32():
     row = encode(found, {"image": np.full((8, 8), 200, np.uint8), "speed": np.array([0.5, -0.5], np.float32)})
     assert row.dtype == np.float32 and row.max() == 200.0  # the image stays in 0-255: the encoder scales it
     assert {p.key: p.shape for p in found.parts} == {"image": (1, 8, 8), "speed": (2,)}
+
+
+def _mixed(*kinds: str, **extra) -> EnvConfig:
+    return EnvConfig(family="pettingzoo", id="tests.envs.spaces_envs", options={"kinds": list(kinds)}, **extra)
+
+
+def test_each_agent_of_a_multi_agent_env_is_encoded_in_its_own_space():
+    """Agents of a PettingZoo env that observe a Discrete and MiniGrid's Dict: a space group each, the one-hot row
+    and the uint8 row with its parts, filled from each agent's own observation every step."""
+    spaces = env_spaces(_mixed("discrete", "dict_image"))
+    onehot, keyed = spaces.groups
+    assert (onehot.obs_shape, onehot.obs_dtype, onehot.obs_parts) == ((5,), np.float32, ())
+    assert keyed.obs_shape == (151,) and keyed.obs_dtype == np.uint8
+    assert [(p.key, p.kind, p.start, p.stop) for p in keyed.obs_parts] == [
+        ("direction", "vector", 0, 4), ("image", "image", 4, 151)
+    ]  # fmt: skip
+    venv = make_vector_env(_mixed("discrete", "dict_image"), 2, seed=0)
+    first, second = venv.reset_groups()
+    assert first.shape == (2, 5) and (first.sum(axis=1) == 1).all()  # one-hot of each env's agent_0
+    assert second.shape == (2, 151) and (second[:, :4].sum(axis=1) == 1).all()
+    step = venv.step_groups((np.zeros(2, np.int64), np.zeros(2, np.int64)))
+    assert (step.obs[0].sum(axis=1) == 1).all() and step.rewards.shape == (4,)
+    venv.close()
+    same = env_spaces(_mixed("tuple", "tuple"))  # one group: the env's own spaces
+    assert same.groups == () and same.obs_shape == (5,) and same.obs_parts == ()
+    images = env_spaces(_mixed("dict_image", "dict_image"))
+    assert images.groups == () and [p.kind for p in images.obs_parts] == ["vector", "image"]
+
+
+def test_padding_and_frame_stacking_refuse_images_inside_an_agents_dict_in_one_line():
+    pad = r"env.pad_observations=true pads vectors, and agents agent_1 of tests.envs.spaces_envs observe images "
+    with pytest.raises(ConfigError, match=pad + r"inside a Tuple or Dict: set env.pad_observations=false"):
+        make_vector_env(_mixed("discrete", "dict_image", pad_observations=True), 1, seed=0)
+    padded = env_spaces(_mixed("discrete", "tuple", pad_observations=True))  # vectors pad: one group of 5 values
+    assert padded.groups == () and padded.obs_shape == (5,)
+    stack = r"env.frame_stack stacks whole observations, and agents of tests.envs.spaces_envs observe images "
+    with pytest.raises(ConfigError, match=stack + r"inside a Tuple or Dict: set env.frame_stack=1"):
+        make_vector_env(_mixed("dict_image", "discrete", frame_stack=2), 1, seed=0)
