@@ -3,7 +3,7 @@ against Sample Factory and RLlib."""
 
 from __future__ import annotations
 
-from .format import Json, _int, _pct, _ratio, _rows, _sentence, _sig
+from .format import Json, _int, _pct, _ratio, _ret, _rows, _sentence, _sig
 
 INFERENCE_LABELS = {
     "fp32": "fp32 (ms)",
@@ -187,3 +187,39 @@ def transport_dedup(data: list[Json]) -> str:
         f"steps; the bytes it saves would take {_sig(link['1_gbit'])} ms on a 1 Gb/s link and "
         f"{_sig(link['10_gbit'])} ms on a 10 Gb/s link.\n"
     )
+
+
+CLEANRL_PPO_ATARI = {
+    "Pong": ("20.45 ± 0.09", "20.36 ± 0.20", 20.45),
+    "BeamRider": ("2,501.85 ± 210.52", "1,915.93 ± 484.58", 2501.85),
+    "Breakout": ("211.24 ± 151.84", "414.66 ± 28.09", 211.24),
+}
+"""CleanRL's PPO documentation (docs/rl-algorithms/ppo.md: ppo_atari_envpool.py and ppo_atari.py at 10M agent
+steps, 40M frames, mean ± std over 3 seeds): the envpool figure, the gymnasium one, and the envpool mean."""
+
+
+def atari_table(data: list[Json]) -> str:
+    """``make bench-atari-table`` (atari_table.json): per game, raylab's greedy score (10 whole games, raw reward)
+    and training score (the last 100 whole games, sampled actions) at its budget, the frames, wall time and
+    frames/s, beside CleanRL's PPO at 40M frames and raylab's greedy score as a share of CleanRL's envpool one."""
+    (d,) = data
+    header = [
+        "game", "raylab greedy (10 games)", "raylab training (last 100 games)", "frames", "wall time",
+        "frames/s", "CleanRL `ppo_atari_envpool`, 40M frames", "CleanRL `ppo_atari`, 40M frames",
+        "greedy ÷ CleanRL envpool",
+    ]  # fmt: skip
+    rows = []
+    for run in sorted((r for r in d["runs"] if r["ok"]), key=lambda r: r["variant"]):
+        game = run["variant"]
+        envpool, gym_figure, mean = CLEANRL_PPO_ATARI.get(game, ("—", "—", None))
+        greedy = f"{_ret(run['final_eval_return'])} ± {_ret(run['final_eval_std'])}"
+        train = run.get("final_train_return")
+        frames = run["env_steps"] * 4  # frame skip 4: atari_appo's env
+        rows.append([
+            game, greedy, "—" if train is None else _ret(train), f"{frames / 1e6:.2f}M",
+            f"{run['train_seconds'] / 60:.0f} min", _int(run.get("env_frames_per_s") or frames / run["train_seconds"]),
+            envpool, gym_figure, "—" if mean is None else _pct(run["final_eval_return"] / mean),
+        ])  # fmt: skip
+    missing = [name for name in d["variants"] if not any(r["variant"] == name and r["ok"] for r in d["runs"])]
+    note = f"\nNot run to its budget yet: {', '.join(missing)}.\n" if missing else ""
+    return _rows(header, rows) + note

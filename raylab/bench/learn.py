@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -317,8 +318,33 @@ def read_run(variant: str, seed: int, run_dir: Path, process_seconds: float | No
         evals=[[round(e["time_s"], 2), e["env_steps"], e["return_mean"]] for e in bm["evals"]],
         episode_extras=bm.get("episode_extras") or {},
         policies=bm.get("policies"),
+        env_frames_per_s=round(bm["throughput"].get("env_frames_per_s", 0.0), 1),
+        final_train_return=(bm.get("performance") or {}).get("average_reward_last_100_episodes"),
+        train_curve=train_curve(run_dir / "metrics.jsonl"),
     )
     return result
+
+
+def train_curve(metrics: Path, points: int = 200) -> list[list[float]]:
+    """[time_s, env_steps, env_frames, training return] from a run's metrics.jsonl rows that have a training
+    return (the mean of its recent episodes, sampled actions), thinned to at most ``points`` evenly spaced rows;
+    empty without the file."""
+    if not metrics.exists():
+        return []
+    rows = []
+    for line in metrics.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:  # a line cut short by a killed run
+            continue
+        value = row.get("episode/return_mean")
+        if value is not None and math.isfinite(value):
+            frames = row.get("env_frames", row["env_steps"])
+            rows.append([round(row["time_s"], 1), row["env_steps"], frames, round(value, 3)])
+    if len(rows) <= points:
+        return rows
+    step = (len(rows) - 1) / (points - 1)
+    return [rows[round(k * step)] for k in range(points)]
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -124,3 +124,26 @@ def test_a_benchmark_never_trains_over_the_runs_an_earlier_one_left(tmp_path, mo
         assert message.startswith(f"{left} already holds a run (metrics.jsonl) that this benchmark would train over")
         assert ("--reuse" in message) != reuse and "nothing was changed" in message
     assert (left / "metrics.jsonl").read_text() == "{}\n" and not (tmp_path / "out.json").exists()
+
+
+def test_a_run_brings_its_training_curve_and_final_training_return(tmp_path):
+    """The Atari table's training score and curve: metrics.jsonl's rows with a training return, frames beside
+    steps, thinned evenly to the cap, a line cut short by a kill skipped; the last 100 episodes' mean return."""
+    report = {
+        "config": {"stop": {"mean_return": None}}, "evals": [], "duration_hours": 1.0, "stop_reason": "done",
+        "total_timesteps": 1000, "total_updates": 10,
+        "throughput": {"agent_steps_per_s": 500.0, "learner_updates_per_s": 5.0, "env_frames_per_s": 2000.0},
+        "eval": {"return_mean": 5.0, "return_std": 0.0, "episodes": 10},
+        "performance": {"average_reward_last_100_episodes": 12.5},
+    }  # fmt: skip
+    (tmp_path / "benchmark_metrics.json").write_text(json.dumps(report))
+    rows = [{"time_s": k, "env_steps": 10 * k, "env_frames": 40 * k, "episode/return_mean": float(k)} for k in range(9)]
+    rows.insert(1, {"time_s": 0.5, "env_steps": 5, "env_frames": 20})  # no episode ended yet
+    lines = [json.dumps(r) for r in rows] + ['{"time_s": 9, "env_st']
+    (tmp_path / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    run = learn.read_run("game", 0, tmp_path, 1.0)
+    assert run["final_train_return"] == 12.5 and run["env_frames_per_s"] == 2000.0
+    assert run["train_curve"] == [[float(k), 10 * k, 40 * k, float(k)] for k in range(9)]
+    assert learn.train_curve(tmp_path / "metrics.jsonl", points=3) == [[0.0, 0, 0, 0.0], [4.0, 40, 160, 4.0],
+                                                                        [8.0, 80, 320, 8.0]]  # fmt: skip
+    assert learn.train_curve(tmp_path / "missing.jsonl") == []
