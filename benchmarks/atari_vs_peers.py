@@ -374,7 +374,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
     """Env frames/s per framework, and its CPU ms per 1,000 frames stacked by process role."""
     from raylab.bench import plots
 
-    fig, axes = plots.figure(11.0, 3.8, 1, 2)
+    fig, axes = plots.figure(9.0, 3.6, 1, 2)  # 990 px at 110 dpi: drawn for the docs' ~1,000-px column
     left, right = list(axes[0])
     names = list(report["median_frames_per_s"])
     left.bar(names, [report["median_frames_per_s"][n] for n in names], color=[f"C{i}" for i in range(len(names))])
@@ -388,11 +388,11 @@ def plot(report: dict[str, Any], path: Path) -> None:
         right.bar(names, vals, bottom=bottom, label=r, color=f"C{i}", alpha=0.8)
         bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
     right.set_ylabel("CPU ms per 1,000 env frames (median)")
-    right.legend(fontsize=7)
+    right.legend(fontsize=8)
     for ax in (left, right):
         ax.grid(alpha=0.3, axis="y")
-        ax.tick_params(axis="x", labelsize=7)
-    fig.suptitle(f"{report['protocol'].split(';')[0]} (benchmarks/atari_vs_peers.py)", fontsize=9)
+        ax.tick_params(axis="x", labelsize=9)
+    fig.suptitle(f"{report['protocol'].split(';')[0]} (benchmarks/atari_vs_peers.py)", fontsize=10)
     plots.save(fig, path)
 
 
