@@ -175,6 +175,7 @@ def fake_torch_wheel(folder: Path, build: str) -> Path:
     return path
 
 
+@pytest.mark.slow  # 40 s of venvs and pip installs; the decision itself is tested above without installing
 def test_install_replaces_a_torch_that_the_new_spec_would_keep(tmp_path):
     """`pip install torch --find-links GPU` keeps an installed torch 0.0.1: it satisfies `torch`. install.sh
     knows the torch was installed with another spec and replaces it."""

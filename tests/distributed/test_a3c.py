@@ -90,6 +90,7 @@ def named_actor(suffix: str):
     return ray.get_actor(name)
 
 
+@pytest.mark.slow  # 17 s; the default tier kills rollout actors (apex_dqn) and an inference actor (test_faults.py)
 def test_a_killed_worker_is_restarted_and_the_run_completes(tmp_path):
     """A worker's process SIGKILLed mid-run comes back under the one restart policy (Ray restarts it with fresh
     seeds), pulls the server's weights and pushes on. Stops on time, not steps, so the kill always lands

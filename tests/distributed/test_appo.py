@@ -37,6 +37,7 @@ def test_appo_learns_the_fake_task_and_reports_drops(tmp_path):
         assert worker["chunks"] > 0 and worker["policy_version_last"] > 0
 
 
+@pytest.mark.slow  # 10 s; topology.chunks_in_flight=2 is an option, off by default
 def test_two_chunks_in_flight_per_worker_stay_queued_and_the_run_learns(tmp_path):
     """topology.chunks_in_flight=2: the driver keeps two sample calls on each of the 2 workers, so an actor
     starts its next chunk without waiting for the driver; V-trace absorbs the extra lag. Every row: each of

@@ -9,6 +9,7 @@ from tests.conftest import FAKE, make_config
 pytestmark = [pytest.mark.distributed, pytest.mark.usefixtures("ray_session")]
 
 
+@pytest.mark.slow  # 11 s; R2D2 learns the fake image task in one process in the default tier (integration/)
 def test_r2d2_on_apex_dqn(tmp_path):
     """Stopped on its target or an env-step budget, never on seconds: the limiter ties updates to env steps, so a
     busy machine slows the run down without changing what it learns by its end."""

@@ -111,9 +111,9 @@ def test_ray_topologies_resume_their_learner(overrides, tmp_path):
 
 SNAPSHOT_CASES = {
     "dqn_local": (*CASES["dqn_local"], "replay.min_size=1500"),
-    "apex_dqn": pytest.param(
+    "apex_dqn": pytest.param(  # 39 s: the slow tier; dqn_local covers the snapshot in the default one
         ("topology=apex_dqn", "topology.rollout_length=16", "replay.min_size=1500"),
-        marks=pytest.mark.distributed,
+        marks=[pytest.mark.distributed, pytest.mark.slow],
     ),
 }
 

@@ -1,6 +1,6 @@
-"""Real learning on CartPole-v1. The default tier runs DQN on apex_dqn (the main job) and on the serial
-topology, PPO (Ray) and APPO on EnvPool's CartPole (Ray) to a confirmed 475 on one seed each. The slow tier runs
-the full matrix, and apex_dqn to 475 with its actors killed (tests/distributed/test_faults.py)."""
+"""Real learning on CartPole-v1. The default tier runs DQN on apex_dqn (the main job), PPO (Ray) and APPO on
+EnvPool's CartPole (Ray) to a confirmed 475 on one seed each. The slow tier runs the full matrix (DQN on the serial
+topology too), and apex_dqn to 475 with its actors killed (tests/distributed/test_faults.py)."""
 
 import pytest
 
@@ -17,11 +17,11 @@ def cartpole(tmp_path, *overrides):
 APEX = pytest.param("apex_dqn", marks=[pytest.mark.distributed])
 
 
-@pytest.mark.parametrize("topology", [APEX, "local"])
+@pytest.mark.parametrize("topology", [APEX, pytest.param("local", marks=pytest.mark.slow)])
 def test_dqn_solves_cartpole(tmp_path, topology):
-    """The default tier's DQN learning runs: apex_dqn, the main job (`make train`'s +experiment=cartpole_dqn:
-    rollout actors, a replay actor and a learner actor on Ray), and serial (the same components in one
-    process). Each stops on a confirmed greedy evaluation (10 + 40 episodes of the same weights,
+    """DQN's learning runs: apex_dqn, the main job (`make train`'s +experiment=cartpole_dqn: rollout actors, a
+    replay actor and a learner actor on Ray; the default tier), and serial (the same components in one process;
+    the slow tier). Each stops on a confirmed greedy evaluation (10 + 40 episodes of the same weights,
     cartpole_dqn's eval.confirm_episodes) >= 475; the independent 20-episode final evaluation must agree
     within noise (>= 450), so one unlucky episode cannot fail CI. The slow tier and `make bench-learning` hold
     the final one to 475."""
