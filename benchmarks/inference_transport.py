@@ -59,8 +59,8 @@ def make_server() -> Any:
 
 
 def hosts() -> tuple[type, type]:
+    from raylab.hosts import InferenceHost
     from raylab.remote.host import remote
-    from raylab.remote.hosts import InferenceHost
     from raylab.rollout.shm import ShmChannel, this_machine
 
     class Server(InferenceHost):

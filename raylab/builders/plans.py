@@ -36,9 +36,7 @@ from raylab.config.algorithms import ALGORITHMS
 from raylab.config.policies import check_policy_spaces, policy_config, policy_map, policy_spaces
 from raylab.driver.resume import ResumeState, resumed
 from raylab.errors import ConfigError
-from raylab.plan import A3CPlan, Policies, PolicyPlan, ReplayPlan, RolloutPlan, RunPlan
-from raylab.remote.host import ActorSpec, Late, Resources
-from raylab.remote.hosts import (
+from raylab.hosts import (
     A3CWorkerHost,
     EvalHost,
     InferenceHost,
@@ -47,6 +45,8 @@ from raylab.remote.hosts import (
     RolloutHost,
     ShardHost,
 )
+from raylab.plan import A3CPlan, Policies, PolicyPlan, ReplayPlan, RolloutPlan, RunPlan
+from raylab.remote.host import ActorSpec, Late, Resources
 from raylab.types import EnvSpaces
 
 A3C_WINDOW_S = 0.25

@@ -49,7 +49,7 @@ def shard_slices(bounds: Sequence[int]) -> list[slice]:
 
 
 class ServerLink:
-    """A worker's link to the shards: ``shards`` are clients of the shard actors (raylab.remote.hosts.ShardHost:
+    """A worker's link to the shards: ``shards`` are clients of the shard actors (raylab.hosts.ShardHost:
     a push is one ``push`` call per shard, sent without waiting) or plain ``ParameterServer`` objects, whose
     replies are their own values; ``transport`` waits on and reads the replies (raylab.transport). Complete
     replies are collected in push order; ``wait_oldest`` blocks while the worker may not run further ahead."""

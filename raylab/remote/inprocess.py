@@ -1,12 +1,12 @@
 """The in-process backend of raylab.driver.loop: every actor a plain host object in the driver's process, no Ray
 (``topology=local``; Sample Factory's serial runner, PufferLib's Serial backend).
 
-The flows of the Ray topologies run unchanged on it, with the same host classes (raylab.remote.hosts) behind
+The flows of the Ray topologies run unchanged on it, with the same host classes (raylab.hosts) behind
 the same declaration (raylab.remote.host): a call runs the host's method when the flow makes it and returns
 ``Done(value)`` (raylab.transport), one per declared return value, so ``wait`` finds every call in flight done
 and the loop never sleeps while there is work. Nothing is pickled or copied on the way: a chunk goes from the
 rollout worker to the replay (or the learner) as the same arrays, a replay's batches are drawn while the
-learner takes them (raylab.remote.hosts.Draw). The workers take turns, each chunk (A3C: each segment, pushed
+learner takes them (raylab.hosts.Draw). The workers take turns, each chunk (A3C: each segment, pushed
 to the in-process shards and applied at once) made as the flow asks for it. No actor dies apart from the
 process: an exception raised inside a call propagates from the call, as in any plain Python program.
 """

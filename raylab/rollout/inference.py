@@ -6,7 +6,7 @@ and answers each request with its rows of the actions, their log-probabilities a
 acted. No request waits for a batch to fill: while one batch is acted on, the next requests queue, so the
 batch grows with the load by itself.
 
-``InferenceServer`` is a plain class (its host, raylab.remote.hosts.InferenceHost, serves ``infer`` from many
+``InferenceServer`` is a plain class (its host, raylab.hosts.InferenceHost, serves ``infer`` from many
 callers at once: the actor's concurrency is the number of requests in flight it admits). Weights come
 from the learner: the driver hands the newest published ones here, and never to the rollout workers.
 """

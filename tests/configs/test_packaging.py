@@ -20,7 +20,7 @@ def test_every_subpackage_and_config_group_is_packaged():
 
 def test_only_remote_imports_ray():
     """Ray at the edge: the Ray backend and the runtime that starts Ray (raylab/remote/ray_backend.py,
-    runtime.py). The hosts and the in-process backend in raylab/remote are checked like the rest."""
+    runtime.py). The hosts (raylab/hosts.py) and the in-process backend in raylab/remote are checked like the rest."""
     offenders = []
     for path in (ROOT / "raylab").rglob("*.py"):
         rel = path.relative_to(ROOT / "raylab").parts

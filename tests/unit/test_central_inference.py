@@ -20,9 +20,9 @@ from raylab.builders.plans import build_plan
 from raylab.config import EnvConfig, ModelConfig
 from raylab.envs import env_spaces, make_vector_env
 from raylab.errors import ConfigError
+from raylab.hosts import InferenceHost
 from raylab.models.factory import build_actor_critic
 from raylab.remote.host import ActorSpec, remote_methods
-from raylab.remote.hosts import InferenceHost
 from raylab.remote.inprocess import InProcessBackend, LocalClient
 from raylab.rollout.acting import CentralActions
 from raylab.rollout.inference import InferenceServer
