@@ -13,16 +13,17 @@ import textwrap
 import pytest
 
 from raylab.errors import RaylabError
-from raylab.learner import checkpoint as checkpoint_module
 from raylab.learner.checkpoint import load_checkpoint
 from raylab.train import run
 from tests.conftest import FAKE, make_config, metrics_rows
 
 
 def full_disk_after(monkeypatch: pytest.MonkeyPatch, writes: int) -> list[int]:
-    """torch.save in raylab's checkpoint writer: the first ``writes`` succeed, then each one writes half of
-    its bytes and fails as a full disk does. Returns the writes it was asked for, as it goes."""
-    real_save = checkpoint_module.torch.save
+    """torch.save, which raylab's checkpoint writer calls: the first ``writes`` succeed, then each one writes half
+    of its bytes and fails as a full disk does. Returns the writes it was asked for, as it goes."""
+    import torch
+
+    real_save = torch.save
     asked: list[int] = []
 
     def save(state, f):
@@ -32,7 +33,7 @@ def full_disk_after(monkeypatch: pytest.MonkeyPatch, writes: int) -> list[int]:
         f.write(b"\x80\x02half a checkpoint")
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(checkpoint_module.torch, "save", save)
+    monkeypatch.setattr(torch, "save", save)
     return asked
 
 
