@@ -8,6 +8,7 @@ one line on stderr that names the fix and exit status 2; Ctrl-C ends the run cle
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import re
@@ -315,7 +316,8 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     """The first SIGTERM stops the run like Ctrl-C (outputs written, exit 0); later ones are ignored so that
     the final checkpoint and metrics are not cut short."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    print("raylab: SIGTERM: stopping (final checkpoint and metrics)", file=sys.stderr, flush=True)
+    with contextlib.suppress(OSError):  # stderr may be gone (a parent that read it died): the run still stops cleanly
+        print("raylab: SIGTERM: stopping (final checkpoint and metrics)", file=sys.stderr, flush=True)
     terminate()
 
 

@@ -276,3 +276,25 @@ def test_a_finished_run_is_never_trained_over(tmp_path):
     blocker.write_text("x")
     under = train("env=fake", tmp_path=tmp_path, run_dir=blocker / "run")
     assert under.returncode == 2 and f"is under {blocker}, which is a file" in under.stderr, under.stderr
+
+
+def test_sigterm_stops_cleanly_when_whoever_read_its_output_is_gone(tmp_path):
+    """A run whose stdout and stderr went to a parent that died (a benchmark harness killed first): SIGTERM still
+    writes its outputs (its notice to stderr cannot be printed; that is all it loses)."""
+    run_dir = tmp_path / "run"
+    cmd = [
+        sys.executable, "-m", "raylab.train", "env=fake", "topology=local", "stop.seconds=300", "stop.env_steps=null",
+        "logger.console=false", "logger.report_every_seconds=0.5", f"hydra.run.dir={run_dir}",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not (run_dir / "metrics.jsonl").exists() or not (run_dir / "metrics.jsonl").read_text().strip():
+        assert proc.poll() is None and time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.2)
+    proc.stdout.close()  # the reader is gone: a write to either pipe now fails with EPIPE
+    proc.stderr.close()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
+    assert bm["stop_reason"] == "terminated" and bm["total_timesteps"] > 0
+    assert (run_dir / "checkpoints" / "final.pt").exists()
