@@ -389,10 +389,13 @@ class ParallelSlots:
         g, rank, count = self._place[a]
         row = self._obs[g][e * count + rank]
         found = self._encodings[a]
-        if found is not None:
-            obs = encode(found, obs)
         dim = self._dims[a]
         frames = self._frames[g]
+        if found is not None:
+            if not frames.active:  # encoded straight into its row: no array per agent step
+                found.write(obs, row if dim is None else row[:dim])
+                return row
+            obs = encode(found, obs)
         if frames.active:
             padded = self._padded[a]
             if padded is not None:
