@@ -114,6 +114,14 @@ def test_a_key_that_does_not_apply_is_refused_not_ignored(tmp_path):
     )
 
 
+def wait_for_first_metrics(proc: subprocess.Popen, run_dir, timeout: float = 120) -> None:
+    """Until the run has written its first metrics row (it is training); fails if it exits first."""
+    deadline = time.monotonic() + timeout
+    while not (run_dir / "metrics.jsonl").exists() or not (run_dir / "metrics.jsonl").read_text().strip():
+        assert proc.poll() is None and time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.2)
+
+
 SLOW = pytest.mark.slow  # the same path as apex_dqn's; kept out of the 15-minute default tier
 
 
@@ -141,10 +149,7 @@ def test_ctrl_c_stops_cleanly_with_outputs(topology, tmp_path):
         # give the run the terminal's default disposition however pytest itself was started
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while not (run_dir / "metrics.jsonl").exists() or not (run_dir / "metrics.jsonl").read_text().strip():
-        assert proc.poll() is None and time.monotonic() < deadline, "the run did not start"
-        time.sleep(0.2)
+    wait_for_first_metrics(proc, run_dir)
     os.killpg(proc.pid, signal.SIGINT)
     start = time.monotonic()
     out, _ = proc.communicate(timeout=60)
@@ -164,10 +169,7 @@ def test_sigterm_stops_cleanly_with_exit_0(topology, tmp_path):
         "stop.env_steps=null", "logger.report_every_seconds=0.5", f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
     proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 120
-    while not (run_dir / "metrics.jsonl").exists() or not (run_dir / "metrics.jsonl").read_text().strip():
-        assert proc.poll() is None and time.monotonic() < deadline, "the run did not start"
-        time.sleep(0.2)
+    wait_for_first_metrics(proc, run_dir)
     proc.send_signal(signal.SIGTERM)
     start = time.monotonic()
     out, _ = proc.communicate(timeout=60)
@@ -287,10 +289,7 @@ def test_sigterm_stops_cleanly_when_whoever_read_its_output_is_gone(tmp_path):
         "logger.console=false", "logger.report_every_seconds=0.5", f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
     proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while not (run_dir / "metrics.jsonl").exists() or not (run_dir / "metrics.jsonl").read_text().strip():
-        assert proc.poll() is None and time.monotonic() < deadline, "the run did not start"
-        time.sleep(0.2)
+    wait_for_first_metrics(proc, run_dir)
     proc.stdout.close()  # the reader is gone: a write to either pipe now fails with EPIPE
     proc.stderr.close()
     proc.send_signal(signal.SIGTERM)
