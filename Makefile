@@ -18,7 +18,7 @@ INSTALL_SCRIPT ?= scripts/install.sh
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: FORCE help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-atari-table bench-atari-peers bench-central bench-pong-learning bench-autosize bench-recurrent clean
+.PHONY: FORCE help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image image-cuda bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-atari-table bench-atari-peers bench-central bench-pong-learning bench-autosize bench-recurrent clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -241,6 +241,9 @@ install-image-tools: ## Debian packages buildah and debootstrap, for `make image
 
 image: ## build docker/Dockerfile.cpu daemonlessly (buildah) from a local Debian base, then a smoke run and a two-container Ray cluster in it (as root; scripts/image.sh)
 	bash scripts/image.sh all
+
+image-cuda: ## build docker/Dockerfile.cuda the same way (PyPI's CUDA torch, no CUDA base image), then its smoke run on the CPU (as root; KIND=cuda scripts/image.sh)
+	KIND=cuda bash scripts/image.sh all
 
 clean: ## remove run outputs, the built docs site and caches (keeps $(VENV))
 	rm -rf outputs multirun site .pytest_cache .mypy_cache .ruff_cache

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# Build and run raylab's CPU image without a Docker engine: buildah with chroot isolation and vfs storage,
+# Build and run raylab's CPU or CUDA image without a Docker engine: buildah with chroot isolation and vfs storage,
 # from a base made here (debootstrap of Debian bookworm from this machine's apt mirror). Every step is timed.
 #
 #   bash scripts/image.sh [all|base|build|smoke|cluster|clean|pip-config]      (`make image` runs all)
+#   KIND=cuda bash scripts/image.sh [all|...]                                    (`make image-cuda` runs all)
 #
+# KIND     cpu (default): docker/Dockerfile.cpu -> localhost/raylab:cpu, outputs in outputs/image.
+#          cuda: docker/Dockerfile.cuda -> localhost/raylab:cuda, outputs in outputs/image-cuda; the same base,
+#          PyPI's CUDA build of torch (its CUDA libraries come as wheels); pip's find-links folder is left out
+#          of the build (a CPU torch there would win); `all` is base, build and smoke (the smoke test runs on
+#          the CPU, as a CUDA torch does without a GPU); the cluster step is the CPU image's.
 # base     localhost/raylab-base:bookworm: Debian bookworm (minbase) + its python3 (3.11, as the public
 #          python:3.11-slim-bookworm base) with pip and venv; `python` on the PATH as in that image.
 #          Made once; kept until `clean`.
@@ -20,9 +26,16 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-OUT="$(mkdir -p "${OUT:-$ROOT/outputs/image}" && cd "${OUT:-$ROOT/outputs/image}" && pwd)"
+KIND="${KIND:-cpu}"
+case $KIND in
+  cpu) DEFAULT_OUT="$ROOT/outputs/image" ;;
+  cuda) DEFAULT_OUT="$ROOT/outputs/image-cuda" ;;
+  *) echo "raylab image: unknown KIND '$KIND': use KIND=cpu or KIND=cuda" >&2; exit 2 ;;
+esac
+OUT="$(mkdir -p "${OUT:-$DEFAULT_OUT}" && cd "${OUT:-$DEFAULT_OUT}" && pwd)"
 BASE="${BASE:-localhost/raylab-base:bookworm}"
-IMAGE="${IMAGE:-localhost/raylab:cpu}"
+IMAGE="${IMAGE:-localhost/raylab:$KIND}"
+DOCKERFILE="$ROOT/docker/Dockerfile.$KIND"
 SUITE="${SUITE:-bookworm}"
 BUILDAH=(buildah --storage-driver vfs)
 RUN=("${BUILDAH[@]}" run --isolation chroot --network host)
@@ -113,7 +126,9 @@ pip_passthrough() {  # this machine's pip configuration, read-only, for the buil
   local value
   PIP_SETTINGS=$(python3 -m pip config list 2>/dev/null || true)
   value=${PIP_FIND_LINKS:-$(pip_setting find-links)}
-  if [ -n "$value" ] && [ -d "$value" ]; then
+  if [ -n "$value" ] && [ "$KIND" = cuda ]; then
+    echo "raylab image: the CUDA build leaves out pip's find-links folder $value (a CPU torch there would win over PyPI's CUDA build)" >&2
+  elif [ -n "$value" ] && [ -d "$value" ]; then
     pip_mounts+=(-v "$value:$value:ro")
     pip_args+=(--build-arg "PIP_FIND_LINKS=$value")
   fi
@@ -146,11 +161,15 @@ build() {
   local status
   "${BUILDAH[@]}" build --isolation chroot --network host --layers=false \
     --build-arg "BASE_IMAGE=$BASE" "${pip_args[@]}" "${pip_mounts[@]}" \
-    -f "$ROOT/docker/Dockerfile.cpu" -t "$IMAGE" "$ROOT" > "$OUT/build.log" 2>&1 && status=0 || status=$?
+    -f "$DOCKERFILE" -t "$IMAGE" "$ROOT" > "$OUT/build.log" 2>&1 && status=0 || status=$?
   grep -E '^STEP|raylab|Error|error:' "$OUT/build.log" || true
   # buildah's own status: an image left by an earlier build must not pass for this one
   [ "$status" = 0 ] || die "the build failed (exit $status): see $OUT/build.log"
-  echo "raylab image: built $IMAGE ($("${BUILDAH[@]}" images --format '{{.Size}}' "$IMAGE"))"
+  local size
+  size=$("${BUILDAH[@]}" images --format '{{.Size}}' "$IMAGE")
+  printf '{"image": "%s", "dockerfile": "docker/%s", "size": "%s"}\n' "$IMAGE" "$(basename "$DOCKERFILE")" "$size" \
+    > "$OUT/image.json"
+  echo "raylab image: built $IMAGE ($size)"
 }
 
 CTR=""
@@ -186,6 +205,12 @@ data_dir() {  # a host folder the image's user (uid 1000) can write, mounted at 
 smoke() {
   container
   data_dir "$OUT/smoke"
+  # which torch the image holds: a CUDA build in the CUDA image (it runs on the CPU where there is no GPU)
+  "${RUN[@]}" "$CTR" -- python -c 'import sys, torch
+cuda = torch.version.cuda
+print(f"raylab image: torch {torch.__version__}, CUDA {cuda}, a GPU here: {torch.cuda.is_available()}")
+sys.exit(0 if (cuda is not None) == (sys.argv[1] == "cuda") else 1)' "$KIND" 2>&1 | tee "$OUT/torch.log" \
+    || die "the image's torch is not the $KIND build: $OUT/torch.log"
   "${RUN[@]}" -v "$OUT/smoke:/data" -e WANDB_MODE=disabled "$CTR" -- \
     python -m raylab.train +experiment=cartpole_dqn stop.seconds=30 stop.mean_return=null \
     eval.every_seconds=null eval.final_episodes=5 hydra.run.dir=/data/run 2>&1 | tee "$OUT/smoke.log"
@@ -313,7 +338,7 @@ case "${1:-all}" in
     timed base make_base
     timed build build
     timed smoke smoke
-    timed cluster cluster
+    if [ "$KIND" = cpu ]; then timed cluster cluster; fi
     echo "raylab image: done; timings in $TIMINGS"
     cat "$TIMINGS"
     ;;

@@ -142,3 +142,28 @@ def test_compose_publishes_only_loopback_and_keeps_the_token_out():
         assert service["environment"]["RAY_AUTH_TOKEN"].startswith("${RAY_AUTH_TOKEN")  # from .env, not literal
     ignored = (REPO / ".dockerignore").read_text().split()
     assert {".venv", "outputs", ".git", "*.pt"} <= set(ignored)
+
+
+def test_cuda_image_build_leaves_out_the_local_wheel_folder(tmp_path):
+    """The CUDA image takes PyPI's CUDA torch: a find-links folder (where a CPU torch of the same version lies)
+    would win over it, so `KIND=cuda` hands the build every pip setting but that one, and says so."""
+    wheels, constraints = tmp_path / "wheels", tmp_path / "constraints.txt"
+    wheels.mkdir()
+    constraints.write_text("torch<=2.14.1\n")
+    config = tmp_path / "pip.conf"
+    config.write_text(f"[global]\nfind-links = {wheels}\nconstraint = {constraints}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env |= {"PIP_CONFIG_FILE": str(config), "OUT": str(tmp_path / "out")}
+    for kind, has_wheels in (("cpu", True), ("cuda", False)):
+        proc = subprocess.run(["bash", str(REPO / "scripts" / "image.sh"), "pip-config"], env=env | {"KIND": kind},
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        lines = proc.stdout.splitlines()
+        assert f"--build-arg PIP_CONSTRAINT={constraints}" in lines, kind
+        assert (f"--build-arg PIP_FIND_LINKS={wheels}" in lines) is has_wheels, kind
+        assert ("leaves out pip's find-links folder" in proc.stderr) is not has_wheels, kind
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "image.sh"), "pip-config"], env=env | {"KIND": "rocm"},
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        "raylab image: unknown KIND 'rocm': use KIND=cpu or KIND=cuda"
+    )
