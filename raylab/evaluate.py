@@ -332,6 +332,8 @@ def evaluate(args: EvaluateArgs) -> dict[str, Any]:
         "return_std": result.std,
         "returns": result.returns.tolist(),
         "lengths": result.lengths.tolist(),
+        "extras_mean": result.extra_means(),  # Mario: the flag rate (flag_get) and the mean x_pos
+        "extras": {key: values.tolist() for key, values in result.extras.items()},
     }
     if args.against_random:
         out["against_random"] = args.against_random.split(",")
@@ -390,6 +392,9 @@ def main(argv: list[str] | None = None) -> None:
         f"{fmt_return(out['return_mean'])} ± {fmt_return(out['return_std'])} over {out['episodes']} episodes",
         flush=True,
     )
+    for key, values in out["extras"].items():  # each episode's (Mario: flag_get, x_pos)
+        shown = ", ".join(f"{v:g}" for v in values)
+        print(f"raylab: {key}: mean {out['extras_mean'][key]:.3g} ({shown})", flush=True)
     for name, part in out.get("policies", {}).items():
         mean = "n/a" if part["return_mean"] is None else fmt_return(part["return_mean"])
         print(f"raylab: policy {name}: return {mean} over {part['episodes']} episodes", flush=True)

@@ -25,7 +25,17 @@ from raylab.rollout.evaluator import Evaluator
 from raylab.rollout.inference import InferenceServer, InferenceStats
 from raylab.rollout.shm import Channels
 from raylab.rollout.worker import RolloutWorker
-from raylab.types import Batch, Chunk, EvalResult, LearnerStats, Priorities, RolloutStats, SequenceBatch, Weights
+from raylab.types import (
+    Batch,
+    Chunk,
+    EvalResult,
+    EvalTarget,
+    LearnerStats,
+    Priorities,
+    RolloutStats,
+    SequenceBatch,
+    Weights,
+)
 
 RESTARTED_INCARNATION = 998
 """A worker Ray restarted builds with incarnation 998..1997 (by its pid): fresh env seeds instead of a replay of
@@ -232,11 +242,11 @@ class EvalHost(Host):
 
     @remote()
     def evaluate(
-        self, episodes: int, confirm_target: float | None, confirm_episodes: int, *weights: Weights
+        self, episodes: int, target: EvalTarget | None, confirm_episodes: int, *weights: Weights
     ) -> EvalResult:
         """One Weights per policy, each its own argument (Ray resolves each ref)."""
         return self.evaluator.evaluate(
-            weights[0] if len(weights) == 1 else list(weights), episodes, confirm_target, confirm_episodes
+            weights[0] if len(weights) == 1 else list(weights), episodes, target, confirm_episodes
         )
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from raylab.remote.host import ActorSpec, Resources
 from raylab.replay.rate_limiter import SamplesPerInsertLimiter
+from raylab.types import EvalTarget
 
 
 @dataclass(frozen=True)
@@ -131,8 +132,8 @@ class RunPlan:
     eval_episodes: int
     confirm_episodes: int
     final_episodes: int
-    target: float | None
-    """stop.mean_return: a greedy evaluation that meets it (confirmed) stops the run."""
+    target: EvalTarget
+    """stop.mean_return and stop.eval_extras: a greedy evaluation that meets it (confirmed) stops the run."""
     max_restarts: int
     placement_wait_s: float = 0.0
     """ray.placement_wait_s: how long actors the cluster cannot hold yet are waited for (0: fail at once)."""

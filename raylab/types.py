@@ -6,11 +6,13 @@ zero-copy, observations keep the dtype the env gives (uint8 frames stay uint8).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+from raylab.metrics.numbers import fmt_return
 
 
 @dataclass(frozen=True)
@@ -307,6 +309,8 @@ class EvalResult:
     lengths: np.ndarray
     policies: dict[str, np.ndarray] | None = None
     """A run with several policies: each policy's episode returns (its agents' episodes among ``returns``)."""
+    extras: dict[str, np.ndarray] = field(default_factory=dict)
+    """The env family's final values per episode, in the order of ``returns`` (Mario: x_pos, flag_get)."""
 
     @property
     def mean(self) -> float:
@@ -315,6 +319,37 @@ class EvalResult:
     @property
     def std(self) -> float:
         return float(self.returns.std()) if self.returns.size else float("nan")
+
+    def extra_means(self) -> dict[str, float]:
+        """Each episode value's mean (Mario's flag_get mean is the flag rate)."""
+        return {key: float(values.mean()) for key, values in self.extras.items() if values.size}
+
+
+@dataclass(frozen=True)
+class EvalTarget:
+    """What a greedy evaluation must reach to stop a run: stop.mean_return, or every one of stop.eval_extras
+    (episode values' means, e.g. Mario's flag rate {flag_get: 0.8}). Either one is met on its own."""
+
+    mean_return: float | None = None
+    extras: Mapping[str, float] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return self.mean_return is not None or bool(self.extras)
+
+    def met(self, result: EvalResult) -> bool:
+        if self.mean_return is not None and result.returns.size and result.mean >= self.mean_return:
+            return True
+        means = result.extra_means()
+        return bool(self.extras) and all(key in means and means[key] >= at for key, at in self.extras.items())
+
+    def describe(self, result: EvalResult) -> str:
+        """Why ``result`` meets it, for the stop reason."""
+        if self.mean_return is not None and result.returns.size and result.mean >= self.mean_return:
+            return f"eval return {fmt_return(result.mean)} >= stop.mean_return={self.mean_return:g}"
+        means = result.extra_means()
+        return ", ".join(
+            f"eval {key} mean {means[key]:.3g} >= stop.eval_extras.{key}={at:g}" for key, at in self.extras.items()
+        )
 
 
 class Policy(Protocol):

@@ -66,7 +66,8 @@ def raylab_dqn(
 ) -> dict[str, Any]:
     overrides = [
         f"+experiment={experiment}", f"seed={seed}", f"stop.seconds={seconds}", "stop.env_steps=null",
-        "stop.mean_return=null", "stop.train_return=null", "eval.episodes=10", "eval.final_episodes=0",
+        "stop.mean_return=null", "stop.train_return=null", "stop.eval_extras=null", "eval.episodes=10",
+        "eval.final_episodes=0",
         f"eval.every_seconds={eval_every if eval_every > 0 else 'null'}",
         "topology.num_workers=2", "logger.console=false", "logger.report_every_seconds=2", f"hydra.run.dir={run_dir}",
         *extra,

@@ -60,6 +60,7 @@ def timed_overrides(
         "stop.env_steps=null",
         "stop.mean_return=null",
         "stop.train_return=null",
+        "stop.eval_extras=null",
         "eval.every_seconds=null",
         "eval.every_env_steps=null",
         f"checkpoint.every_seconds={checkpoint_every_s:.3f}",

@@ -47,7 +47,7 @@ from raylab.hosts import (
 )
 from raylab.plan import A3CPlan, Policies, PolicyPlan, ReplayPlan, RolloutPlan, RunPlan
 from raylab.remote.host import ActorSpec, Late, Resources
-from raylab.types import EnvSpaces
+from raylab.types import EnvSpaces, EvalTarget
 
 A3C_WINDOW_S = 0.25
 """Seconds an A3C worker actor runs between reports to the driver (raylab.topology.a3c)."""
@@ -86,7 +86,8 @@ def build_plan(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = N
         topology=topology,
         evaluator=ActorSpec(EvalHost, (partial(build_evaluator, cfg, spaces),), Resources(cpus=0)),
         eval_episodes=ev.episodes, confirm_episodes=ev.confirm_episodes, final_episodes=ev.final_episodes,
-        target=cfg.stop.mean_return, max_restarts=cfg.topology.max_actor_restarts,
+        target=EvalTarget(cfg.stop.mean_return, dict(cfg.stop.eval_extras or {})),
+        max_restarts=cfg.topology.max_actor_restarts,
         placement_wait_s=cfg.ray.placement_wait_s,
         actor_counts=counts, flow=flow,
     )  # fmt: skip

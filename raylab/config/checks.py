@@ -17,7 +17,7 @@ from raylab.config.applicability import check_applicable
 from raylab.config.coerce import build, to_container
 from raylab.config.policies import check_policies
 from raylab.config.schema import RunConfig
-from raylab.envs.registry import check_env_config, max_return
+from raylab.envs.registry import check_env_config, family, max_return
 from raylab.errors import ConfigError, check
 
 
@@ -167,7 +167,10 @@ def check_cross_fields(run: RunConfig) -> None:
     check_policies(run)
     check_env_config(run.env)
     stop = run.stop
-    if stop.env_steps is None and stop.seconds is None and stop.mean_return is None and stop.train_return is None:
+    if (
+        stop.env_steps is None and stop.seconds is None and stop.mean_return is None and stop.train_return is None
+        and not stop.eval_extras
+    ):  # fmt: skip
         raise ConfigError("no stop condition: set stop.env_steps, stop.seconds or stop.mean_return")
     bound = max_return(run.env)
     if stop.train_return is not None and bound is not None and stop.train_return > bound:
@@ -187,3 +190,23 @@ def check_cross_fields(run: RunConfig) -> None:
                 f"stop.mean_return={stop.mean_return:g} can never trigger: {run.env.id} returns at most "
                 f"{bound:g} per episode; set stop.mean_return<={bound:g} or null"
             )
+    check_eval_extras(run)
+
+
+def check_eval_extras(run: RunConfig) -> None:
+    """stop.eval_extras names episode values the env family reports, and a periodic evaluation judges them."""
+    extras = run.stop.eval_extras or {}
+    known = family(run.env).episode_extras
+    for key in extras:
+        if key not in known:
+            fix = f"name one of {', '.join(known)} or remove" if known else "they report none: remove"
+            raise ConfigError(
+                f"stop.eval_extras.{key} can never trigger: env={run.env.family} episodes have no value '{key}'; "
+                f"{fix} stop.eval_extras"
+            )
+    if extras and not run.eval.periodic:
+        key = next(iter(extras))
+        raise ConfigError(
+            f"stop.eval_extras.{key} can never trigger: periodic evaluation is off; set eval.every_seconds=60 (or "
+            f"eval.every_env_steps=N), or stop.eval_extras=null"
+        )

@@ -61,6 +61,11 @@ class StopConfig:
     train_return: float | None = None
     """Stop once the mean return of the last 100 training episodes reaches this (RLlib's and Sample
     Factory's usual criterion; it judges the exploring policy, not the greedy one)."""
+    eval_extras: dict[str, float] | None = None
+    """Stop once a periodic evaluation's mean of each named episode value reaches its threshold, held over
+    eval.confirm_episodes more episodes as for stop.mean_return: Mario's greedy flag rate,
+    ``stop.eval_extras={flag_get: 0.8}`` (null: none). The values are the env family's (Mario: x_pos, flag_get; Snake:
+    snake_length, score)."""
 
     def __post_init__(self) -> None:
         positive_or_none(self.env_steps, "stop.env_steps")

@@ -1,4 +1,5 @@
-"""The best policy a run evaluated: the one that met stop.mean_return, else the highest greedy evaluation.
+"""The best policy a run evaluated: the one that met stop.mean_return (or stop.eval_extras), else the
+highest greedy evaluation.
 
 Every evaluation runs on one fixed weights version (the refs it was handed); ``BestPolicy`` keeps the refs of
 the best periodic one, so that the run can save them as ``checkpoints/best.pt`` beside ``final.pt`` (the
@@ -13,7 +14,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from raylab.types import EvalResult, Weights
+from raylab.types import EvalResult, EvalTarget, Weights
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class BestRecord:
     env_steps: int
     """The run's env steps when that evaluation came back."""
     met_target: bool
-    """It met stop.mean_return."""
+    """It met stop.mean_return or stop.eval_extras."""
     chosen_by: str = "periodic"
     """"periodic": a periodic evaluation while training; "final": the final evaluations at the end."""
 
@@ -50,7 +51,7 @@ class BestRecord:
 
 
 class BestPolicy:
-    def __init__(self, target: float | None):
+    def __init__(self, target: EvalTarget | None):
         self.target = target
         self.refs: list[Any] | None = None
         """Refs to the best weights, one per policy (None: nothing evaluated yet)."""
@@ -61,7 +62,7 @@ class BestPolicy:
         mean = result.mean
         if not math.isfinite(mean):
             return False
-        met = self.target is not None and mean >= self.target
+        met = self.target is not None and self.target.met(result)
         record = BestRecord(result.version, mean, int(result.returns.size), env_steps, met)
         if not record.beats(self.record):
             return False

@@ -234,6 +234,7 @@ class Progress:
                 "env_steps": self.env_steps,
                 "version": result.version,
                 "return_mean": result.mean,
+                **{f"{key}_mean": value for key, value in result.extra_means().items()},
             }
         )
 
@@ -281,6 +282,8 @@ class Progress:
             row["eval/return_mean"] = self.last_eval.mean
             row["eval/return_std"] = self.last_eval.std
             row["eval/version"] = self.last_eval.version
+            for key, value in self.last_eval.extra_means().items():  # Mario: eval/flag_get_mean, the flag rate
+                row[f"eval/{key}_mean"] = value
         row.update({f"learner/{k}": v for k, v in self.learner_metrics.items()})
         for name, track in self.policies.items():
             row.update(track.row(f"policy/{name}", dt))

@@ -122,12 +122,15 @@ def _resource_usage(usage: ResourceUsage, process_peaks: int) -> dict[str, Any]:
 
 
 def eval_section(final_eval: EvalResult | None) -> dict[str, Any]:
-    """A final evaluation: its mean, std, episodes and the weights version it ran on."""
+    """A final evaluation: its mean, std, episodes and the weights version it ran on; the env family's episode
+    values, each episode's and their means (Mario: x_pos, and flag_get, whose mean is the flag rate)."""
     return {
         "return_mean": final_eval.mean if final_eval else None,
         "return_std": final_eval.std if final_eval else None,
         "episodes": int(final_eval.returns.size) if final_eval else 0,
         "policy_version": final_eval.version if final_eval else None,
+        "extras_mean": final_eval.extra_means() if final_eval else {},
+        "extras": {k: v.tolist() for k, v in final_eval.extras.items()} if final_eval else {},
     }
 
 
@@ -139,6 +142,7 @@ def result_words(benchmark: dict[str, Any]) -> str:
         return ""
     mean, std = fmt_return(ev["return_mean"]), fmt_return(ev["return_std"])
     words = f"eval return {mean} ± {std} over {ev['episodes']} episodes"
+    words += "".join(f", {key} mean {value:.3g}" for key, value in (ev.get("extras_mean") or {}).items())
     if best is None:  # nothing was evaluated while training: the newest weights are the result
         return f"{words} (final.pt, version {ev['policy_version']}), "
     if newest.get("policy_version") == ev["policy_version"]:

@@ -87,6 +87,9 @@ class Reporter:
             postfix["ret"] = round(float(np.mean(p.returns)), 1)
         if p.last_eval is not None:
             postfix["eval"] = round(p.last_eval.mean, 1)
+            for key in self.stop.target.extras:  # what the run stops on (Mario: the greedy flag rate)
+                if key in p.last_eval.extras:
+                    postfix[f"eval:{key}"] = round(p.last_eval.extra_means()[key], 2)
         for name, track in p.policies.items():  # several policies: each one's training return
             if track.returns:
                 postfix[f"ret:{name}"] = round(float(np.mean(track.returns)), 1)
@@ -132,8 +135,7 @@ class Reporter:
 
     def stop_reason(self) -> str | None:
         p = self.progress
-        last = p.last_eval
-        return self.stop.reason(p.env_steps, p.seconds, last.mean if last else None, p.returns)
+        return self.stop.reason(p.env_steps, p.seconds, p.last_eval, p.returns)
 
     def close(self) -> None:
         """Close every logger (W&B run, TensorBoard writer, the console's bar); safe to call more than once."""

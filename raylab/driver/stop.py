@@ -1,5 +1,5 @@
-"""When a run ends: env steps, wall seconds, a greedy-evaluation return or a training return, whichever
-comes first."""
+"""When a run ends: env steps, wall seconds, a greedy evaluation's return or episode values (Mario's flag
+rate), or a training return, whichever comes first."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from raylab.config import StopConfig
 from raylab.metrics.numbers import fmt_return
+from raylab.types import EvalResult, EvalTarget
 
 INTERRUPTED = ("interrupted", "terminated")
 """Stop reasons of a run stopped from outside (Ctrl-C, SIGTERM): outputs are written, no final evaluation."""
@@ -39,6 +40,7 @@ def interrupted_reason(err: KeyboardInterrupt) -> str:
 class StopCondition:
     def __init__(self, cfg: StopConfig):
         self.cfg = cfg
+        self.target = EvalTarget(cfg.mean_return, dict(cfg.eval_extras or {}))
 
     WINDOW = 100
     """Training episodes stop.train_return averages over (a full window is required)."""
@@ -47,13 +49,14 @@ class StopCondition:
         self,
         env_steps: int,
         seconds: float,
-        eval_return: float | None,
+        last_eval: EvalResult | None,
         train_returns: Sequence[float] = (),
     ) -> str | None:
-        """Why the run should stop now, or None to go on. ``train_returns``: the latest training episodes."""
+        """Why the run should stop now, or None to go on. ``last_eval``: the latest periodic evaluation;
+        ``train_returns``: the latest training episodes."""
         cfg = self.cfg
-        if cfg.mean_return is not None and eval_return is not None and eval_return >= cfg.mean_return:
-            return f"eval return {fmt_return(eval_return)} >= stop.mean_return={cfg.mean_return:g}"
+        if last_eval is not None and self.target.met(last_eval):
+            return self.target.describe(last_eval)
         if cfg.train_return is not None and len(train_returns) >= self.WINDOW:
             mean = sum(list(train_returns)[-self.WINDOW :]) / self.WINDOW
             if mean >= cfg.train_return:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import cast
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 
 from raylab.envs.vector import GroupedVectorEnv, VectorEnv, space_group_count
 from raylab.rollout.policies import Policy, PolicySet
-from raylab.types import EvalResult, Stateful, Weights
+from raylab.types import EvalResult, EvalTarget, Stateful, Weights
 
 
 class Evaluator:
@@ -37,39 +38,41 @@ class Evaluator:
         self,
         weights: Weights | Sequence[Weights | None] | None,
         episodes: int,
-        confirm_target: float | None = None,
+        target: EvalTarget | None = None,
         confirm_episodes: int = 0,
     ) -> EvalResult:
-        """Mean over ``episodes``; if that reaches ``confirm_target``, ``confirm_episodes`` more of the same
-        weights are run and the result holds all of them, so a lucky handful of episodes cannot stop a run.
-        A PolicySet takes one Weights per policy."""
+        """Mean over ``episodes``; if they meet ``target``, ``confirm_episodes`` more of the same weights are
+        run and the result holds all of them, so a lucky handful of episodes cannot stop a run. A PolicySet
+        takes one Weights per policy."""
         if isinstance(self.policy, PolicySet):
             assert weights is not None and not isinstance(weights, Weights)
             self.policy.load(weights, exact=True)  # the version handed, even an older one (best.pt)
         elif weights is not None:
             assert isinstance(weights, Weights)
             self.policy.set_weights(weights, exact=True)
-        returns, lengths, slots = self._episodes(episodes)
-        if confirm_target is not None and confirm_episodes > 0 and returns.mean() >= confirm_target:
-            more = self._episodes(confirm_episodes)
-            returns, lengths, slots = (
-                np.concatenate([a, b]) for a, b in zip((returns, lengths, slots), more, strict=True)
-            )
+        done = self._episodes(episodes)
+        if target and confirm_episodes > 0 and target.met(self._result(done)):
+            done.extend(self._episodes(confirm_episodes))
+        return self._result(done)
+
+    def _result(self, done: _Done) -> EvalResult:
+        returns, slots = np.array(done.returns), np.array(done.slots, np.int64)
         by_policy = None
         if self.slot_policy is not None and self.names is not None:
             owner = self.slot_policy[slots]
             by_policy = {name: returns[owner == k] for k, name in enumerate(self.names)}
-        return EvalResult(self.policy.version, returns, lengths, by_policy)
+        # the values every episode reported (a family's extras: Mario's x_pos and flag_get)
+        keys = set.intersection(*(set(stats) for stats in done.stats)) - {"return", "length"} if done.stats else set()
+        extras = {k: np.array([float(stats[k]) for stats in done.stats]) for k in sorted(keys)}
+        return EvalResult(self.policy.version, returns, np.array(done.lengths), by_policy, extras)
 
-    def _episodes(self, episodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _episodes(self, episodes: int) -> _Done:
         num_envs = self.env.num_envs
         quota = np.full(num_envs, episodes // num_envs)
         quota[: episodes % num_envs] += 1
-        returns: list[float] = []
-        lengths: list[int] = []
-        slots: list[int] = []
         if self.grouped is not None:
             return self._grouped_episodes(self.grouped, quota)
+        done = _Done()
         obs = self.env.reset()
         memory = self.policy if isinstance(self.policy, Stateful) and self.policy.state_size > 0 else None
         if memory is not None:  # a recurrent policy: every episode starts from zeros
@@ -82,17 +85,13 @@ class Evaluator:
             for i, stats in step.episodes:  # raw game returns (before reward clipping/scaling)
                 if quota[i] > 0:
                     quota[i] -= 1
-                    returns.append(float(stats["return"]))
-                    lengths.append(int(stats["length"]))
-                    slots.append(i)
-        return np.array(returns), np.array(lengths), np.array(slots, np.int64)
+                    done.add(i, stats)
+        return done
 
-    def _grouped_episodes(self, env: GroupedVectorEnv, quota: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _grouped_episodes(self, env: GroupedVectorEnv, quota: np.ndarray) -> _Done:
         """``_episodes`` for agents of several space groups: one observation and action batch per group."""
         assert isinstance(self.policy, PolicySet)
-        returns: list[float] = []
-        lengths: list[int] = []
-        slots: list[int] = []
+        done = _Done()
         obs = env.reset_groups()
         memory = self.policy.state_size > 0
         if memory:  # recurrent policies: every episode starts from zeros
@@ -105,7 +104,27 @@ class Evaluator:
             for i, stats in step.episodes:
                 if quota[i] > 0:
                     quota[i] -= 1
-                    returns.append(float(stats["return"]))
-                    lengths.append(int(stats["length"]))
-                    slots.append(i)
-        return np.array(returns), np.array(lengths), np.array(slots, np.int64)
+                    done.add(i, stats)
+        return done
+
+
+@dataclass
+class _Done:
+    """The episodes an evaluation finished: raw game returns, lengths, the env slot of each and its stats."""
+
+    returns: list[float] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    slots: list[int] = field(default_factory=list)
+    stats: list[Mapping[str, Any]] = field(default_factory=list)
+
+    def add(self, slot: int, stats: Mapping[str, Any]) -> None:
+        self.returns.append(float(stats["return"]))
+        self.lengths.append(int(stats["length"]))
+        self.slots.append(slot)
+        self.stats.append(stats)
+
+    def extend(self, more: _Done) -> None:
+        self.returns += more.returns
+        self.lengths += more.lengths
+        self.slots += more.slots
+        self.stats += more.stats

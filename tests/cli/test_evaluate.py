@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raylab.evaluate import EvaluateArgs, evaluate, parse_args
+from raylab.evaluate import EvaluateArgs, evaluate, main, parse_args
 from raylab.train import run
-from tests.conftest import make_config
+from tests.conftest import make_config, metrics_rows
 
 ENV = {**os.environ, "WANDB_MODE": "disabled"}
 SHORT = (
@@ -123,3 +123,26 @@ def test_a_dict_observation_run_is_scored_and_filmed(tmp_path):
                                 video_path=str(tmp_path / "doorkey.gif"), max_video_steps=30))  # fmt: skip
     assert out["episodes"] == 2 and len(out["returns"]) == 2
     assert out["video"]["frames"] >= 2 and (tmp_path / "doorkey.gif").stat().st_size > 0
+
+
+def test_a_run_stops_on_an_episode_value_and_each_episode_s_value_is_reported(tmp_path, capsys):
+    """Snake's episodes report snake_length (Mario's flag_get, the same way): stop.eval_extras stops the run
+    on a greedy evaluation's mean of it (a snake starts 3 long, so the first evaluation meets 3), the metrics
+    rows carry it, and raylab.evaluate prints and writes each episode's value."""
+    run_dir = tmp_path / "snake"
+    summary = run(make_config(
+        run_dir, "+experiment=snake_dqn", "topology=local", "env.options.hunger_limit=15", *SHORT,
+        "eval.every_seconds=1", "eval.episodes=2", "eval.confirm_episodes=2", "stop.seconds=120",
+        "stop.eval_extras={snake_length: 3}",
+    ))  # fmt: skip
+    assert summary.stop_reason.startswith("eval snake_length mean "), summary.stop_reason
+    assert summary.stop_reason.endswith(" >= stop.eval_extras.snake_length=3")
+    assert summary.benchmark["evals"][-1]["snake_length_mean"] >= 3
+    assert any("eval/snake_length_mean" in row for row in metrics_rows(run_dir))
+    main([f"run_dir={run_dir}", "episodes=3"])
+    printed = capsys.readouterr().out
+    out = json.loads((run_dir / "eval" / "final.json").read_text())
+    assert set(out["extras"]) == {"snake_length", "score"} and all(len(v) == 3 for v in out["extras"].values())
+    assert out["extras_mean"]["snake_length"] == pytest.approx(np.mean(out["extras"]["snake_length"]))
+    shown = ", ".join(f"{v:g}" for v in out["extras"]["snake_length"])
+    assert f"raylab: snake_length: mean {out['extras_mean']['snake_length']:.3g} ({shown})" in printed

@@ -26,7 +26,7 @@ tier (APPO's path runs on the fake task in tests/distributed/test_appo.py; Mario
     ("experiment", "overrides", "extras"),
     [
         pytest.param("mario_dqn", ("env.max_episode_steps=150", "replay.capacity=4000", "replay.min_size=300",
-                     "stop.env_steps=1500"), {"x_pos", "flag_get"}, marks=SLOW),
+                     "stop.env_steps=1500", "stop.eval_extras=null"), {"x_pos", "flag_get"}, marks=SLOW),
         pytest.param("coinrun_dqn", ("env.max_episode_steps=100", "topology.envs_per_worker=4",
                      "replay.capacity=4000", "replay.min_size=300", "stop.env_steps=2000"), set(), marks=SLOW),
         ("snake_dqn", ("replay.min_size=300", "stop.env_steps=4000"), {"snake_length", "score"}),
@@ -51,6 +51,7 @@ def test_experiment_runs_and_writes_outputs(experiment, overrides, extras, tmp_p
     assert bm["total_timesteps"] >= cfg.stop.env_steps and bm["total_updates"] > 0
     assert bm["eval"]["episodes"] == 2 and bm["config"]["env"]["family"] == cfg.env.family
     assert set(bm["episode_extras"]) == extras
+    assert set(bm["eval"]["extras_mean"]) == extras  # the greedy episodes' too (Mario's flag rate)
     rows = metrics_rows(out)
     assert rows and rows[-1]["env_steps"] == summary.env_steps
     keys = {k for row in rows for k in row}

@@ -12,7 +12,7 @@ from raylab.driver.outputs import RunOutputs
 from raylab.driver.progress import Progress
 from raylab.driver.resume import ResumeState
 from raylab.models.numpy_policy import VersionedWeights
-from raylab.types import EvalResult, Weights
+from raylab.types import EvalResult, EvalTarget, Weights
 from tests.conftest import FAKE, make_config
 
 
@@ -30,10 +30,15 @@ def test_the_highest_evaluation_wins_and_a_tie_goes_to_the_newer_weights():
 
 
 def test_the_evaluation_that_met_the_target_beats_any_that_did_not():
-    best = BestPolicy(target=50.0)
+    best = BestPolicy(target=EvalTarget(50.0))
     best.offer(["v1"], result(1, 40.0), env_steps=100)
     assert best.offer(["v2"], result(2, 50.0, 50.0), env_steps=200)
     assert best.record is not None and best.record.met_target
+    # a target on an episode value (Mario's flag rate) is met on its own, at a lower return
+    flags = BestPolicy(target=EvalTarget(50.0, {"flag_get": 0.5}))
+    flags.offer(["v1"], result(1, 45.0), env_steps=100)
+    flagged = EvalResult(2, np.array([30.0, 35.0]), np.full(2, 10), extras={"flag_get": np.array([1.0, 0.0])})
+    assert flags.offer(["v2"], flagged, env_steps=200) and flags.record is not None and flags.record.met_target
     # a record restored from an earlier run's best.pt that did not meet it loses to one that did
     assert not BestRecord(9, 60.0, 5, 900, met_target=False).beats(best.record)
 

@@ -88,6 +88,43 @@ def test_stop_on_training_return_needs_a_full_window_of_episodes():
     assert reason is not None and reason.startswith("training return 475.0 (last 100 episodes)")
 
 
+def test_stop_on_a_greedy_evaluation_episode_value():
+    """stop.eval_extras={flag_get: 0.8}: Mario's greedy flag rate; every named value must reach its threshold."""
+    import numpy as np
+
+    from raylab.config import StopConfig
+    from raylab.driver.stop import StopCondition
+    from raylab.types import EvalResult
+
+    def evaluation(flags: list[int], x_pos: float = 3161.0) -> EvalResult:
+        n = len(flags)
+        extras = {"flag_get": np.array(flags, float), "x_pos": np.full(n, x_pos)}
+        return EvalResult(1, np.zeros(n), np.ones(n), extras=extras)
+
+    stop = StopCondition(StopConfig(env_steps=None, seconds=None, eval_extras={"flag_get": 0.8}))
+    assert stop.reason(0, 1.0, evaluation([1] * 7 + [0] * 3)) is None
+    assert (
+        stop.reason(0, 1.0, evaluation([1] * 8 + [0] * 2)) == "eval flag_get mean 0.8 >= stop.eval_extras.flag_get=0.8"
+    )
+    assert stop.reason(0, 1.0, EvalResult(1, np.zeros(3), np.ones(3))) is None  # no such values reported
+    both = StopCondition(StopConfig(env_steps=None, seconds=None, eval_extras={"flag_get": 0.8, "x_pos": 3000}))
+    assert both.reason(0, 1.0, evaluation([1] * 10, x_pos=2000.0)) is None
+    assert both.reason(0, 1.0, evaluation([1] * 10)) is not None
+
+
+def test_an_episode_value_the_env_does_not_report_is_refused(tmp_path):
+    assert error(tmp_path, "stop.eval_extras={flag_get: 0.8}") == (
+        "stop.eval_extras.flag_get can never trigger: env=gymnasium episodes have no value 'flag_get'; they report "
+        "none: remove stop.eval_extras"
+    )
+    assert error(tmp_path, "env=snake", "stop.eval_extras={flag_get: 0.8}") == (
+        "stop.eval_extras.flag_get can never trigger: env=snake episodes have no value 'flag_get'; name one of "
+        "snake_length, score or remove stop.eval_extras"
+    )
+    assert "periodic evaluation is off" in error(tmp_path, "env=snake", "stop.eval_extras={score: 2}",
+                                                 "eval.every_seconds=null")  # fmt: skip
+
+
 def test_a_training_return_above_the_env_maximum_is_refused(tmp_path):
     assert "stop.train_return=600 can never trigger" in error(tmp_path, "stop.train_return=600")
 

@@ -6,7 +6,7 @@ import pytest
 from raylab.builders import build_evaluator, build_rollout_worker
 from raylab.config import EnvConfig
 from raylab.envs import env_spaces, make_env, make_vector_env
-from raylab.types import Weights
+from raylab.types import EvalTarget, Weights
 from tests.conftest import FAKE, make_config
 
 
@@ -91,9 +91,29 @@ def test_evaluator_runs_exactly_the_requested_episodes(tmp_path):
 def test_evaluator_confirms_a_passing_evaluation_with_more_episodes(tmp_path):
     cfg = make_config(tmp_path, *FAKE, "env.options.episode_length=5", "eval.episodes=4", "model.hidden_sizes=[8]")
     evaluator = build_evaluator(cfg, env_spaces(cfg.env))
-    assert evaluator.evaluate(None, 4, confirm_target=-1.0, confirm_episodes=6).returns.size == 10
-    assert evaluator.evaluate(None, 4, confirm_target=99.0, confirm_episodes=6).returns.size == 4
-    assert evaluator.evaluate(None, 4, confirm_target=None, confirm_episodes=6).returns.size == 4
+    assert evaluator.evaluate(None, 4, EvalTarget(-1.0), confirm_episodes=6).returns.size == 10
+    assert evaluator.evaluate(None, 4, EvalTarget(99.0), confirm_episodes=6).returns.size == 4
+    assert evaluator.evaluate(None, 4, EvalTarget(), confirm_episodes=6).returns.size == 4
+    assert evaluator.evaluate(None, 4, None, confirm_episodes=6).returns.size == 4
+
+
+def test_evaluator_keeps_each_episode_value_of_the_family_and_confirms_a_target_on_them(tmp_path):
+    """Snake's episodes report snake_length and score (Mario's x_pos and flag_get, the same way): the
+    evaluation keeps each episode's, and a target on their mean (stop.eval_extras) is confirmed with more
+    episodes as one on the return is."""
+    cfg = make_config(tmp_path, "env=snake", "logger.console=false", "model.hidden_sizes=[8]",
+                      "env.options.hunger_limit=15")  # fmt: skip
+    evaluator = build_evaluator(cfg, env_spaces(cfg.env))
+    result = evaluator.evaluate(None, 4)
+    assert set(result.extras) == {"snake_length", "score"}
+    assert all(values.shape == (4,) for values in result.extras.values())
+    np.testing.assert_array_equal(result.extras["snake_length"], 3 + result.extras["score"])  # grows per food
+    assert result.extra_means()["snake_length"] >= 3
+    met, unmet = EvalTarget(extras={"snake_length": 3.0}), EvalTarget(extras={"snake_length": 99.0, "score": 0.0})
+    assert met.met(result) and not unmet.met(result)
+    confirmed = evaluator.evaluate(None, 4, met, confirm_episodes=6)
+    assert confirmed.returns.size == 10 and all(values.shape == (10,) for values in confirmed.extras.values())
+    assert evaluator.evaluate(None, 4, unmet, confirm_episodes=6).returns.size == 4
 
 
 def test_a_cut_chunk_ends_right_after_the_first_episode_end(tmp_path):

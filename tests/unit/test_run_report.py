@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from raylab.driver.progress import Progress
-from raylab.driver.report import RunFacts, benchmark_report
+from raylab.driver.report import RunFacts, benchmark_report, eval_section, result_words
 from raylab.driver.resources import ResourceUsage
 from raylab.replay.buffer import ReplayStats
 from raylab.types import Episodes, EvalResult, LearnerStats, RolloutStats
@@ -35,7 +35,7 @@ def progress_of(returns: list[float], steps_per_chunk: int = 100) -> Progress:
         episodes = Episodes(np.array([ret]), np.array([10]), {"x_pos": np.array([2.0 * ret])})
         p.add_rollout(RolloutStats(0, steps_per_chunk, 0, episodes, {}, env_restarts=1), learner_version=0)
     p.add_learner(LearnerStats(updates=50, samples=1600, version=5, metrics={"loss": 0.25, "q": 3.0}, seconds=0.1))
-    p.add_eval(EvalResult(5, np.array([7.0, 9.0]), np.array([10, 10])))
+    p.add_eval(EvalResult(5, np.array([7.0, 9.0]), np.array([10, 10]), extras={"flag_get": np.array([1.0, 0.0])}))
     return p
 
 
@@ -61,7 +61,8 @@ def cfg(tmp_path):
 def test_the_report_of_synthetic_counters(cfg):
     returns = [float(r) for r in range(20)]
     p = progress_of(returns)
-    final_eval = EvalResult(7, np.array([10.0, 12.0]), np.array([5, 5]))
+    x_pos = {"x_pos": np.array([3161.0, 1200.0])}
+    final_eval = EvalResult(7, np.array([10.0, 12.0]), np.array([5, 5]), extras=x_pos)
     bm = benchmark_report(cfg, p, facts(in_process=True), final_eval, extra={"restarts": {"rollout": 0}})
     assert list(bm) == [*KEYS, "restarts", "config"]
     assert bm["training_mode"] == "sequential" and bm["topology"] == "local"
@@ -80,8 +81,12 @@ def test_the_report_of_synthetic_counters(cfg):
     assert perf["average_reward_last_100_episodes"] == pytest.approx(np.mean(returns))
     assert perf["reward_std_last_100_episodes"] == pytest.approx(np.std(returns))
     assert bm["final_losses"] == {"loss": 0.25}
-    assert bm["eval"] == {"return_mean": 11.0, "return_std": 1.0, "episodes": 2, "policy_version": 7}
-    assert [e["return_mean"] for e in bm["evals"]] == [8.0]
+    assert bm["eval"] == {
+        "return_mean": 11.0, "return_std": 1.0, "episodes": 2, "policy_version": 7,
+        "extras_mean": {"x_pos": 2180.5}, "extras": {"x_pos": [3161.0, 1200.0]},
+    }  # fmt: skip
+    assert [(e["return_mean"], e["flag_get_mean"]) for e in bm["evals"]] == [(8.0, 0.5)]
+    assert p.row()["eval/flag_get_mean"] == 0.5  # metrics.jsonl and W&B: the flag rate of the latest evaluation
     assert bm["workers"]["0"]["env_steps"] == 2000 and bm["workers"]["0"]["chunks"] == 20
     assert bm["episode_extras"] == {"x_pos": pytest.approx(2.0 * np.mean(returns))}
     assert bm["env_restarts"] == 20
@@ -107,7 +112,9 @@ def test_no_episodes_no_eval(cfg):
     bm = benchmark_report(cfg, Progress(), facts(final_rates={}))
     assert bm["final_fps"] == 0.0 and bm["total_timesteps"] == 0
     assert set(bm["performance"].values()) == {None}
-    assert bm["eval"] == {"return_mean": None, "return_std": None, "episodes": 0, "policy_version": None}
+    assert bm["eval"] == {
+        "return_mean": None, "return_std": None, "episodes": 0, "policy_version": None, "extras_mean": {}, "extras": {},
+    }  # fmt: skip
 
 
 def test_replay_placement_and_resume(cfg):
@@ -130,3 +137,17 @@ def test_replay_placement_and_resume(cfg):
     assert list(bm["replay"]["inserted_by_worker"]) == ["0", "1"]
     assert bm["placement"] == {"nodes": 2, "actors": placement}
     assert bm["resumed_from"] == "/runs/x/checkpoints/final.pt"
+
+
+def test_the_done_line_names_the_final_evaluation_and_its_episode_values():
+    flags = EvalResult(9, np.array([30.0, 40.0]), np.array([5, 5]), extras={"flag_get": np.array([1.0, 0.0])})
+    best = {"version": 9}
+    bm = {"eval": eval_section(flags), "eval_newest": eval_section(flags), "best": best}
+    assert (
+        result_words(bm)
+        == "eval return 35.0 ± 5.00 over 2 episodes, flag_get mean 0.5 (best.pt = final.pt, version 9), "
+    )
+    plain = EvalResult(9, np.array([30.0, 40.0]), np.array([5, 5]))
+    assert result_words({"eval": eval_section(plain), "best": None}) == (
+        "eval return 35.0 ± 5.00 over 2 episodes (final.pt, version 9), "
+    )
