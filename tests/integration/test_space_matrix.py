@@ -123,8 +123,8 @@ image, a direction and a mission), each with its own PPO policy and learner."""
 def test_several_policies_each_train_in_their_own_non_box_space(tmp_path):
     """In one process: each policy's network takes its agents' own encoded row (5 one-hot floats; 151 uint8 values
     of a one-hot and an image through the keyed encoder), and each trains on its own steps: the one-hot policy
-    learns to the most (16), the other rises above chance (a third of the 16 steps) and stops near half (the open
-    defect of the slow test below)."""
+    learns to the most (16), the other rises above chance (a third of the 16 steps); it needs more steps to reach
+    the most (the slow test below)."""
     from raylab.learner.checkpoint import load_checkpoint
 
     summary = run(make_config(tmp_path, *MIXED_SPACES, "topology=local", "stop.env_steps=32768"))
@@ -142,16 +142,16 @@ def test_several_policies_each_train_in_their_own_non_box_space(tmp_path):
 @pytest.mark.slow
 @pytest.mark.distributed
 @pytest.mark.usefixtures("ray_session")
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the Dict policy of the env's second agent stays near half the most (here: greedy 8.75 of 16, "
-    "training 8.0 after 131k of its steps; in one process 8.0-8.1 after 49k, seeds 0 and 1, also when both agents "
-    "observe the Dict), where one policy for both agents reached 15.9; not yet known whether raylab or the "
-    "learning is at fault",
-)
 def test_several_policies_each_learn_in_their_own_non_box_space_on_ray(tmp_path):
-    """On Ray, each policy's own rollout chunks and learner: both greedy policies reach near the most (16)."""
-    summary = run(make_config(tmp_path, *MIXED_SPACES, "topology=ppo", "stop.env_steps=262144"))
+    """On Ray, each policy's own rollout chunks and learner: both greedy policies reach near the most (16).
+
+    Entropy 0.03, not the recipe's 0.01: with 0.01 a policy of the Dict space can settle on action 0 (half the
+    most: directions 0 and 3 both ask for it) before it reads the direction. That depends on the seed, not on
+    there being two policies: in one process, one policy for one Dict agent stalled at 8.6 with seed=2 and
+    learned to 16.0 with seeds 0 and 1 (131k steps); the second policy's seed (the run's + 7919) is one that
+    stalls. With 0.03, seeds 0-4 all reached 15.9-16.0, and both policies here 16.0 (in one process)."""
+    summary = run(make_config(tmp_path, *MIXED_SPACES, "topology=ppo", "stop.env_steps=262144",
+                              "algo.entropy_coef=0.03"))  # fmt: skip
     bm = json.loads((Path(summary.run_dir) / "benchmark_metrics.json").read_text())
     for name, result in bm["policies"].items():
         assert result["final_eval_return_mean"] >= 15.0, (name, result)  # chance: 16 / 3 = 5.3
