@@ -8,7 +8,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .atari import atari_vs_peers, autosize_sweep, cnn_inference, frame_path, pong_learning, transport_dedup
+from .atari import (
+    atari_table,
+    atari_vs_peers,
+    autosize_sweep,
+    cnn_inference,
+    frame_path,
+    pong_learning,
+    transport_dedup,
+)
 from .components import (
     code_shape,
     dqn_fused_update,
@@ -290,6 +298,7 @@ TABLES: dict[str, Table] = {
         transport_dedup,
         "frames sent once: a Pong chunk's bytes and CPU, plain and deduplicated",
     ),
+    "atari_table": Table(("atari_table.json",), atari_table, "one Atari recipe, several games, at 10M frames"),
     "atari_vs_peers": Table(
         ("atari_vs_peers.json",), atari_vs_peers, "Pong: raylab, Sample Factory and RLlib side by side"
     ),
