@@ -337,14 +337,18 @@ class EvalTarget:
         return self.mean_return is not None or bool(self.extras)
 
     def met(self, result: EvalResult) -> bool:
-        if self.mean_return is not None and result.returns.size and result.mean >= self.mean_return:
+        if self._return_met(result):
             return True
         means = result.extra_means()
         return bool(self.extras) and all(key in means and means[key] >= at for key, at in self.extras.items())
 
+    def _return_met(self, result: EvalResult) -> bool:
+        return self.mean_return is not None and bool(result.returns.size) and result.mean >= self.mean_return
+
     def describe(self, result: EvalResult) -> str:
         """Why ``result`` meets it, for the stop reason."""
-        if self.mean_return is not None and result.returns.size and result.mean >= self.mean_return:
+        if self._return_met(result):
+            assert self.mean_return is not None
             return f"eval return {fmt_return(result.mean)} >= stop.mean_return={self.mean_return:g}"
         means = result.extra_means()
         return ", ".join(

@@ -35,6 +35,7 @@ from raylab.config import ModelConfig, RunConfig
 from raylab.config.algorithms import ALGORITHMS
 from raylab.config.policies import check_policy_spaces, policy_config, policy_map, policy_spaces
 from raylab.driver.resume import ResumeState, resumed
+from raylab.driver.stop import eval_target
 from raylab.errors import ConfigError
 from raylab.hosts import (
     A3CWorkerHost,
@@ -47,7 +48,7 @@ from raylab.hosts import (
 )
 from raylab.plan import A3CPlan, Policies, PolicyPlan, ReplayPlan, RolloutPlan, RunPlan
 from raylab.remote.host import ActorSpec, Late, Resources
-from raylab.types import EnvSpaces, EvalTarget
+from raylab.types import EnvSpaces
 
 A3C_WINDOW_S = 0.25
 """Seconds an A3C worker actor runs between reports to the driver (raylab.topology.a3c)."""
@@ -86,7 +87,7 @@ def build_plan(cfg: RunConfig, spaces: EnvSpaces, resume: ResumeState | None = N
         topology=topology,
         evaluator=ActorSpec(EvalHost, (partial(build_evaluator, cfg, spaces),), Resources(cpus=0)),
         eval_episodes=ev.episodes, confirm_episodes=ev.confirm_episodes, final_episodes=ev.final_episodes,
-        target=EvalTarget(cfg.stop.mean_return, dict(cfg.stop.eval_extras or {})),
+        target=eval_target(cfg.stop),
         max_restarts=cfg.topology.max_actor_restarts,
         placement_wait_s=cfg.ray.placement_wait_s,
         actor_counts=counts, flow=flow,

@@ -37,10 +37,15 @@ def interrupted_reason(err: KeyboardInterrupt) -> str:
     return "terminated" if isinstance(err, Terminated) or _terminated else "interrupted"
 
 
+def eval_target(cfg: StopConfig) -> EvalTarget:
+    """What a periodic evaluation must reach to stop the run (stop.mean_return, stop.eval_extras)."""
+    return EvalTarget(cfg.mean_return, dict(cfg.eval_extras or {}))
+
+
 class StopCondition:
     def __init__(self, cfg: StopConfig):
         self.cfg = cfg
-        self.target = EvalTarget(cfg.mean_return, dict(cfg.eval_extras or {}))
+        self.target = eval_target(cfg)
 
     WINDOW = 100
     """Training episodes stop.train_return averages over (a full window is required)."""
