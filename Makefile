@@ -18,7 +18,7 @@ INSTALL_SCRIPT ?= scripts/install.sh
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: FORCE help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image image-cuda bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-atari-table bench-atari-peers bench-central bench-pong-learning bench-autosize bench-recurrent clean
+.PHONY: FORCE help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image image-cuda bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-frame-path-ab bench-atari-table bench-atari-peers bench-central bench-pong-learning bench-autosize bench-recurrent clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -85,6 +85,7 @@ bench-learning: install ## time-to-475 on CartPole, 3 seeds, apex_dqn vs serial 
 
 OLD ?= /tmp/raylab-83337f6
 CORE_OUT ?= core_before_after
+FRAME_AB_OUT ?= frame_path_ab
 bench-core: install ## before/after a change of the core: cartpole_{dqn,ppo,appo,a3c}, 3 seeds (a3c 5), OLD checkout vs this one -> benchmarks/$(CORE_OUT)_*.json
 	@test -d $(OLD)/raylab/conf || { echo "OLD=$(OLD) needs a raylab checkout with raylab/conf: git worktree add $(OLD) 83337f6 && ln -s ../conf $(OLD)/raylab/conf"; exit 2; }
 	for x in dqn ppo appo a3c; do seeds="0 1 2"; [ $$x = a3c ] && seeds="0 1 2 3 4"; \
@@ -198,6 +199,9 @@ bench-recurrent: install ## what a recurrent core costs a rollout worker (NumPy 
 bench-atari: install ## the frame path on Pong and CoinRun (env only, env + inference in one process, 1-2 rollout actors; fp32 vs bf16 rollouts) and CNN inference variants (~35 min) -> benchmarks/frame_path.json, cnn_inference.json
 	$(PY) benchmarks/cnn_inference.py --output benchmarks/cnn_inference.json $(ARGS)
 	$(PY) benchmarks/frame_path.py --output benchmarks/frame_path.json $(ARGS)
+
+bench-frame-path-ab: install ## the Pong frame path of OLD (a raylab checkout) against this tree, alternating, 3 pairs (~15 min) -> benchmarks/$(FRAME_AB_OUT).json
+	$(PY) benchmarks/frame_path_ab.py --old $(OLD) --new . --pairs 3 --workloads pong --output benchmarks/$(FRAME_AB_OUT).json $(ARGS)
 
 bench-central: install ## central inference against per-actor on this machine: the transport (Ray calls vs shared memory), the frame path (Pong, CartPole; 1-2 rollout actors), the rollout loop against OLD, a node lost mid-run, learning at equal frames (CartPole 3 seeds to 475, Pong 1 seed at 400k agent steps) (~60 min) -> benchmarks/{inference_transport,central_inference,rollout_loop,node_lost,cartpole_appo_central,pong_appo_central}.json
 	$(PY) benchmarks/inference_transport.py --output benchmarks/inference_transport.json

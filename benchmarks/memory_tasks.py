@@ -29,6 +29,10 @@ Groups and their criteria:
 - ``popgym``: POPGym's RepeatPreviousEasy and CountRecallEasy, a fixed budget of ``--cap-s`` training seconds
   each; the figure is POPGym's MMER (the largest mean training-episode return over the run: here the largest
   ``episode/return_mean``, the mean of the last 100 episodes, over the run's metrics rows), with the final value.
+- ``popgym_ids``: RepeatPreviousEasy by POPGym's own gymnasium id (``popgym:popgym-RepeatPreviousEasy-v0``: its
+  Discrete observation, one-hot encoded by raylab, nothing else) against raylab's wrapper id (the paper's
+  wrappers), GRU and MLP each, 120 training seconds by default; the same MMER as ``popgym``. No peer: the question
+  is whether the own id learns as well as the wrapper.
 - ``minigrid``: MiniGrid's Memory room S7 (one-hot view), a fixed budget; the success rate (an episode's return > 0: the
   matching object reached) and mean return of ``--minigrid-episodes`` sampled episodes of each periodic
   checkpoint (``--minigrid-points`` of them over the cap) and of final.pt (``python -m raylab.evaluate``'s
@@ -83,6 +87,9 @@ from typing import Any
 CONTROL = ("model.recurrent=none", "algo.bptt=null")
 """A recurrent experiment's feed-forward control: the same experiment without the core and its BPTT."""
 RLLIB_ENV = "raylab-bench-memory-task"
+OWN_REPEAT_PREVIOUS = "popgym:popgym-RepeatPreviousEasy-v0"
+"""POPGym's own gymnasium id for RepeatPreviousEasy (popgym registers it on import): raylab one-hot encodes its
+Discrete observation (raylab/envs/spaces.py) with no wrapper of raylab's."""
 CURVE_POINTS = 300
 """A run's training curve is thinned to at most this many (env steps, seconds, return) points."""
 
@@ -358,6 +365,46 @@ GROUPS: dict[str, tuple[dict[str, Task], list[Variant]]] = {
                 rllib="popgym_repeat_previous",
             ),
             Variant("rllib_count_recall_lstm", "count_recall", "peer", framework="rllib", rllib="popgym_count_recall"),
+        ],
+    ),
+    "popgym_ids": (
+        {
+            "repeat_previous": Task(
+                "raylab.envs.memory_tasks:PopGym-RepeatPreviousEasy-v0",
+                "budget",
+                None,
+                None,
+                "POPGym RepeatPreviousEasy through raylab's wrapper id (the paper's observation: card, previous "
+                "action, first-step flag)",
+            ),
+            "repeat_previous_own": Task(
+                OWN_REPEAT_PREVIOUS,
+                "budget",
+                None,
+                None,
+                "POPGym RepeatPreviousEasy by its own id (its Discrete(4) card, one-hot; no previous action, no flag)",
+            ),
+        },
+        [
+            Variant("wrapper_gru", "repeat_previous", "recurrent", ("+experiment=popgym_repeat_previous_ppo_gru",)),
+            Variant(
+                "own_id_gru",
+                "repeat_previous_own",
+                "recurrent",
+                ("+experiment=popgym_repeat_previous_ppo_gru", f"env.id={OWN_REPEAT_PREVIOUS}"),
+            ),
+            Variant(
+                "own_id_mlp",
+                "repeat_previous_own",
+                "feed-forward control",
+                ("+experiment=popgym_repeat_previous_ppo_gru", f"env.id={OWN_REPEAT_PREVIOUS}", *CONTROL),
+            ),
+            Variant(
+                "wrapper_mlp",
+                "repeat_previous",
+                "feed-forward control",
+                ("+experiment=popgym_repeat_previous_ppo_gru", *CONTROL),
+            ),
         ],
     ),
     "minigrid": (
@@ -833,6 +880,10 @@ PROTOCOL = {
     "popgym": "POPGym: each recurrent PPO beside its MLP control (model.recurrent=none algo.bptt=null) and RLlib's "
     "PPO-LSTM at the same settings for the same training seconds; MMER: the largest mean training-episode return "
     "(last 100 episodes) over the run.",
+    "popgym_ids": "POPGym RepeatPreviousEasy by POPGym's own gymnasium id (its Discrete observation one-hot "
+    "encoded by raylab's space module) against raylab's wrapper id (the paper's observation wrappers), each with "
+    "popgym_repeat_previous_ppo_gru's GRU and its MLP control, for the same training seconds; MMER: the largest "
+    "mean training-episode return (last 100 episodes) over the run.",
     "minigrid": "MiniGrid Memory S7: PPO-LSTM beside its MLP control and RLlib's PPO-LSTM for the same training "
     "seconds; the success rate (return > 0) of sampled episodes of each periodic checkpoint and of final.pt (raylab), "
     "and the training return.",
@@ -1003,9 +1054,9 @@ def run_group(group: str, args: argparse.Namespace) -> int:
     return 0 if all(r.get("ok") for r in runs) else 1
 
 
-DEFAULT_CAP_S = {"stateless": 1200.0, "r2d2": 600.0, "popgym": 600.0, "minigrid": 600.0}
+DEFAULT_CAP_S = {"stateless": 1200.0, "r2d2": 600.0, "popgym": 600.0, "popgym_ids": 120.0, "minigrid": 600.0}
 """Training seconds per run unless --cap-s: stateless's leaves RLlib's PPO-LSTM room for its 2M env steps on 2
-cores (at RLlib's ~2k env steps/s); the others are the issue's 600 s."""
+cores (at RLlib's ~2k env steps/s); popgym_ids's are the spaces issue's 120 s; the others are the issue's 600 s."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1013,7 +1064,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--groups", nargs="+", choices=list(GROUPS), default=list(GROUPS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--cap-s", type=float, default=None,
-                        help="training seconds per run (default: 1200 for stateless, 600 for the others)")  # fmt: skip
+                        help="training seconds per run (default: 1200 for stateless, 120 for popgym_ids, 600 for the "
+                        "others)")  # fmt: skip
     parser.add_argument("--grace-s", type=float, default=300.0,
                         help="process seconds past the cap before a run is stopped from outside (start-up, final "
                         "evaluation, writing)")  # fmt: skip

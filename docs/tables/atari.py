@@ -3,7 +3,7 @@ against Sample Factory and RLlib."""
 
 from __future__ import annotations
 
-from .format import Json, _int, _pct, _ratio, _ret, _rows, _sentence, _sig
+from .format import Json, _int, _pct, _ratio, _ret, _rows, _sentence, _sig, machine_line
 
 INFERENCE_LABELS = {
     "fp32": "fp32 (ms)",
@@ -67,6 +67,34 @@ def frame_path(data: list[Json]) -> str:
                 f"{_pct(r['full_over_in_process'][key + '/bf16'])}",
             ])  # fmt: skip
     return _rows(header, rows) + f"\n{_sentence(d['protocol'])}.\n"
+
+
+def frame_path_ab(data: list[Json]) -> str:
+    """benchmarks/frame_path_ab.py: the frame path of two commits, alternating: each stage's median frames/s per
+    commit and new / old, with every run's figure."""
+    (d,) = data
+    old, new = (d["sources"][k]["commit"] or k for k in ("old", "new"))
+    header = ["workload", "stage", f"before ({old}): frames/s", f"after ({new}): frames/s", "after / before",
+              "before, per run", "after, per run"]  # fmt: skip
+    stages = {"env_only": "env only", "in_process": "env + inference, one process"}
+    rows = []
+    for name, r in d["results"].items():
+        label = WORKLOAD_LABELS.get(name, name)
+        frames = r["frame_skip"]
+        for key, m in r["measurements"].items():
+            stage, _, precision = key.partition("/")
+            if stage.endswith("_workers"):
+                w = int(stage.split("_")[0])
+                stage_text = f"{w} rollout actor{'s' if w > 1 else ''} on Ray"
+            else:
+                stage_text = stages.get(stage, stage)
+            rows.append([
+                label, stage_text + (f", {precision} rollouts" if precision else ""),
+                _int(m["old_median_frames_per_s"]), _int(m["new_median_frames_per_s"]), _ratio(m["new_over_old"]),
+                ", ".join(_int(v * frames) for v in m["old_agent_steps_per_s"]),
+                ", ".join(_int(v * frames) for v in m["new_agent_steps_per_s"]),
+            ])  # fmt: skip
+    return _rows(header, rows) + f"\n{_sentence(d['protocol'])}. {machine_line(d)}\n"
 
 
 def atari_vs_peers(data: list[Json]) -> str:

@@ -50,7 +50,8 @@ def _notes(d: Json) -> str:
     lines = []
     for task in d["tasks"].values():
         pub = task["published"]
-        lines.append(f"{task['what']}: {task['criterion']}. Peer or published: {pub['source']}: {pub['figure']}.")
+        peer = f" Peer or published: {pub['source']}: {pub['figure']}." if pub else ""
+        lines.append(f"{task['what']}: {task['criterion']}.{peer}")
     loads = [r["loadavg_before"][0] for r in d["runs"] if r.get("loadavg_before")]
     if loads:
         lines.append(

@@ -14,6 +14,7 @@ from .atari import (
     autosize_sweep,
     cnn_inference,
     frame_path,
+    frame_path_ab,
     pong_learning,
     transport_dedup,
 )
@@ -141,6 +142,11 @@ TABLES: dict[str, Table] = {
         ("memory_tasks_popgym.json",),
         memory_popgym,
         "POPGym: recurrent PPO beside its MLP control and RLlib's PPO-LSTM, MMER",
+    ),
+    "memory_tasks_popgym_ids": Table(
+        ("memory_tasks_popgym_ids.json",),
+        memory_popgym,
+        "POPGym RepeatPreviousEasy by its own id against raylab's wrapper id, GRU and MLP, MMER",
     ),
     "memory_tasks_minigrid": Table(
         ("memory_tasks_minigrid.json",),
@@ -285,6 +291,14 @@ TABLES: dict[str, Table] = {
         ("recurrent_cost.json",), recurrent_cost, "a recurrent core's cost to a rollout worker and a PPO learner"
     ),
     "frame_path": Table(("frame_path.json",), frame_path, "the frame path on Pong and CoinRun, stage by stage"),
+    "frame_path_spaces": Table(
+        ("frame_path_spaces.json",), frame_path_ab, "the Pong frame path before and after the space module"
+    ),
+    "spaces_before_after": Table(
+        tuple(f"spaces_before_after_{algo}.json" for algo in ("dqn", "ppo", "appo", "a3c")),
+        before_after,
+        "before and after the space module, to a greedy 475",
+    ),
     "rollout_loop": Table(("rollout_loop.json",), rollout_loop, "the rollout loop before and after its split"),
     "inference_transport": Table(
         ("inference_transport.json",), inference_transport, "central inference's transport: Ray calls and shared memory"

@@ -22,6 +22,7 @@ RENDER = {
     "stateless": tables.memory_stateless,
     "r2d2": tables.memory_r2d2,
     "popgym": tables.memory_popgym,
+    "popgym_ids": tables.memory_popgym,
     "minigrid": tables.memory_minigrid,
 }
 
@@ -197,7 +198,7 @@ def fake_report(bench: Any, group: str, tmp_path: Path) -> dict[str, Any]:
     return bench.build_report(group, args(), described, runs, machine, True, "2.60.0")
 
 
-@pytest.mark.parametrize("group", ["stateless", "r2d2", "popgym", "minigrid"])
+@pytest.mark.parametrize("group", ["stateless", "r2d2", "popgym", "popgym_ids", "minigrid"])
 def test_every_group_renders_a_full_table(bench, group, tmp_path):
     report = json.loads(json.dumps(fake_report(bench, group, tmp_path)))  # as read back from the file
     assert report["benchmark"] == f"memory_tasks_{group}"
