@@ -3,7 +3,7 @@ against Sample Factory and RLlib."""
 
 from __future__ import annotations
 
-from .format import Json, _int, _pct, _ratio, _ret, _rows, _sentence, _sig, machine_line
+from .format import Json, _int, _pct, _ratio, _ret, _rows, _sentence, _sig
 
 INFERENCE_LABELS = {
     "fp32": "fp32 (ms)",
@@ -94,7 +94,7 @@ def frame_path_ab(data: list[Json]) -> str:
                 ", ".join(_int(v * frames) for v in m["old_agent_steps_per_s"]),
                 ", ".join(_int(v * frames) for v in m["new_agent_steps_per_s"]),
             ])  # fmt: skip
-    return _rows(header, rows) + f"\n{_sentence(d['protocol'])}. {machine_line(d)}\n"
+    return _rows(header, rows) + f"\n{_sentence(d['protocol'])}.\n"
 
 
 def atari_vs_peers(data: list[Json]) -> str:
