@@ -48,8 +48,11 @@ train: install ## the main job: Ape-X DQN on CartPole with 2 rollout actors on a
 train-local: install ## the same job in serial mode (one process, no Ray)
 	$(PY) -m raylab.train +experiment=cartpole_dqn topology=local $(ARGS)
 
+# the default tier runs in TEST_WORKERS pytest processes, whole files to a process (a file's fixtures, a module's
+# Ray cluster included, are made once); TEST_WORKERS=0 runs it in this one process
+TEST_WORKERS ?= 2
 test: install ## the default tier: unit, configs, integration, distributed, one real CartPole learning run
-	WANDB_MODE=disabled $(PY) -m pytest -m "not slow and not gpu" --durations=15 $(ARGS)
+	WANDB_MODE=disabled $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow and not gpu" --durations=15 $(ARGS)
 
 test-all: install ## every tier, including the slow learning runs (3 seeds, both topologies)
 	WANDB_MODE=disabled $(PY) -m pytest $(ARGS)
