@@ -212,6 +212,11 @@ SWEEP_FUNCTIONS = ("choice(", "range(", "interval(", "tag(", "glob(", "int(", "f
 """Hydra's override functions, whose arguments hold commas."""
 
 
+FREE_FORM_ENDS = ("options", "eval_extras")
+FREE_FORM_STARTS = ("policies", "policy_mapping")
+"""Config dicts whose keys the user chooses (env.options, stop.eval_extras, policies): a new key takes a +."""
+
+
 def _composition_message(err: Exception, overrides: list[str]) -> str:
     text = " ".join(str(err).split())
     match = re.search(r"Could not override '([^']+)'", text)
@@ -225,18 +230,39 @@ def _composition_message(err: Exception, overrides: list[str]) -> str:
         except Exception:
             keys = []
         close = difflib.get_close_matches(leaf, [str(k) for k in keys], n=1)
+        if leaf in [str(k) for k in keys] and (merged := _dict_merge_message(err, path, node, overrides)):
+            return merged
         if close:
             fix = f"did you mean '{parent + '.' if parent else ''}{close[0]}'?"
         elif not parent and (nested := _nested_keys(others, leaf)):
             fix = f"did you mean {' or '.join(nested)}?"
         elif path == "run_dir":  # RunConfig.run_dir is the Hydra run dir
             fix = "the run dir is Hydra's: write hydra.run.dir=<dir>"
-        elif parent.endswith("options") or parent.startswith(("policies", "policy_mapping")):  # free-form keys
+        elif parent.endswith(FREE_FORM_ENDS) or parent.startswith(FREE_FORM_STARTS):  # keys of the user's choosing
             fix = f"add it with +{path}=..."
         else:
             fix = "check its spelling (python -m raylab.train --cfg job lists every key)"
         return f"unknown config key '{path}': {fix}"
     return f"invalid config overrides: {text}"
+
+
+def _dict_merge_message(err: Exception, path: str, node: DictConfig, overrides: list[str]) -> str | None:
+    """``path={k: v}`` where ``path`` already holds a dict (an experiment's ``stop.eval_extras``): Hydra merges
+    the value into it and refuses a key it does not hold. The two spellings that work, with the user's key."""
+    current = OmegaConf.select(node, path)
+    if not OmegaConf.is_dict(current):
+        return None
+    cause = " ".join(str(err.__cause__ or "").split())
+    found = re.search(r"Key '([^']+)' is not in struct", cause)
+    value = next((o.partition("=")[2] for o in overrides if o.lstrip("+~").startswith(path + "=")), "")
+    pair = re.search(r"([A-Za-z_][\w]*)\s*:\s*([^,}]+)", value)
+    key = found.group(1) if found else (pair.group(1) if pair else "KEY")
+    val = pair.group(2).strip() if pair and pair.group(1) == key else "VALUE"
+    held = OmegaConf.to_container(current)
+    return (
+        f"{path} already holds {held} and a dict given for it is merged in, so '{key}' cannot be added that "
+        f"way: write +{path}.{key}={val} to add it, or {path}=null +{path}.{key}={val} to replace the dict"
+    )
 
 
 def _nested_keys(overrides: list[str], leaf: str) -> list[str]:

@@ -35,7 +35,12 @@ def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def argv(case: Case, paths: dict[str, Path], out: Path) -> list[str]:
-    args = [a.format(**paths, out=out) for a in shlex.split(case.args)]
+    places = {f"{{{name}}}": str(path) for name, path in {**paths, "out": out}.items()}
+    args = []
+    for arg in shlex.split(case.args):  # the placeholders only: a Hydra dict value keeps its braces
+        for placeholder, path in places.items():
+            arg = arg.replace(placeholder, path)
+        args.append(arg)
     if case.cli == "train" and not any(a.startswith("hydra.run.dir=") for a in args):
         args.append(f"hydra.run.dir={out / 'run'}")
     return args
