@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench import ROOT, load_benchmark
 
 
 @pytest.fixture(scope="module")
 def ab() -> Any:
-    spec = importlib.util.spec_from_file_location("frame_path_ab", ROOT / "benchmarks" / "frame_path_ab.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["frame_path_ab"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("frame_path_ab")
 
 
 def report(env_only: float, workers: float) -> dict[str, Any]:

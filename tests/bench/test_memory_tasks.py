@@ -5,10 +5,8 @@ every group (the committed JSON comes from a real run)."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +14,8 @@ import numpy as np
 import pytest
 
 from docs.tables import memory as tables
+from tests.bench import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[2]
 RENDER = {
     "stateless": tables.memory_stateless,
     "r2d2": tables.memory_r2d2,
@@ -29,12 +27,7 @@ RENDER = {
 
 @pytest.fixture(scope="module")
 def bench() -> Any:
-    spec = importlib.util.spec_from_file_location("memory_tasks", ROOT / "benchmarks" / "memory_tasks.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["memory_tasks"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("memory_tasks")
 
 
 def args(**kw: Any) -> argparse.Namespace:

@@ -5,26 +5,16 @@ them (the committed JSONs come from real runs)."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from docs.tables import atari as tables
+from tests.bench import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+load = load_benchmark
 
 
 @pytest.fixture(scope="module")

@@ -3,25 +3,17 @@ that continues the one before sends one new frame, and a reset (or any stack tha
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def codec() -> Any:
-    spec = importlib.util.spec_from_file_location("transport_dedup", ROOT / "benchmarks" / "transport_dedup.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["transport_dedup"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("transport_dedup")
 
 
 def streams(steps: int, envs: int, k: int, channels: int, resets: dict[tuple[int, int], bool]) -> np.ndarray:
