@@ -31,7 +31,7 @@ Groups and their criteria:
   ``episode/return_mean``, the mean of the last 100 episodes, over the run's metrics rows), with the final value.
 - ``popgym_ids``: RepeatPreviousEasy by POPGym's own gymnasium id (``popgym:popgym-RepeatPreviousEasy-v0``: its
   Discrete observation, one-hot encoded by raylab, nothing else) against raylab's wrapper id (the paper's
-  wrappers), GRU and MLP each, 120 training seconds by default; the same MMER as ``popgym``. No peer: the question
+  wrappers), GRU, LSTM and MLP each, 120 training seconds by default; the same MMER as ``popgym``. No peer: the question
   is whether the own id learns as well as the wrapper.
 - ``minigrid``: MiniGrid's Memory room S7 (one-hot view), a fixed budget; the success rate (an episode's return > 0: the
   matching object reached) and mean return of ``--minigrid-episodes`` sampled episodes of each periodic
@@ -86,6 +86,8 @@ from typing import Any
 
 CONTROL = ("model.recurrent=none", "algo.bptt=null")
 """A recurrent experiment's feed-forward control: the same experiment without the core and its BPTT."""
+LSTM = ("model.recurrent=lstm",)
+"""The GRU experiment with an LSTM core of the same size (everything else unchanged)."""
 RLLIB_ENV = "raylab-bench-memory-task"
 OWN_REPEAT_PREVIOUS = "popgym:popgym-RepeatPreviousEasy-v0"
 """POPGym's own gymnasium id for RepeatPreviousEasy (popgym registers it on import): raylab one-hot encodes its
@@ -394,6 +396,12 @@ GROUPS: dict[str, tuple[dict[str, Task], list[Variant]]] = {
                 ("+experiment=popgym_repeat_previous_ppo_gru", f"env.id={OWN_REPEAT_PREVIOUS}"),
             ),
             Variant(
+                "own_id_lstm",
+                "repeat_previous_own",
+                "recurrent",
+                ("+experiment=popgym_repeat_previous_ppo_gru", f"env.id={OWN_REPEAT_PREVIOUS}", *LSTM),
+            ),
+            Variant(
                 "own_id_mlp",
                 "repeat_previous_own",
                 "feed-forward control",
@@ -404,6 +412,9 @@ GROUPS: dict[str, tuple[dict[str, Task], list[Variant]]] = {
                 "repeat_previous",
                 "feed-forward control",
                 ("+experiment=popgym_repeat_previous_ppo_gru", *CONTROL),
+            ),
+            Variant(
+                "wrapper_lstm", "repeat_previous", "recurrent", ("+experiment=popgym_repeat_previous_ppo_gru", *LSTM)
             ),
         ],
     ),
