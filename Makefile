@@ -48,10 +48,9 @@ train: install ## the main job: Ape-X DQN on CartPole with 2 rollout actors on a
 train-local: install ## the same job in serial mode (one process, no Ray)
 	$(PY) -m raylab.train +experiment=cartpole_dqn topology=local $(ARGS)
 
-# TEST_WORKERS=2 runs the default tier in two pytest processes, whole files to a process (a file's fixtures, a
-# module's Ray cluster included, are made once): 13:10 against 16:22 idle, but under a fresh-clone check with two
-# busy loops the main job's final evaluation fell under its bar once (438 < 450), so one process stays the default
-TEST_WORKERS ?= 0
+# the default tier runs in TEST_WORKERS pytest processes (pytest-xdist), whole files to a process (a file's
+# fixtures, a module's Ray cluster included, are made once); TEST_WORKERS=0 runs it in this one process
+TEST_WORKERS ?= 2
 test: install ## the default tier: unit, configs, integration, distributed, one real CartPole learning run
 	WANDB_MODE=disabled $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow and not gpu" --durations=15 $(ARGS)
 

@@ -1,6 +1,6 @@
-"""Gaussian policies learn: PPO in one process, APPO and A3C on Ray, on the fake env's continuous task (the
-observation shows a target in [-1, 1]; reward 1 - |action - target| / 2 per step, 20 steps: an N(0, 1)
-policy earns about 12, reading the target close to 20). Pendulum and HalfCheetah: the slow tier and
+"""Gaussian policies learn: PPO in one process and APPO on Ray (the default tier), A3C on Ray (slow), on the fake
+env's continuous task (the observation shows a target in [-1, 1]; reward 1 - |action - target| / 2 per step, 20
+steps: an N(0, 1) policy earns about 12, reading the target close to 20). Pendulum and HalfCheetah: the slow tier and
 benchmarks/."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def test_ppo_learns_a_continuous_action_in_one_process(tmp_path):
 
 @pytest.mark.distributed
 @pytest.mark.usefixtures("ray_session")
-@pytest.mark.parametrize("algo", ["appo", "a3c"])
+@pytest.mark.parametrize("algo", ["appo", pytest.param("a3c", marks=pytest.mark.slow)])  # 11-12 s each
 def test_appo_and_a3c_learn_a_continuous_action_on_ray(tmp_path, algo):
     extra = ["algo.gamma=0.5", "learner.lr=0.003"] if algo == "appo" else ["algo.gamma=0.5", "algo.lr=0.003"]
     cfg = make_config(
