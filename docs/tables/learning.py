@@ -372,3 +372,66 @@ def equal_frames(data: list[Json]) -> str:
 
 def _opt(value: float | None) -> str:
     return "—" if value is None else _ret(value)
+
+
+MARIO_ANCHORS = (
+    'PPO (vietnh1009/Super-mario-bros-PPO-pytorch, 8 envs × 512 steps an update) completed 1-1 "around 900 '
+    "episode update[s]\", about 3.7M agent steps (a user's report: "
+    "[its issue 11](https://github.com/vietnh1009/Super-mario-bros-PPO-pytorch/issues/11))",
+    "MadMario, the source of PyTorch's Mario DDQN tutorial: 40,000 episodes, \"around 80 hours on CPU and 20 hours "
+    'on GPU" ([yuansongFeng/MadMario](https://github.com/yuansongFeng/MadMario))',
+)
+"""Published anchors for World 1-1 (agent steps at frame skip 4), beside raylab's table."""
+
+
+def _first(run: Json, key: str, at_least: float) -> Json | None:
+    """The first greedy evaluation whose ``key`` mean reached ``at_least`` (eval_extras rows), or None."""
+    for time_s, steps, extras in run.get("eval_extras") or []:
+        value = extras.get(key)
+        if value is not None and value >= at_least:
+            return {"time_s": time_s, "env_steps": steps}
+    return None
+
+
+def _hm(seconds: float) -> str:
+    """1 h 05 min, 42 min, 30 s: a long run's time."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
+
+
+def _when(hit: Json | None, frame_skip: int) -> str:
+    if hit is None:
+        return "not reached"
+    steps = hit["env_steps"]
+    return f"{_hm(hit['time_s'])}, {_int(steps)} steps ({steps * frame_skip / 1e6:.2f}M frames)"
+
+
+def mario_learning(data: list[Json]) -> str:
+    """``make bench-mario-learning`` (``raylab.bench learn`` on ``+experiment=mario_dqn``, mario_learning.json):
+    per seed, when the greedy evaluations (10 episodes each, every 10 minutes) first reached the flag and first
+    reached a flag rate of 0.8, the best and final greedy x-position, agent steps, frames and frames/s; the
+    published anchors under it."""
+    (d,) = data
+    frame_skip = 4  # the mario env's frame skip: agent steps x 4 = frames
+    header = ["variant", "seed", "stopped by", "train time", "agent steps (frames)", "frames/s", "first greedy flag",
+              "greedy flag rate ≥ 0.8", "best greedy x-position", "final greedy: flag rate, x"]  # fmt: skip
+    rows = []
+    for run in sorted(d["runs"], key=lambda r: (r["variant"], r["seed"])):
+        if not run["ok"]:
+            rows.append([f"`{run['variant']}`", str(run["seed"]), "failed", *["—"] * 7])
+            continue
+        evals = run.get("eval_extras") or []
+        best_x = max((e[2].get("x_pos", 0.0) for e in evals), default=None)
+        final = run.get("final_eval_extras") or {}
+        final_text = f"{final['flag_get']:.1f}, {final['x_pos']:,.0f}" if {"flag_get", "x_pos"} <= set(final) else "—"
+        steps = run["env_steps"]
+        rows.append([
+            f"`{run['variant']}`", str(run["seed"]), str(run["stop_reason"]), _hm(run["train_seconds"]),
+            f"{_int(steps)} ({steps * frame_skip / 1e6:.2f}M)", _int(run.get("env_frames_per_s") or 0),
+            _when(_first(run, "flag_get", 0.1), frame_skip), _when(_first(run, "flag_get", 0.8), frame_skip),
+            "—" if best_x is None else f"{best_x:,.0f}", final_text,
+        ])  # fmt: skip
+    anchors = "".join(f"\n- {a}." for a in MARIO_ANCHORS)
+    return _rows(header, rows) + f"\nPublished anchors for World 1-1 (agent steps, frame skip 4):\n{anchors}\n"

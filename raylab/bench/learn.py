@@ -292,11 +292,20 @@ def read_run(variant: str, seed: int, run_dir: Path, process_seconds: float | No
     bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
     stop = bm["config"]["stop"]
     target = stop["mean_return"]
-    hit = next((e for e in bm["evals"] if target is not None and e["return_mean"] >= target), None)
+    extras_target: dict[str, float] = dict(stop.get("eval_extras") or {})  # Mario's flag_get: 0.8
+    hit = next((e for e in bm["evals"] if meets(e, target, extras_target)), None)
     # a run to RLlib's criterion (stop.train_return, greedy evaluations off) reached it when that stopped it
-    train_target = stop.get("train_return") if target is None else None
+    train_target = stop.get("train_return") if target is None and not extras_target else None
     train_seconds = bm["duration_hours"] * 3600
     final = bm["eval"]["return_mean"]
+    final_extras = bm["eval"].get("extras_mean") or {}
+    if train_target is not None:
+        reached = str(bm["stop_reason"]).startswith("training return")
+    elif extras_target:  # the final evaluation, of the weights that stopped the run, meets it too
+        final_row = {"return_mean": final, **{f"{k}_mean": v for k, v in final_extras.items()}}
+        reached = bool(hit) and final is not None and meets(final_row, target, extras_target)
+    else:
+        reached = bool(hit) and final is not None and target is not None and final >= target
     result.update(
         ok=True,
         target=target,
@@ -312,10 +321,14 @@ def read_run(variant: str, seed: int, run_dir: Path, process_seconds: float | No
         final_eval_std=bm["eval"]["return_std"],
         final_eval_episodes=bm["eval"]["episodes"],
         train_target=train_target,
-        reached=str(bm["stop_reason"]).startswith("training return")
-        if train_target is not None
-        else bool(hit) and final is not None and target is not None and final >= target,
+        eval_extras_target=extras_target or None,
+        final_eval_extras=final_extras,
+        reached=reached,
         evals=[[round(e["time_s"], 2), e["env_steps"], e["return_mean"]] for e in bm["evals"]],
+        eval_extras=[
+            [round(e["time_s"], 2), e["env_steps"], {k[: -len("_mean")]: v for k, v in e.items() if _extra(k)}]
+            for e in bm["evals"]
+        ],
         episode_extras=bm.get("episode_extras") or {},
         policies=bm.get("policies"),
         env_frames_per_s=round(bm["throughput"].get("env_frames_per_s", 0.0), 1),
@@ -323,6 +336,21 @@ def read_run(variant: str, seed: int, run_dir: Path, process_seconds: float | No
         train_curve=train_curve(run_dir / "metrics.jsonl"),
     )
     return result
+
+
+def meets(row: dict[str, Any], target: float | None, extras: dict[str, float]) -> bool:
+    """Whether an evaluation row (``return_mean``, ``<extra>_mean``) meets stop.mean_return and every
+    stop.eval_extras threshold that the run set (neither set: never)."""
+    if target is None and not extras:
+        return False
+    if target is not None and (row.get("return_mean") is None or row["return_mean"] < target):
+        return False
+    return all(row.get(f"{key}_mean") is not None and row[f"{key}_mean"] >= value for key, value in extras.items())
+
+
+def _extra(key: str) -> bool:
+    """An evaluation row's per-family extra (Mario's ``x_pos_mean``, ``flag_get_mean``), not its return."""
+    return key.endswith("_mean") and key != "return_mean"
 
 
 def train_curve(metrics: Path, points: int = 200) -> list[list[float]]:
@@ -371,7 +399,10 @@ def _line(r: dict[str, Any]) -> str:
     if not r["ok"]:
         return f"{r['variant']} seed {r['seed']}: FAILED: {' / '.join(r['error'])}"
     outcome = "ran"
-    if r["target"] is not None:
+    if r.get("eval_extras_target"):
+        wanted = ", ".join(f"{k} {v:g}" for k, v in r["eval_extras_target"].items())
+        outcome = f"{'reached' if r['reached'] else 'MISSED'} {wanted}"
+    elif r["target"] is not None:
         outcome = f"{'reached' if r['reached'] else 'MISSED'} target {r['target']}"
     elif r.get("train_target") is not None:
         outcome = f"{'reached' if r['reached'] else 'MISSED'} training return {r['train_target']}"
