@@ -282,7 +282,7 @@ class MarioFamily(EnvFamily):
 
     name = "mario"
     episode_extras = mario.EPISODE_EXTRAS
-    options = ("actions",)
+    options = ("actions", "stall_steps")
 
     def check(self, cfg: EnvConfig) -> None:
         super().check(cfg)
@@ -290,11 +290,28 @@ class MarioFamily(EnvFamily):
         actions = cfg.options.get("actions", "simple")
         if actions not in mario.ACTION_SETS:
             raise ConfigError(f"unknown env.options.actions '{actions}': choose one of {', '.join(mario.ACTION_SETS)}")
+        stall = cfg.options.get("stall_steps")
+        if stall is not None and (isinstance(stall, bool) or not isinstance(stall, int) or stall < 1):
+            raise ConfigError(
+                f"env.options.stall_steps must be a whole number of agent steps >= 1 or null (off), got {stall!r}"
+            )
+        noops = cfg.noop_max or 0
+        if stall is not None and stall * cfg.frame_skip <= noops:  # the start's no-ops would end episodes
+            raise ConfigError(
+                f"env.options.stall_steps={stall} is {stall * cfg.frame_skip} frames, within the {noops} no-op "
+                f"frames a start may take (env.noop_max): set it above {noops // cfg.frame_skip}, or null"
+            )
         if importlib.util.find_spec("nes_py") is None or importlib.util.find_spec("gym_super_mario_bros") is None:
             raise ConfigError(f"env=mario needs nes-py and gym-super-mario-bros: {mario.INSTALL_HINT}")
 
     def make_raw(self, cfg: EnvConfig) -> gym.Env:
-        return mario.MarioEnv(cfg.id, actions=cfg.options.get("actions", "simple"), render_mode="rgb_array")
+        stall = cfg.options.get("stall_steps")
+        return mario.MarioEnv(
+            cfg.id,
+            actions=cfg.options.get("actions", "simple"),
+            render_mode="rgb_array",
+            stall_frames=None if stall is None else stall * cfg.frame_skip,
+        )
 
 
 class ProcgenFamily(EnvFamily):

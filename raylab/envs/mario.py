@@ -117,7 +117,15 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 60}  # noqa: RUF012 - gymnasium's convention
 
-    def __init__(self, env_id: str = "SuperMarioBros-1-1-v0", actions: str = "simple", render_mode: str | None = None):
+    def __init__(
+        self,
+        env_id: str = "SuperMarioBros-1-1-v0",
+        actions: str = "simple",
+        render_mode: str | None = None,
+        stall_frames: int | None = None,
+    ):
+        """``stall_frames``: end the episode, truncated, after this many frames without a new rightmost x-position
+        (env.options.stall_steps x env.frame_skip; None: only death, the flag or the game clock end it)."""
         if actions not in ACTION_SETS:
             raise ConfigError(f"unknown Mario action set '{actions}': choose one of {', '.join(ACTION_SETS)}")
         rom_mode, lost_levels, target = parse_id(env_id)
@@ -129,18 +137,31 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
         self.observation_space = gym.spaces.Box(0, 255, (240, 256, 3), np.uint8)
         self.action_space = gym.spaces.Discrete(len(self._codes))
         self._screen = np.zeros((240, 256, 3), np.uint8)
+        self._stall_frames = stall_frames
+        self._best_x = 0
+        self._since_best = 0
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)  # the emulator is deterministic; NoopReset draws start diversity from this seed
         self._screen = self._nes.reset().copy()
-        return self._screen, self._info(self._nes._get_info())
+        info = self._info(self._nes._get_info())
+        self._best_x, self._since_best = info["x_pos"], 0
+        return self._screen, info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        frame, reward, done, info = self._nes.step(self._codes[int(action)])
+        frame, reward, done, raw_info = self._nes.step(self._codes[int(action)])
         self._screen = frame.copy()  # nes-py returns a view of the frame buffer the next step overwrites
-        return self._screen, float(reward), bool(done), False, self._info(info)
+        info = self._info(raw_info)
+        truncated = False
+        if self._stall_frames is not None:  # stuck at a pipe or a wall: the clock would run ~2,400 agent steps
+            if info["x_pos"] > self._best_x:
+                self._best_x, self._since_best = info["x_pos"], 0
+            else:
+                self._since_best += 1
+            truncated = not done and self._since_best >= self._stall_frames
+        return self._screen, float(reward), bool(done), truncated, info
 
     def render(self) -> np.ndarray | None:
         return self._screen.copy() if self.render_mode == "rgb_array" else None

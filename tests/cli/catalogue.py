@@ -109,6 +109,8 @@ TRAIN_ENV = [
     Case(T, "env=snake env.options.dim=2", "bad env.options for env=snake: snake needs", "env"),
     Case(T, "env=snake +env.options.size=12", "unknown env.options.size for env=snake: valid options are dim", "env"),
     Case(T, "env=mario env.id=SuperMarioBros-1-1-v9", "valid ids are SuperMarioBros-v0..v3", "env", False),
+    Case(T, "+experiment=mario_dqn env.options.stall_steps=0", "env.options.stall_steps must be a whole number of agent steps >= 1 or null (off), got 0", "env"),
+    Case(T, "+experiment=mario_dqn env.options.stall_steps=5", "env.options.stall_steps=5 is 20 frames, within the 30 no-op frames a start may take (env.noop_max): set it above 7, or null", "env"),
     Case(T, "env=pettingzoo env.id=mpe2.nope_v3", "env=pettingzoo: cannot import mpe2.nope_v3", "env"),
 ]  # fmt: skip
 

@@ -9,6 +9,7 @@ import pytest
 from raylab.config import EnvConfig
 from raylab.envs import env_spaces, make_env
 from raylab.envs.mario import MarioEnv, parse_id
+from raylab.envs.registry import check_env_config
 from raylab.errors import ConfigError
 
 REFERENCE = Path(__file__).parent / "data" / "mario_reference_numpy126.npz"
@@ -99,3 +100,55 @@ def test_y_position_above_the_screen_does_not_wrap():
     assert env._nes._y_position == 507
     env._nes.ram[0x00B5] = 1
     assert env._nes._y_position == 252
+
+
+def test_a_stalled_mario_is_truncated_after_stall_frames_and_a_running_one_is_not():
+    """env.options.stall_steps: frames without a new rightmost x-position end the episode, truncated (a greedy
+    policy stuck at a pipe otherwise plays out the game clock, ~2,400 agent steps)."""
+    env = MarioEnv("SuperMarioBros-1-1-v0", stall_frames=90)
+    env.reset()
+    ends = []
+    for t in range(1, 200):
+        _, _, terminated, truncated, _ = env.step(0)  # NOOP: Mario stands at the start
+        if terminated or truncated:
+            ends.append((t, terminated, truncated))
+            break
+    assert ends == [(90, False, True)]
+    _, info = env.reset()
+    start = info["x_pos"]
+    for _ in range(150):  # running right: a new rightmost x nearly every frame
+        _, _, terminated, truncated, info = env.step(1)
+        assert not truncated
+        if terminated:
+            break
+    assert info["x_pos"] > start + 100
+    off = MarioEnv("SuperMarioBros-1-1-v0")  # None: as before, only death, the flag or the clock
+    off.reset()
+    assert not any(off.step(0)[3] for _ in range(300))
+
+
+def test_stall_steps_count_agent_steps_through_the_family():
+    cfg = EnvConfig(family="mario", id="SuperMarioBros-1-1-v0", frame_skip=4, grayscale=True, resize=(84, 84),
+                    frame_stack=1, noop_max=0, options={"actions": "simple", "stall_steps": 25})  # fmt: skip
+    env = make_env(cfg, seed=0)
+    env.reset(seed=0)
+    steps = [env.step(0) for _ in range(25)]  # NOOP; noop_max=0: the first frame is the agent's
+    assert [s[3] for s in steps] == [False] * 24 + [True] and not any(s[2] for s in steps)
+    env.close()
+
+
+@pytest.mark.parametrize(
+    ("stall", "noop_max", "expected"),
+    [
+        (0, 0, "env.options.stall_steps must be a whole number of agent steps >= 1 or null (off), got 0"),
+        ("yes", 0, "got 'yes'"),
+        (5, 30, "env.options.stall_steps=5 is 20 frames, within the 30 no-op frames a start may take (env.noop_max): "
+                "set it above 7, or null"),
+    ],
+)  # fmt: skip
+def test_bad_stall_steps_are_one_line(stall, noop_max, expected):
+    cfg = EnvConfig(family="mario", id="SuperMarioBros-1-1-v0", frame_skip=4, noop_max=noop_max,
+                    options={"stall_steps": stall})  # fmt: skip
+    with pytest.raises(ConfigError) as err:
+        check_env_config(cfg)
+    assert expected in str(err.value) and "\n" not in str(err.value)
