@@ -376,8 +376,8 @@ def _opt(value: float | None) -> str:
 
 MARIO_ANCHORS = (
     'PPO (vietnh1009/Super-mario-bros-PPO-pytorch, 8 envs × 512 steps an update) completed 1-1 "around 900 '
-    "episode update[s]\", about 3.7M agent steps (a user's report: "
-    "[its issue 11](https://github.com/vietnh1009/Super-mario-bros-PPO-pytorch/issues/11))",
+    'episode update[s]", about 3.7M agent steps '
+    "([a user's report](https://github.com/vietnh1009/Super-mario-bros-PPO-pytorch/issues/11))",
     "MadMario, the source of PyTorch's Mario DDQN tutorial: 40,000 episodes, \"around 80 hours on CPU and 20 hours "
     'on GPU" ([yuansongFeng/MadMario](https://github.com/yuansongFeng/MadMario))',
 )
