@@ -67,7 +67,8 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="read a run whose directory already holds a finished benchmark_metrics.json instead of running it "
         "again (e.g. after the baseline measurement of an earlier invocation failed); such runs have no "
-        "process_seconds",
+        "process_seconds. A run whose directory is gone but which --output already records, finished, with the "
+        "same overrides, is kept from there; so are the output's runs of variants this invocation does not name",
     )
     p.add_argument(
         "--restart-unfinished",
@@ -100,43 +101,97 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
             raise ConfigError("--restart-unfinished goes with --reuse (finished runs read back): add --reuse")
         move_unfinished_aside(runs_dir, names)
     check_no_runs_over(runs_dir, names, args.reuse)
+    recorded, kept_variants = recorded_runs(output, overrides, dict(variants)) if args.reuse else ({}, {})
+    kept = [r for r in recorded.values() if r["variant"] in kept_variants]  # variants this invocation leaves out
+    for r in kept:
+        print(f"{r['variant']} seed {r['seed']}: kept from {output} (a variant not named here)", flush=True)
     results: list[dict[str, Any]] = []
     for k, seed in enumerate(args.seeds):
         for name, extra in variants if k % 2 == 0 else variants[::-1]:  # who goes first alternates too
             run_dir = runs_dir / f"{name}_seed{seed}"
             if args.reuse and (run_dir / "benchmark_metrics.json").exists():
                 result = read_run(name, seed, run_dir, None)
+            elif (name, seed) in recorded:  # its directory is gone (another machine, a cleaned tree)
+                result = recorded[(name, seed)]
+                print(f"{name} seed {seed}: {run_dir} is gone; kept from {output}", flush=True)
             else:
                 result = run_one(name, [*overrides, *extra], seed, run_dir, sources.get(name))
-            if args.against_random and result["ok"] and result.get("policies"):
+            if args.against_random and result["ok"] and result.get("policies") and "against_random" not in result:
                 result["against_random"] = against_random(
                     run_dir, list(result["policies"]), result["final_eval_episodes"]
                 )
             results.append(result)
             print(_line(result), flush=True)
+            # written after every run, so that a long table stopped part-way keeps what it finished
+            report = make_report(args, overrides, {**kept_variants, **dict(variants)}, sources, [*kept, *results])
+            write_report(report, output)
     random_policy = {
         name: random_policy_return(_env_config([*overrides, *extra]), args.random_episodes)
         for name, extra in variants
         if args.random_episodes > 0
     }
-    report = {
-        "benchmark": "learn",
-        "random_policy": random_policy,
-        "overrides": overrides,
-        "variants": {name: extra for name, extra in variants},
-        "sources": {name: _describe(tree) for name, tree in sources.items()},
-        "seeds": args.seeds,
-        "machine": machine_info(),
-        "summary": {name: summarize([r for r in results if r["variant"] == name]) for name, _ in variants},
-        "runs": results,
-    }
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(report, indent=2) + "\n")
-    plot(report, output.with_suffix(".png"))
+    report = make_report(args, overrides, {**kept_variants, **dict(variants)}, sources, [*kept, *results])
+    report["random_policy"] = random_policy
+    write_report(report, output)
     for name, summary in report["summary"].items():
         print(f"{name}: {json.dumps(summary)}")
     print(f"wrote {output} and {output.with_suffix('.png')}")
     return 0 if all(r["ok"] for r in results) else 1
+
+
+def make_report(
+    args: argparse.Namespace,
+    overrides: list[str],
+    variants: dict[str, list[str]],
+    sources: dict[str, Path],
+    results: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The JSON of a learn invocation: its settings, the machine, each variant's summary and every run so far."""
+    return {
+        "benchmark": "learn",
+        "random_policy": {},
+        "overrides": overrides,
+        "variants": variants,
+        "sources": {name: _describe(tree) for name, tree in sources.items()},
+        "seeds": args.seeds,
+        "machine": machine_info(),
+        "summary": {name: summarize([r for r in results if r["variant"] == name]) for name in variants},
+        "runs": results,
+    }
+
+
+def write_report(report: dict[str, Any], output: Path) -> None:
+    output.parent.mkdir(parents=True, exist_ok=True)
+    partial = output.with_name(output.name + ".partial")
+    partial.write_text(json.dumps(report, indent=2) + "\n")
+    partial.replace(output)  # whole or not at all: a stop mid-write leaves the last complete report
+    plot(report, output.with_suffix(".png"))
+
+
+def recorded_runs(
+    output: Path, overrides: list[str], variants: dict[str, list[str]]
+) -> tuple[dict[tuple[str, int], dict[str, Any]], dict[str, list[str]]]:
+    """The finished runs an earlier invocation wrote to ``output`` with the same overrides, by (variant, seed),
+    each of a variant whose own overrides are the same here or that this invocation does not name; and those
+    variants that it does not name, with their overrides. Nothing when ``output`` is absent or was made with other
+    overrides (its runs would not be these)."""
+    if not output.exists():
+        return {}, {}
+    try:
+        earlier = json.loads(output.read_text())
+    except json.JSONDecodeError:
+        return {}, {}
+    if earlier.get("benchmark") != "learn" or earlier.get("overrides") != overrides:
+        return {}, {}
+    earlier_variants: dict[str, list[str]] = earlier.get("variants") or {}
+    others = {name: extra for name, extra in earlier_variants.items() if name not in variants}
+    same = {name for name, extra in earlier_variants.items() if variants.get(name, extra) == extra}
+    runs = {
+        (r["variant"], r["seed"]): {**r, "recorded": r.get("recorded") or earlier.get("machine", {})}
+        for r in earlier.get("runs", [])
+        if r.get("ok") and r.get("variant") in same
+    }
+    return runs, others
 
 
 def _env_config(overrides: list[str]) -> Any:

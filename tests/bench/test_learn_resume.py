@@ -1,0 +1,94 @@
+"""``bench learn --reuse`` resumes a long table from its own JSON: a finished run whose directory is gone is kept
+from the output, a variant left out of this invocation stays in it, and the JSON is written after every run, so a
+table stopped part-way keeps what it finished."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from raylab.bench import learn
+
+OVERRIDES = ["+experiment=atari_appo"]
+
+
+def finished(run_dir: Path, score: float) -> None:
+    """A finished run's benchmark_metrics.json, greedy score ``score``."""
+    run_dir.mkdir(parents=True)
+    report = {
+        "config": {"stop": {"mean_return": None}}, "evals": [{"time_s": 5.0, "env_steps": 100, "return_mean": score}],
+        "duration_hours": 10 / 3600, "stop_reason": "env steps", "total_timesteps": 1000, "total_updates": 10,
+        "throughput": {"agent_steps_per_s": 100.0, "learner_updates_per_s": 1.0},
+        "eval": {"return_mean": score, "return_std": 0.5, "episodes": 10},
+    }  # fmt: skip
+    (run_dir / "benchmark_metrics.json").write_text(json.dumps(report))
+
+
+def invoke(tmp_path: Path, games: list[str], ran: list[str], stop_at: str | None = None) -> int:
+    """``make bench-atari-table ATARI_GAMES=<games>`` with a fake trainer that records which games it ran, scores
+    each by its name's length, and is stopped (KeyboardInterrupt) when it reaches ``stop_at``."""
+
+    def run_one(variant: str, overrides: list[str], seed: int, run_dir: Path, source: Any = None) -> dict[str, Any]:
+        if variant == stop_at:
+            raise KeyboardInterrupt
+        ran.append(variant)
+        finished(run_dir, float(len(variant)))
+        return learn.read_run(variant, seed, run_dir, 1.0)
+
+    args = argparse.Namespace(
+        variant=[f"{g}=env.id={g}-v5" for g in games], source=[], seeds=[0], output=str(tmp_path / "table.json"),
+        runs_dir=str(tmp_path / "runs"), random_episodes=0, against_random=False, reuse=True, restart_unfinished=True,
+    )  # fmt: skip
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(learn, "run_one", run_one)
+        return learn.run(args, list(OVERRIDES))
+
+
+def scores(tmp_path: Path) -> dict[str, float]:
+    report = json.loads((tmp_path / "table.json").read_text())
+    return {r["variant"]: r["final_eval_return"] for r in report["runs"]}
+
+
+def test_a_table_stopped_part_way_keeps_what_it_finished_and_resumes_from_its_json(tmp_path):
+    ran: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        invoke(tmp_path, ["Breakout", "BeamRider"], ran, stop_at="BeamRider")
+    assert ran == ["Breakout"] and scores(tmp_path) == {"Breakout": 8.0}  # written before the stop
+    # the machine that ran it is gone with its outputs/: the JSON alone carries Breakout
+    (tmp_path / "runs" / "Breakout_seed0").rename(tmp_path / "elsewhere")
+    assert invoke(tmp_path, ["Breakout", "BeamRider"], ran) == 0
+    assert ran == ["Breakout", "BeamRider"] and scores(tmp_path) == {"Breakout": 8.0, "BeamRider": 9.0}
+    (breakout,) = (r for r in json.loads((tmp_path / "table.json").read_text())["runs"] if r["variant"] == "Breakout")
+    assert breakout["recorded"]["cores"] >= 1  # the machine it ran on, kept when it is carried over again
+
+
+def test_a_game_this_invocation_leaves_out_stays_in_the_table(tmp_path):
+    ran: list[str] = []
+    invoke(tmp_path, ["Breakout"], ran)
+    invoke(tmp_path, ["SpaceInvaders"], ran)
+    assert ran == ["Breakout", "SpaceInvaders"]
+    report = json.loads((tmp_path / "table.json").read_text())
+    assert report["variants"] == {"Breakout": ["env.id=Breakout-v5"], "SpaceInvaders": ["env.id=SpaceInvaders-v5"]}
+    assert scores(tmp_path) == {"Breakout": 8.0, "SpaceInvaders": 13.0}
+    assert set(report["summary"]) == {"Breakout", "SpaceInvaders"}
+
+
+def test_a_recorded_run_of_other_settings_is_run_again(tmp_path):
+    ran: list[str] = []
+    invoke(tmp_path, ["Breakout"], ran)
+    (tmp_path / "runs" / "Breakout_seed0").rename(tmp_path / "elsewhere")
+    report = json.loads((tmp_path / "table.json").read_text())
+    report["variants"]["Breakout"] = ["env.id=Breakout-v5", "algo.lr=0.001"]  # recorded with another setting
+    (tmp_path / "table.json").write_text(json.dumps(report))
+    invoke(tmp_path, ["Breakout"], ran)
+    assert ran == ["Breakout", "Breakout"]
+    report["overrides"] = ["+experiment=pong_appo"]  # or another recipe altogether
+    report["variants"]["Breakout"] = ["env.id=Breakout-v5"]
+    (tmp_path / "table.json").write_text(json.dumps(report))
+    (tmp_path / "runs" / "Breakout_seed0").rename(tmp_path / "elsewhere2")
+    invoke(tmp_path, ["Breakout"], ran)
+    assert ran == ["Breakout", "Breakout", "Breakout"]
