@@ -8,6 +8,7 @@ from pathlib import Path
 
 from docs.tables.learning import mario_learning
 from raylab.bench import learn
+from tests.bench import load_benchmark
 
 
 def mario_run(run_dir: Path, flags: list[float], final_flag: float) -> Path:
@@ -60,3 +61,15 @@ def test_the_mario_table_says_when_the_flag_came_first_and_when_it_came_8_times_
     assert "| 2,500 |" in seed0 and "0.8, 3,160" in seed0  # the best greedy x-position; the final evaluation
     assert seed1.count("not reached") == 2
     assert "vietnh1009/Super-mario-bros-PPO-pytorch" in table and "MadMario" in table
+
+
+def test_the_mario_curves_plot_each_seeds_greedy_x_position_and_flag_rate(tmp_path):
+    runs = [
+        learn.read_run("default", 0, mario_run(tmp_path / "a", [0.0, 0.2, 0.6, 0.9], 0.8), None),
+        learn.read_run("default", 1, mario_run(tmp_path / "b", [0.0, 0.0], 0.0), None),
+    ]
+    source = tmp_path / "mario_learning.json"
+    source.write_text(json.dumps({"runs": runs}))
+    assert load_benchmark("mario_learning_plot").main([str(source)]) == 0
+    png = tmp_path / "mario_learning_curves.png"
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
