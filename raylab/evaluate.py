@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,14 +21,11 @@ from typing import Any
 
 import numpy as np
 
+from raylab.driver.outputs import free_path
 from raylab.errors import EXIT_USAGE, ConfigError, RaylabError
 from raylab.metrics.numbers import fmt_return
-
-os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame (classic-control frames) without a display
-os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
-
-VIDEO_HINT = "pip install 'raylab-actor-learner[video]'"
-DEFAULT_FPS = 30
+from raylab.rollout.video import VIDEO_HINT, record_episode, write_video
+from raylab.rollout.video import video_fps as frame_rate
 
 
 @dataclass(frozen=True)
@@ -214,81 +210,9 @@ def load_run_config(run_dir: Path, args: EvaluateArgs) -> Any:
     return dataclasses.replace(cfg, eval=ev, seed=cfg.seed if args.seed is None else args.seed)
 
 
-def record_episode(
-    cfg: Any, spaces: Any, weights: Any, max_steps: int
-) -> tuple[list[np.ndarray], dict[str, float], float | None]:
-    """One greedy episode on a rendering env: (RGB frames, its episode statistics, the env's render_fps)."""
-    from raylab.builders import build_eval_policy
-    from raylab.envs.registry import EVAL_WORKER_INDEX, make_render_env
-    from raylab.envs.wrappers import EPISODE_KEY
-
-    policy = build_eval_policy(cfg, spaces, num_envs=1)
-    policy.set_weights(weights)
-    env = make_render_env(cfg.env, cfg.seed + 7, worker_index=EVAL_WORKER_INDEX)
-    try:
-        obs, _ = env.reset()
-        frames = [_frame(env, obs)]
-        stats: dict[str, float] = {}
-        for _ in range(max_steps):
-            action = int(policy.act(np.asarray(obs)[None])[0])
-            obs, _, terminated, truncated, info = env.step(action)
-            frames.append(_frame(env, obs))
-            if terminated or truncated:
-                stats = dict(info.get(EPISODE_KEY, {}))
-                break
-        return frames, stats, env.metadata.get("render_fps")
-    finally:
-        env.close()
-
-
-def _frame(env: Any, obs: Any) -> np.ndarray:
-    """The game's RGB frame; envs that cannot render but whose observations are images give those."""
-    frame = env.render()
-    if frame is None:
-        frame = np.asarray(obs)
-        if frame.dtype != np.uint8 or frame.ndim not in (2, 3):
-            raise RaylabError(f"{env.spec.id if env.spec else 'this env'} cannot render frames: run with video=false")
-        if frame.ndim == 3 and frame.shape[0] in (1, 3, 4) and frame.shape[-1] not in (1, 3, 4):
-            frame = np.moveaxis(frame, 0, -1)  # channels first -> last
-        if frame.ndim == 3 and frame.shape[-1] not in (1, 3):
-            frame = frame[..., -1]  # a frame stack: its newest frame
-    frame = np.asarray(frame, dtype=np.uint8)
-    if frame.ndim == 2:
-        frame = np.repeat(frame[..., None], 3, axis=-1)
-    elif frame.shape[-1] == 1:
-        frame = np.repeat(frame, 3, axis=-1)
-    return frame
-
-
-def write_video(frames: list[np.ndarray], path: Path, fps: int, fmt: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "gif":
-        from PIL import Image
-
-        images = [Image.fromarray(f) for f in frames]
-        images[0].save(path, save_all=True, append_images=images[1:], duration=max(1, round(1000 / fps)), loop=0)
-        return path
-    if importlib.util.find_spec("imageio") is None or importlib.util.find_spec("imageio_ffmpeg") is None:
-        raise ConfigError(f"video_format=mp4 needs imageio and imageio-ffmpeg: {VIDEO_HINT} (or video_format=gif)")
-    import imageio.v2 as imageio
-
-    # H.264 in yuv420p wants even sizes: pad by one black row/column where needed (no resampling)
-    h, w = frames[0].shape[:2]
-    pad = ((0, h % 2), (0, w % 2), (0, 0))
-    writer: Any = imageio.get_writer(path, fps=fps, codec="libx264", pixelformat="yuv420p", macro_block_size=1)
-    with writer:
-        for frame in frames:
-            writer.append_data(np.pad(frame, pad) if (h % 2 or w % 2) else frame)
-    return path
-
-
 def video_fps(cfg: Any, args: EvaluateArgs, render_fps: float | None) -> int:
     """fps=..., else the env's own render_fps over the frame skip (one frame per agent step), else 30."""
-    if args.fps is not None:
-        return args.fps
-    if not render_fps:
-        return DEFAULT_FPS
-    return max(1, round(render_fps / max(cfg.env.frame_skip, 1)))
+    return frame_rate(render_fps, cfg.env.frame_skip, args.fps)
 
 
 def evaluate(args: EvaluateArgs) -> dict[str, Any]:
@@ -353,17 +277,6 @@ def evaluate(args: EvaluateArgs) -> dict[str, Any]:
     eval_dir.mkdir(exist_ok=True)
     free_path(eval_dir / f"{ckpt_path.stem}.json").write_text(json.dumps(out, indent=2) + "\n")
     return out
-
-
-def free_path(path: Path) -> Path:
-    """``path``, or the first of ``<stem>-2<suffix>``, ``-3``, ... that does not exist: an earlier evaluation's
-    results and video are never written over."""
-    k = 1
-    candidate = path
-    while candidate.exists():
-        k += 1
-        candidate = path.with_name(f"{path.stem}-{k}{path.suffix}")
-    return candidate
 
 
 def video_path(run_dir: Path, ckpt_path: Path, args: EvaluateArgs) -> Path:

@@ -56,6 +56,10 @@ def run(cfg: RunConfig, keep_ray: bool = False, sizing: Sizing | None = None) ->
         from raylab.builders.algorithms import algorithm
 
         algorithm(cfg.algo.name).eval_policy(cfg, spaces, 1)
+    if cfg.eval.video:
+        from raylab.rollout.video import check_frames
+
+        check_frames(cfg)
     from raylab.builders.run import build_run
     from raylab.driver.outputs import claim_run_dir
     from raylab.driver.report import result_words

@@ -300,6 +300,20 @@ class LearnerStats:
     """Ray's restart count when the learner actor that answered started (raylab.driver.restarts)."""
 
 
+@dataclass(frozen=True)
+class EpisodeVideo:
+    """One recorded greedy episode, encoded where it was played (eval.video): the file's bytes travel, not the
+    frames."""
+
+    data: bytes
+    fmt: str
+    """The file type: mp4 (H.264) or gif."""
+    frames: int
+    fps: int
+    stats: Mapping[str, float]
+    """The episode's statistics (return, length, the family's extras such as Mario's x_pos and flag_get)."""
+
+
 @dataclass
 class EvalResult:
     """A greedy evaluation of one policy version."""
@@ -311,6 +325,8 @@ class EvalResult:
     """A run with several policies: each policy's episode returns (its agents' episodes among ``returns``)."""
     extras: dict[str, np.ndarray] = field(default_factory=dict)
     """The env family's final values per episode, in the order of ``returns`` (Mario: x_pos, flag_get)."""
+    video: EpisodeVideo | None = None
+    """eval.video: one more greedy episode of the same weights, recorded (not among ``returns``)."""
 
     @property
     def mean(self) -> float:

@@ -46,6 +46,7 @@ from raylab.rollout.a3c import A3CWorker
 from raylab.rollout.acting import CentralActions
 from raylab.rollout.evaluator import Evaluator
 from raylab.rollout.inference import InferenceServer
+from raylab.rollout.video import EpisodeRecorder
 from raylab.rollout.worker import Policy, PolicySet, RolloutWorker
 from raylab.types import EnvSpaces
 
@@ -158,7 +159,8 @@ def build_evaluator(cfg: RunConfig, spaces: EnvSpaces) -> Evaluator:
     env = make_vector_env(cfg.env, num_envs, cfg.seed, worker_index=EVAL_WORKER_INDEX)
     policy = build_eval_policy(cfg, spaces, env.num_envs)  # a multi-agent env: its agent slots
     names = policy_map(cfg, spaces).names if isinstance(policy, PolicySet) else None
-    return Evaluator(env, policy, names)
+    recorder = EpisodeRecorder(cfg, spaces) if cfg.eval.video else None
+    return Evaluator(env, policy, names, recorder)
 
 
 def build_eval_policy(cfg: RunConfig, spaces: EnvSpaces, num_envs: int) -> Policy:

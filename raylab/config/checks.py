@@ -191,6 +191,11 @@ def check_cross_fields(run: RunConfig) -> None:
                 f"{bound:g} per episode; set stop.mean_return<={bound:g} or null"
             )
     check_eval_extras(run)
+    check(
+        not (run.eval.video and family(run.env).multi_agent),
+        f"eval.video records one env's game, and env={run.env.family} is a multi-agent env, which has no video "
+        f"yet: set eval.video=false",
+    )
 
 
 def check_eval_extras(run: RunConfig) -> None:

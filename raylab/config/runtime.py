@@ -89,6 +89,10 @@ class EvalConfig:
     """Act with the most likely action (True), or sample from the policy (False: actor-critic algorithms only;
     Procgen's protocol, where an argmax policy can stall against a wall forever). DQN evaluates with
     algo.epsilon.eval."""
+    video: bool = False
+    """Record one more greedy episode of the same weights at each periodic evaluation and at the final one:
+    <run_dir>/videos/eval_<env steps>.mp4 (and eval_final_…; a gif where imageio-ffmpeg is not installed),
+    also sent to W&B. Costs one episode per evaluation, played beside training."""
 
     def __post_init__(self) -> None:
         positive_or_none(self.every_seconds, "eval.every_seconds")

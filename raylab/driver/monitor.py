@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import resource
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from raylab import failures
@@ -25,8 +26,8 @@ from raylab.driver.report import RunFacts, RunSummary, benchmark_report, eval_se
 from raylab.driver.reporting import Reporter
 from raylab.driver.resources import ResourceSampler
 from raylab.driver.resume import ResumeState, set_rng_state
-from raylab.metrics.loggers import Logger, build_loggers
-from raylab.types import EnvSpaces, EvalResult, LearnerStats, RolloutStats, Weights
+from raylab.metrics.loggers import Logger, VideoLogger, build_loggers
+from raylab.types import EnvSpaces, EpisodeVideo, EvalResult, LearnerStats, RolloutStats, Weights
 
 __all__ = ["RunMonitor", "RunSummary"]
 
@@ -143,6 +144,17 @@ class RunMonitor:
 
     def on_eval(self, result: EvalResult) -> None:
         self.progress.add_eval(result)
+        if result.video is not None:  # eval.video: this evaluation's recorded episode, named by its env steps
+            self._keep_video(result.video, f"eval_{self.progress.env_steps}", "eval/video")
+
+    def _keep_video(self, video: EpisodeVideo, name: str, key: str) -> Path:
+        """The recorded episode into videos/<name> and, as ``key`` of the next metrics row, to every logger that
+        takes videos (W&B)."""
+        path = self.outputs.save_video(name, video.data, video.fmt)
+        for logger in self.reporter.loggers:
+            if isinstance(logger, VideoLogger):
+                logger.video(key, path)
+        return path
 
     def record_placement(self, actors: dict[str, str]) -> None:
         """Where the actors run (benchmark_metrics.json's ``placement``); says so on the console."""
@@ -206,13 +218,17 @@ class RunMonitor:
         # final.pt's replay snapshot goes before the last row, which then reports its seconds
         # (timing/replay/snapshot_s): written after it, they would be in no row
         self.checkpointer.snapshot_final()
+        result = best.final_eval if best is not None else final_eval
+        videos = {"final": result, "final_newest": final_eval if final_eval is not result else None}
+        for name, scored in videos.items():  # eval.video: the final evaluations' episodes, in the last row
+            if scored is not None and scored.video is not None:
+                self._keep_video(scored.video, f"eval_{name}", f"eval/video_{name}")
         self.reporter.tick(force_report=True)
         final_rates = last_full_rates if (last_full_rates and tail_is_short) else p.last_rates
         end_time = dt.datetime.now()
         self.checkpointer.save_final(learner_state, policy)
         if best is not None:
             self.checkpointer.save_best(best.policy, best.record)
-        result = best.final_eval if best is not None else final_eval
         process_peaks = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 + extra_peak_memory_bytes
         facts = RunFacts(
             stop_reason=stop_reason,

@@ -97,15 +97,33 @@ class RunOutputs:
                 f"before are intact: {', '.join(kept) or 'none yet'})"
             ) from err
 
+    def save_video(self, name: str, data: bytes, fmt: str) -> Path:
+        """videos/<name>.<fmt>, at the first free name (a resumed or overwritten run never writes over one)."""
+        path = free_path(self.run_dir / "videos" / f"{name}.{fmt}")
+        path.parent.mkdir(exist_ok=True)
+        atomic_write(path, data)
+        return path
+
     def close(self) -> None:
         self._metrics.close()
 
 
-def atomic_write(path: Path, text: str) -> None:
+def free_path(path: Path) -> Path:
+    """``path``, or the first of ``<stem>-2<suffix>``, ``-3``, ... that does not exist: an earlier evaluation's
+    results and video are never written over."""
+    k = 1
+    candidate = path
+    while candidate.exists():
+        k += 1
+        candidate = path.with_name(f"{path.stem}-{k}{path.suffix}")
+    return candidate
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.fchmod(fd, 0o644)  # mkstemp creates 0600; run outputs are meant to be read by others
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)

@@ -14,7 +14,7 @@ import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from raylab.config import LoggerConfig, WandbConfig
 from raylab.errors import ConfigError
@@ -30,6 +30,14 @@ class Logger(Protocol):
         """Called once per report interval with the full metrics row."""
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class VideoLogger(Protocol):
+    """A logger that also takes eval.video's recorded episodes."""
+
+    def video(self, key: str, path: Path) -> None:
+        """Send the video file ``path`` as ``key`` with the next logged row."""
 
 
 class ConsoleLogger:
@@ -152,6 +160,12 @@ class WandbLogger:
 
     def log(self, row: dict[str, Any]) -> None:
         self.run.log(row)
+
+    def video(self, key: str, path: Path) -> None:
+        import wandb
+
+        clip = wandb.Video(str(path), format="mp4" if path.suffix == ".mp4" else "gif")  # eval.video's two formats
+        self.run.log({key: clip}, commit=False)  # with the next metrics row, at its env_steps
 
     def close(self) -> None:
         self.run.finish()

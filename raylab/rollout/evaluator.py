@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -10,7 +10,7 @@ import numpy as np
 
 from raylab.envs.vector import GroupedVectorEnv, VectorEnv, space_group_count
 from raylab.rollout.policies import Policy, PolicySet
-from raylab.types import EvalResult, EvalTarget, Stateful, Weights
+from raylab.types import EpisodeVideo, EvalResult, EvalTarget, Stateful, Weights
 
 
 class Evaluator:
@@ -20,9 +20,17 @@ class Evaluator:
     the first N episodes to finish would bias the mean towards failures).
     """
 
-    def __init__(self, env: VectorEnv, policy: Policy, policy_names: Sequence[str] | None = None):
-        """``policy`` a PolicySet: ``policy_names`` name its policies, and each result holds each policy's returns."""
+    def __init__(
+        self,
+        env: VectorEnv,
+        policy: Policy,
+        policy_names: Sequence[str] | None = None,
+        recorder: Callable[[Weights], EpisodeVideo] | None = None,
+    ):
+        """``policy`` a PolicySet: ``policy_names`` name its policies, and each result holds each policy's returns.
+        ``recorder`` (eval.video): records one more episode of the weights each evaluation is handed."""
         self.env = env
+        self.recorder = recorder
         self.policy = policy
         self.names = list(policy_names) if policy_names is not None else None
         self.slot_policy: np.ndarray | None = None
@@ -53,7 +61,10 @@ class Evaluator:
         done = self._episodes(episodes)
         if target and confirm_episodes > 0 and target.met(self._result(done)):
             done.extend(self._episodes(confirm_episodes))
-        return self._result(done)
+        result = self._result(done)
+        if self.recorder is not None and isinstance(weights, Weights):
+            result.video = self.recorder(weights)
+        return result
 
     def _result(self, done: _Done) -> EvalResult:
         returns, slots = np.array(done.returns), np.array(done.slots, np.int64)

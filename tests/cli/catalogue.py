@@ -188,6 +188,8 @@ TRAIN_RUN = [
     Case(T, "eval.every_seconds=-5", "eval.every_seconds must be > 0 or null (got -5.0)", "eval"),
     Case(T, "eval.final_episodes=-1", "eval.final_episodes must be >= 0", "eval"),
     Case(T, "eval.greedy=maybe", "eval.greedy must be true or false (got 'maybe')", "eval"),
+    Case(T, "env=fake topology=local eval.video=true", "env Fake-v0 cannot render frames and its observations are not images: set eval.video=false", "eval"),
+    Case(T, f"{RIVALS} eval.video=true", "eval.video records one env's game, and env=snake_arena is a multi-agent env, which has no video yet: set eval.video=false", "eval"),
     Case(T, "checkpoint.every_seconds=0", "checkpoint.every_seconds must be > 0 or null (got 0.0)", "checkpoint"),
     Case(T, "checkpoint.keep=0", "checkpoint.keep must be >= 1", "checkpoint"),
     Case(T, "checkpoint.replay=maybe", "checkpoint.replay must be true or false (got 'maybe')", "checkpoint"),

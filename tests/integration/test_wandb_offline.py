@@ -34,7 +34,7 @@ def wandb_run(tmp_path_factory, ray_session):
         cfg = make_config(
             run_dir, "+experiment=cartpole_dqn", "logger=wandb", "logger.console=false", "logger.tensorboard=true",
             "logger.report_every_seconds=1", "stop.seconds=8", "stop.mean_return=null", "eval.every_seconds=3",
-            "eval.episodes=2", "eval.final_episodes=2", "logger.wandb.tags=[ci,offline]",
+            "eval.episodes=2", "eval.final_episodes=2", "logger.wandb.tags=[ci,offline]", "eval.video=true",
         )  # fmt: skip
         summary = run(cfg)
     # W&B's service may still be writing the run's last records when finish() returns: wait for its exit record
@@ -105,3 +105,17 @@ def test_tensorboard_without_its_package_is_one_line(monkeypatch, tmp_path):
     cfg = make_config(tmp_path, "env=fake", "logger.tensorboard=true")
     with pytest.raises(ConfigError, match=r"raylab-actor-learner\[tensorboard\]"):
         check_logger_config(cfg.logger)
+
+
+@pytest.mark.distributed
+def test_each_evaluations_video_reaches_wandb(wandb_run):
+    """eval.video: the recorded episodes go to W&B's eval/video panel as well as to videos/."""
+    run_dir, _ = wandb_run
+    history = wandb_offline.history(wandb_offline.find_run_file(run_dir))
+    clips = {  # W&B keeps a logged video as <key>/_type, <key>/path, ...
+        key[: -len("/_type")]: row[key[: -len("_type")] + "path"]
+        for row in history for key, value in row.items() if key.endswith("/_type") and value == "video-file"
+    }  # fmt: skip
+    assert set(clips) >= {"eval/video", "eval/video_final"}, clips  # each periodic evaluation's, the final one's
+    assert all(path.endswith(".mp4") for path in clips.values())
+    assert (run_dir / "videos" / "eval_final.mp4").exists() and list((run_dir / "videos").glob("eval_[0-9]*.mp4"))
