@@ -24,8 +24,7 @@ import numpy as np
 from raylab.driver.outputs import free_path
 from raylab.errors import EXIT_USAGE, ConfigError, RaylabError
 from raylab.metrics.numbers import fmt_return
-from raylab.rollout.video import VIDEO_HINT, record_episode, write_video
-from raylab.rollout.video import video_fps as frame_rate
+from raylab.rollout.video import VIDEO_HINT, film_episode
 
 
 @dataclass(frozen=True)
@@ -206,13 +205,8 @@ def load_run_config(run_dir: Path, args: EvaluateArgs) -> Any:
     if not isinstance(data, dict):
         raise RaylabError(f"{path} holds no config mapping: restore it, or pass another run_dir")
     cfg = resolve(data, run_dir=str(run_dir))
-    ev = dataclasses.replace(cfg.eval, episodes=args.episodes)
+    ev = dataclasses.replace(cfg.eval, episodes=args.episodes, video=False)  # video=true films its own episode
     return dataclasses.replace(cfg, eval=ev, seed=cfg.seed if args.seed is None else args.seed)
-
-
-def video_fps(cfg: Any, args: EvaluateArgs, render_fps: float | None) -> int:
-    """fps=..., else the env's own render_fps over the frame skip (one frame per agent step), else 30."""
-    return frame_rate(render_fps, cfg.env.frame_skip, args.fps)
 
 
 def evaluate(args: EvaluateArgs) -> dict[str, Any]:
@@ -267,12 +261,10 @@ def evaluate(args: EvaluateArgs) -> dict[str, Any]:
             for name, r in result.policies.items()
         }
     if args.video:
-        frames, stats, render_fps = record_episode(cfg, spaces, weights, args.max_video_steps)
         path = video_path(run_dir, ckpt_path, args)
-        fps = video_fps(cfg, args, render_fps)
-        write_video(frames, path, fps, args.video_format)
+        frames, stats, fps = film_episode(cfg, spaces, weights, args.max_video_steps, path, args.video_format, args.fps)
         episode = {f"episode_{k}": v for k, v in stats.items()}
-        out["video"] = {"path": str(path), "frames": len(frames), "fps": fps, **episode}
+        out["video"] = {"path": str(path), "frames": frames, "fps": fps, **episode}
     eval_dir = run_dir / "eval"
     eval_dir.mkdir(exist_ok=True)
     free_path(eval_dir / f"{ckpt_path.stem}.json").write_text(json.dumps(out, indent=2) + "\n")

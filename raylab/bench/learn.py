@@ -101,37 +101,43 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
             raise ConfigError("--restart-unfinished goes with --reuse (finished runs read back): add --reuse")
         move_unfinished_aside(runs_dir, names)
     check_no_runs_over(runs_dir, names, args.reuse)
-    recorded, kept_variants = recorded_runs(output, overrides, dict(variants)) if args.reuse else ({}, {})
-    kept = [r for r in recorded.values() if r["variant"] in kept_variants]  # variants this invocation leaves out
+    earlier = earlier_report(output, overrides) if args.reuse else {}
+    recorded = recorded_runs(earlier, dict(variants))
+    planned = {(name, seed) for seed in args.seeds for name, _ in variants}
+    kept = [r for key, r in recorded.items() if key not in planned]  # other variants' and other seeds' runs
+    named = {name for name, _ in variants}
+    kept_variants = {name: extra for name, extra in (earlier.get("variants") or {}).items() if name not in named}
     for r in kept:
-        print(f"{r['variant']} seed {r['seed']}: kept from {output} (a variant not named here)", flush=True)
+        print(f"{r['variant']} seed {r['seed']}: kept from {output} (not run by this invocation)", flush=True)
     results: list[dict[str, Any]] = []
     for k, seed in enumerate(args.seeds):
         for name, extra in variants if k % 2 == 0 else variants[::-1]:  # who goes first alternates too
             run_dir = runs_dir / f"{name}_seed{seed}"
+            from_output = False  # only its figures are left: no run directory to score again
             if args.reuse and (run_dir / "benchmark_metrics.json").exists():
                 result = read_run(name, seed, run_dir, None)
             elif (name, seed) in recorded:  # its directory is gone (another machine, a cleaned tree)
-                result = recorded[(name, seed)]
+                result, from_output = recorded[(name, seed)], True
                 print(f"{name} seed {seed}: {run_dir} is gone; kept from {output}", flush=True)
             else:
                 result = run_one(name, [*overrides, *extra], seed, run_dir, sources.get(name))
-            if args.against_random and result["ok"] and result.get("policies") and "against_random" not in result:
+            if args.against_random and not from_output and result["ok"] and result.get("policies"):
                 result["against_random"] = against_random(
                     run_dir, list(result["policies"]), result["final_eval_episodes"]
                 )
             results.append(result)
             print(_line(result), flush=True)
             # written after every run, so that a long table stopped part-way keeps what it finished
-            report = make_report(args, overrides, {**kept_variants, **dict(variants)}, sources, [*kept, *results])
-            write_report(report, output)
+            write_report(
+                make_report(args, overrides, variants, kept_variants, sources, [*kept, *results], earlier), output
+            )
     random_policy = {
         name: random_policy_return(_env_config([*overrides, *extra]), args.random_episodes)
         for name, extra in variants
         if args.random_episodes > 0
     }
-    report = make_report(args, overrides, {**kept_variants, **dict(variants)}, sources, [*kept, *results])
-    report["random_policy"] = random_policy
+    report = make_report(args, overrides, variants, kept_variants, sources, [*kept, *results], earlier)
+    report["random_policy"].update(random_policy)
     write_report(report, output)
     for name, summary in report["summary"].items():
         print(f"{name}: {json.dumps(summary)}")
@@ -142,20 +148,29 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
 def make_report(
     args: argparse.Namespace,
     overrides: list[str],
-    variants: dict[str, list[str]],
+    variants: list[tuple[str, list[str]]],
+    kept_variants: dict[str, list[str]],
     sources: dict[str, Path],
     results: list[dict[str, Any]],
+    earlier: dict[str, Any],
 ) -> dict[str, Any]:
-    """The JSON of a learn invocation: its settings, the machine, each variant's summary and every run so far."""
+    """The JSON of a learn invocation: its settings, the machine, each variant's summary and every run so far;
+    with the variants, random-policy baselines and sources an earlier invocation recorded and this one kept."""
+    every = {**kept_variants, **dict(variants)}
+    earlier_random = earlier.get("random_policy") or {}
+    earlier_sources = earlier.get("sources") or {}
     return {
         "benchmark": "learn",
-        "random_policy": {},
+        "random_policy": {name: earlier_random[name] for name in every if name in earlier_random},
         "overrides": overrides,
-        "variants": variants,
-        "sources": {name: _describe(tree) for name, tree in sources.items()},
-        "seeds": args.seeds,
+        "variants": every,
+        "sources": {
+            **{name: earlier_sources[name] for name in kept_variants if name in earlier_sources},
+            **{name: _describe(tree) for name, tree in sources.items()},
+        },
+        "seeds": sorted({*args.seeds, *(r["seed"] for r in results)}),
         "machine": machine_info(),
-        "summary": {name: summarize([r for r in results if r["variant"] == name]) for name in variants},
+        "summary": {name: summarize([r for r in results if r["variant"] == name]) for name in every},
         "runs": results,
     }
 
@@ -168,30 +183,37 @@ def write_report(report: dict[str, Any], output: Path) -> None:
     plot(report, output.with_suffix(".png"))
 
 
-def recorded_runs(
-    output: Path, overrides: list[str], variants: dict[str, list[str]]
-) -> tuple[dict[tuple[str, int], dict[str, Any]], dict[str, list[str]]]:
-    """The finished runs an earlier invocation wrote to ``output`` with the same overrides, by (variant, seed),
-    each of a variant whose own overrides are the same here or that this invocation does not name; and those
-    variants that it does not name, with their overrides. Nothing when ``output`` is absent or was made with other
-    overrides (its runs would not be these)."""
+def earlier_report(output: Path, overrides: list[str]) -> dict[str, Any]:
+    """The learn table an earlier invocation wrote to ``output`` ({} when there is none); one made with other
+    overrides is refused, since this invocation would write over it."""
     if not output.exists():
-        return {}, {}
+        return {}
     try:
         earlier = json.loads(output.read_text())
     except json.JSONDecodeError:
-        return {}, {}
-    if earlier.get("benchmark") != "learn" or earlier.get("overrides") != overrides:
-        return {}, {}
-    earlier_variants: dict[str, list[str]] = earlier.get("variants") or {}
-    others = {name: extra for name, extra in earlier_variants.items() if name not in variants}
-    same = {name for name, extra in earlier_variants.items() if variants.get(name, extra) == extra}
-    runs = {
-        (r["variant"], r["seed"]): {**r, "recorded": r.get("recorded") or earlier.get("machine", {})}
+        raise ConfigError(f"{output} is not JSON, and --reuse would write over it: move it aside") from None
+    if not isinstance(earlier, dict) or earlier.get("benchmark") != "learn":
+        raise ConfigError(
+            f"{output} is not a bench learn table, and --reuse would write over it: choose another --output"
+        )
+    if earlier.get("overrides") != overrides:
+        raise ConfigError(
+            f"{output} holds runs of other overrides ({' '.join(earlier.get('overrides') or []) or 'none'}), which "
+            f"--reuse would write over: choose another --output, or move it aside (nothing was changed)"
+        )
+    return earlier
+
+
+def recorded_runs(earlier: dict[str, Any], variants: dict[str, list[str]]) -> dict[tuple[str, int], dict[str, Any]]:
+    """The finished runs of an earlier table, by (variant, seed): each of a variant whose own overrides are the
+    same here, or that this invocation does not name (a variant named with other overrides is run anew)."""
+    same = {name for name, extra in (earlier.get("variants") or {}).items() if variants.get(name, extra) == extra}
+    machine = earlier.get("machine", {})
+    return {
+        (r["variant"], r["seed"]): {**r, "recorded": r.get("recorded") or machine}
         for r in earlier.get("runs", [])
         if r.get("ok") and r.get("variant") in same
     }
-    return runs, others
 
 
 def _env_config(overrides: list[str]) -> Any:

@@ -57,9 +57,12 @@ def claim_run_dir(run_dir: Path, overwrite: bool) -> None:
         raise ConfigError(
             f"cannot write hydra.run.dir {run_dir} ({reason}): choose a directory you can write"
         ) from None
-    for name in check_holds_no_run(run_dir, overwrite):
+    held = check_holds_no_run(run_dir, overwrite)
+    for name in held:
         target = run_dir / name
         shutil.rmtree(target) if target.is_dir() else target.unlink()
+    if held and (run_dir / "videos").is_dir():  # the replaced run's eval.video films go with it
+        shutil.rmtree(run_dir / "videos")
 
 
 class RunOutputs:

@@ -25,7 +25,7 @@ class Evaluator:
         env: VectorEnv,
         policy: Policy,
         policy_names: Sequence[str] | None = None,
-        recorder: Callable[[Weights], EpisodeVideo] | None = None,
+        recorder: Callable[[Weights], EpisodeVideo | None] | None = None,
     ):
         """``policy`` a PolicySet: ``policy_names`` name its policies, and each result holds each policy's returns.
         ``recorder`` (eval.video): records one more episode of the weights each evaluation is handed."""

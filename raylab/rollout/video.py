@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -32,10 +33,11 @@ def mp4_available() -> bool:
     return importlib.util.find_spec("imageio") is not None and importlib.util.find_spec("imageio_ffmpeg") is not None
 
 
-def record_episode(
-    cfg: Any, spaces: Any, weights: Any, max_steps: int
-) -> tuple[list[np.ndarray], dict[str, float], float | None]:
-    """One greedy episode on a rendering env: (RGB frames, its episode statistics, the env's render_fps)."""
+def film_episode(
+    cfg: Any, spaces: Any, weights: Any, max_steps: int, path: Path, fmt: str, fps: int | None = None
+) -> tuple[int, dict[str, float], int]:
+    """One greedy episode on a rendering env, written to ``path`` frame by frame as it is played (an mp4 holds
+    no frame in memory; a gif holds them until the end): (frames, its episode statistics, the frame rate)."""
     from raylab.builders import build_eval_policy
     from raylab.envs.registry import EVAL_WORKER_INDEX, make_render_env
     from raylab.envs.wrappers import EPISODE_KEY
@@ -43,18 +45,21 @@ def record_episode(
     policy = build_eval_policy(cfg, spaces, num_envs=1)
     policy.set_weights(weights)
     env = make_render_env(cfg.env, cfg.seed + 7, worker_index=EVAL_WORKER_INDEX)
+    discrete = spaces.num_actions is not None  # else a Box or MultiDiscrete action: the array itself
     try:
-        obs, _ = env.reset()
-        frames = [frame_of(env, obs)]
+        rate = video_fps(env.metadata.get("render_fps"), cfg.env.frame_skip, fps)
         stats: dict[str, float] = {}
-        for _ in range(max_steps):
-            action = int(policy.act(np.asarray(obs)[None])[0])
-            obs, _, terminated, truncated, info = env.step(action)
-            frames.append(frame_of(env, obs))
-            if terminated or truncated:
-                stats = dict(info.get(EPISODE_KEY, {}))
-                break
-        return frames, stats, env.metadata.get("render_fps")
+        with VideoWriter(path, rate, fmt) as writer:
+            obs, _ = env.reset()
+            writer.add(frame_of(env, obs))
+            for _ in range(max_steps):
+                action = policy.act(np.asarray(obs)[None])[0]
+                obs, _, terminated, truncated, info = env.step(int(action) if discrete else np.asarray(action))
+                writer.add(frame_of(env, obs))
+                if terminated or truncated:
+                    stats = dict(info.get(EPISODE_KEY, {}))
+                    break
+        return writer.frames, stats, rate
     finally:
         env.close()
 
@@ -83,26 +88,60 @@ def frame_of(env: Any, obs: Any, switch: str = "video=false") -> np.ndarray:
     return frame
 
 
-def write_video(frames: list[np.ndarray], path: Path, fps: int, fmt: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "gif":
-        from PIL import Image
+class VideoWriter:
+    """Frames to an mp4 (H.264 through imageio-ffmpeg, each frame encoded as it comes) or a gif (Pillow, at the
+    end); a context manager that finishes the file."""
 
-        images = [Image.fromarray(f) for f in frames]
-        images[0].save(path, save_all=True, append_images=images[1:], duration=max(1, round(1000 / fps)), loop=0)
-        return path
-    if not mp4_available():
-        raise ConfigError(f"video_format=mp4 needs imageio and imageio-ffmpeg: {VIDEO_HINT} (or video_format=gif)")
-    import imageio.v2 as imageio
+    def __init__(self, path: Path, fps: int, fmt: str):
+        if fmt == "mp4" and not mp4_available():
+            raise ConfigError(f"video_format=mp4 needs imageio and imageio-ffmpeg: {VIDEO_HINT} (or video_format=gif)")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path, self.fps, self.fmt = path, fps, fmt
+        self.frames = 0
+        self._gif: list[np.ndarray] = []
+        self._mp4: Any = None
+        self._pad: tuple[tuple[int, int], ...] | None = None
 
-    # H.264 in yuv420p wants even sizes: pad by one black row/column where needed (no resampling)
-    h, w = frames[0].shape[:2]
-    pad = ((0, h % 2), (0, w % 2), (0, 0))
-    writer: Any = imageio.get_writer(path, fps=fps, codec="libx264", pixelformat="yuv420p", macro_block_size=1)
-    with writer:
-        for frame in frames:
-            writer.append_data(np.pad(frame, pad) if (h % 2 or w % 2) else frame)
-    return path
+    def __enter__(self) -> VideoWriter:
+        return self
+
+    def add(self, frame: np.ndarray) -> None:
+        self.frames += 1
+        if self.fmt == "gif":
+            self._gif.append(frame)
+            return
+        if self._mp4 is None:
+            import imageio.v2 as imageio
+
+            # H.264 in yuv420p wants even sizes: pad by one black row/column where needed (no resampling)
+            h, w = frame.shape[:2]
+            self._pad = ((0, h % 2), (0, w % 2), (0, 0)) if (h % 2 or w % 2) else None
+            self._mp4 = imageio.get_writer(
+                self.path, fps=self.fps, codec="libx264", pixelformat="yuv420p", macro_block_size=1
+            )
+        self._mp4.append_data(np.pad(frame, self._pad) if self._pad else frame)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._mp4 is not None:
+            self._mp4.close()
+        elif self._gif and exc[0] is None:
+            from PIL import Image
+
+            images = [Image.fromarray(f) for f in self._gif]
+            duration = max(1, round(1000 / self.fps))
+            images[0].save(self.path, save_all=True, append_images=images[1:], duration=duration, loop=0)
+
+
+def encoder_for(fmt: str | None = None) -> str:
+    """The video format to write: ``fmt``, else mp4 where imageio-ffmpeg is installed, else gif where Pillow is;
+    one line naming the extra when neither can be written."""
+    if fmt == "mp4" or (fmt is None and mp4_available()):
+        if not mp4_available():
+            raise ConfigError(f"video_format=mp4 needs imageio and imageio-ffmpeg: {VIDEO_HINT} (or video_format=gif)")
+        return "mp4"
+    if importlib.util.find_spec("PIL") is None:
+        raise ConfigError(f"videos need imageio-ffmpeg (mp4) or Pillow (gif): {VIDEO_HINT}")
+    return "gif"
 
 
 def video_fps(render_fps: float | None, frame_skip: int, fps: int | None = None) -> int:
@@ -115,34 +154,52 @@ def video_fps(render_fps: float | None, frame_skip: int, fps: int | None = None)
 
 
 def check_frames(cfg: Any) -> None:
-    """eval.video: one reset of a rendering env gives a frame, or one line naming the switch, before a run
-    writes anything."""
+    """eval.video: a video encoder is installed and one reset of a rendering env gives a frame, or one line
+    naming the fix, before a run writes anything."""
     from raylab.envs.registry import EVAL_WORKER_INDEX, make_render_env
 
-    env = make_render_env(cfg.env, cfg.seed + 7, worker_index=EVAL_WORKER_INDEX)
+    encoder_for()
+    env = None
     try:
+        env = make_render_env(cfg.env, cfg.seed + 7, worker_index=EVAL_WORKER_INDEX)
         obs, _ = env.reset()
         frame_of(env, obs, "eval.video=false")
-    except RaylabError:
+    except RaylabError as err:
+        if "cannot render frames" in str(err):
+            raise RaylabError(
+                f"env {cfg.env.id} cannot render frames and its observations are not images: set eval.video=false"
+            ) from None
+        raise RaylabError(f"eval.video cannot film env {cfg.env.id}: {first_line(err)}") from None
+    except Exception as err:  # a renderer's own dependency (pygame, a GL context) missing or failing
         raise RaylabError(
-            f"env {cfg.env.id} cannot render frames and its observations are not images: set eval.video=false"
+            f"eval.video cannot film env {cfg.env.id} ({type(err).__name__}: {first_line(err)}): install what it "
+            f"names ({VIDEO_HINT} brings pygame for classic control), or set eval.video=false"
         ) from None
     finally:
-        env.close()
+        if env is not None:
+            env.close()
+
+
+def first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
 
 
 class EpisodeRecorder:
-    """eval.video: records one greedy episode of the weights it is handed and encodes it (mp4 where imageio-ffmpeg
-    is installed, else gif), in whichever process evaluates."""
+    """eval.video: films one greedy episode of the weights it is handed and encodes it (mp4 where imageio-ffmpeg
+    is installed, else gif), in whichever process evaluates. A failure to film costs the video, never the run:
+    it is said once per evaluation on stderr and the evaluation's scores stand."""
 
     def __init__(self, cfg: Any, spaces: Any, max_steps: int = MAX_VIDEO_STEPS):
         self.cfg, self.spaces, self.max_steps = cfg, spaces, max_steps
-        self.fmt = "mp4" if mp4_available() else "gif"
+        self.fmt = encoder_for()
 
-    def __call__(self, weights: Weights) -> EpisodeVideo:
-        frames, stats, render_fps = record_episode(self.cfg, self.spaces, weights, self.max_steps)
-        fps = video_fps(render_fps, self.cfg.env.frame_skip)
-        with tempfile.TemporaryDirectory(prefix="raylab-video-") as tmp:
-            path = write_video(frames, Path(tmp) / f"episode.{self.fmt}", fps, self.fmt)
-            data = path.read_bytes()
-        return EpisodeVideo(data, self.fmt, len(frames), fps, {k: float(v) for k, v in stats.items()})
+    def __call__(self, weights: Weights) -> EpisodeVideo | None:
+        try:
+            with tempfile.TemporaryDirectory(prefix="raylab-video-") as tmp:
+                path = Path(tmp) / f"episode.{self.fmt}"
+                frames, stats, fps = film_episode(self.cfg, self.spaces, weights, self.max_steps, path, self.fmt)
+                data = path.read_bytes()
+        except Exception as err:
+            print(f"raylab: warning: eval.video could not film this evaluation ({first_line(err)})", file=sys.stderr)
+            return None
+        return EpisodeVideo(data, self.fmt, frames, fps, {k: float(v) for k, v in stats.items()})

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from raylab.bench import learn
+from raylab.errors import ConfigError
 
 OVERRIDES = ["+experiment=atari_appo"]
 
@@ -28,7 +29,9 @@ def finished(run_dir: Path, score: float) -> None:
     (run_dir / "benchmark_metrics.json").write_text(json.dumps(report))
 
 
-def invoke(tmp_path: Path, games: list[str], ran: list[str], stop_at: str | None = None) -> int:
+def invoke(
+    tmp_path: Path, games: list[str], ran: list[str], stop_at: str | None = None, seeds: tuple[int, ...] = (0,)
+) -> int:
     """``make bench-atari-table ATARI_GAMES=<games>`` with a fake trainer that records which games it ran, scores
     each by its name's length, and is stopped (KeyboardInterrupt) when it reaches ``stop_at``."""
 
@@ -40,8 +43,9 @@ def invoke(tmp_path: Path, games: list[str], ran: list[str], stop_at: str | None
         return learn.read_run(variant, seed, run_dir, 1.0)
 
     args = argparse.Namespace(
-        variant=[f"{g}=env.id={g}-v5" for g in games], source=[], seeds=[0], output=str(tmp_path / "table.json"),
-        runs_dir=str(tmp_path / "runs"), random_episodes=0, against_random=False, reuse=True, restart_unfinished=True,
+        variant=[f"{g}=env.id={g}-v5" for g in games], source=[], seeds=list(seeds),
+        output=str(tmp_path / "table.json"), runs_dir=str(tmp_path / "runs"), random_episodes=0,
+        against_random=False, reuse=True, restart_unfinished=True,
     )  # fmt: skip
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(learn, "run_one", run_one)
@@ -77,7 +81,7 @@ def test_a_game_this_invocation_leaves_out_stays_in_the_table(tmp_path):
     assert set(report["summary"]) == {"Breakout", "SpaceInvaders"}
 
 
-def test_a_recorded_run_of_other_settings_is_run_again(tmp_path):
+def test_a_recorded_run_of_other_settings_is_run_again_and_a_table_of_other_overrides_is_refused(tmp_path):
     ran: list[str] = []
     invoke(tmp_path, ["Breakout"], ran)
     (tmp_path / "runs" / "Breakout_seed0").rename(tmp_path / "elsewhere")
@@ -86,9 +90,30 @@ def test_a_recorded_run_of_other_settings_is_run_again(tmp_path):
     (tmp_path / "table.json").write_text(json.dumps(report))
     invoke(tmp_path, ["Breakout"], ran)
     assert ran == ["Breakout", "Breakout"]
-    report["overrides"] = ["+experiment=pong_appo"]  # or another recipe altogether
-    report["variants"]["Breakout"] = ["env.id=Breakout-v5"]
+    report = json.loads((tmp_path / "table.json").read_text())
+    report["overrides"] = ["+experiment=pong_appo"]  # or another recipe altogether: it would be written over
     (tmp_path / "table.json").write_text(json.dumps(report))
-    (tmp_path / "runs" / "Breakout_seed0").rename(tmp_path / "elsewhere2")
-    invoke(tmp_path, ["Breakout"], ran)
-    assert ran == ["Breakout", "Breakout", "Breakout"]
+    with pytest.raises(
+        ConfigError, match=r"holds runs of other overrides \(\+experiment=pong_appo\).*another --output"
+    ):
+        invoke(tmp_path, ["Breakout"], ran)
+    assert ran == ["Breakout", "Breakout"] and json.loads((tmp_path / "table.json").read_text()) == report
+
+
+def test_a_seed_this_invocation_leaves_out_and_the_random_baselines_stay(tmp_path):
+    ran: list[str] = []
+    args = {"seeds": [0, 1]}
+    invoke(tmp_path, ["Breakout"], ran, **args)
+    report = json.loads((tmp_path / "table.json").read_text())
+    report["random_policy"] = {"Breakout": {"episodes": 10, "return_mean": 1.2}}
+    (tmp_path / "table.json").write_text(json.dumps(report))
+    invoke(tmp_path, ["Breakout", "BeamRider"], ran)  # seed 0 only: seed 1's Breakout stays
+    report = json.loads((tmp_path / "table.json").read_text())
+    assert ran == ["Breakout", "Breakout", "BeamRider"]
+    assert sorted((r["variant"], r["seed"]) for r in report["runs"]) == [
+        ("BeamRider", 0),
+        ("Breakout", 0),
+        ("Breakout", 1),
+    ]
+    assert report["seeds"] == [0, 1] and report["summary"]["Breakout"]["runs"] == 2
+    assert report["random_policy"] == {"Breakout": {"episodes": 10, "return_mean": 1.2}}

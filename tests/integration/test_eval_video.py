@@ -30,9 +30,37 @@ def check_videos(run_dir, summary, evaluations: int) -> None:
         assert reader.get_data(0).shape == (8, 8, 3)
 
 
-def test_a_local_run_records_each_evaluation(tmp_path):
+def test_a_local_run_records_each_evaluation_and_overwrite_replaces_them(tmp_path):
     summary = run(make_config(tmp_path, *IMAGES, "topology=local"))
     check_videos(tmp_path, summary, evaluations=2)
+    again = run(make_config(tmp_path, *IMAGES, "topology=local", "overwrite=true", "stop.env_steps=2000"))
+    check_videos(tmp_path, again, evaluations=1)  # the replaced run's films went with it: no eval_final-2.mp4
+
+
+def test_a_film_that_fails_costs_the_video_not_the_run(tmp_path, monkeypatch, capfd):
+    from raylab.rollout import video
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the encoder crashed")
+
+    monkeypatch.setattr(video, "film_episode", broken)
+    summary = run(make_config(tmp_path, *IMAGES, "topology=local", "stop.env_steps=1500"))
+    assert summary.benchmark["evals"] and summary.benchmark["eval"]["episodes"] == 2  # scored all the same
+    assert not (tmp_path / "videos").exists() or not any((tmp_path / "videos").iterdir())
+    assert "eval.video could not film this evaluation (the encoder crashed)" in capfd.readouterr().err
+
+
+def test_a_continuous_action_is_filmed_as_the_array_it_is(tmp_path):
+    """Pendulum's one-value Box action: the recorder hands the env the array (an int() would play 0 or -1)."""
+    import imageio.v2 as imageio
+
+    summary = run(make_config(
+        tmp_path, "+experiment=pendulum_ppo", "topology=local", "logger.console=false", "stop.env_steps=2000",
+        "stop.mean_return=null", "eval.every_seconds=null", "eval.final_episodes=1", "eval.video=true",
+    ))  # fmt: skip
+    assert summary.env_steps >= 2000
+    reader = imageio.get_reader(tmp_path / "videos" / "eval_final.mp4")
+    assert reader.count_frames() == 201  # reset + Pendulum's 200 steps
 
 
 @pytest.mark.distributed
