@@ -50,17 +50,38 @@ def test_a_film_that_fails_costs_the_video_not_the_run(tmp_path, monkeypatch, ca
     assert "eval.video could not film this evaluation (the encoder crashed)" in capfd.readouterr().err
 
 
-def test_a_continuous_action_is_filmed_as_the_array_it_is(tmp_path):
-    """Pendulum's one-value Box action: the recorder hands the env the array (an int() would play 0 or -1)."""
-    import imageio.v2 as imageio
+def test_a_continuous_action_is_filmed_as_the_array_it_is(tmp_path, monkeypatch):
+    """Pendulum's one-value Box action: the film hands the env the policy's array; an int() would play 0.7 as 0."""
+    import numpy as np
 
-    summary = run(make_config(
-        tmp_path, "+experiment=pendulum_ppo", "topology=local", "logger.console=false", "stop.env_steps=2000",
-        "stop.mean_return=null", "eval.every_seconds=null", "eval.final_episodes=1", "eval.video=true",
-    ))  # fmt: skip
-    assert summary.env_steps >= 2000
-    reader = imageio.get_reader(tmp_path / "videos" / "eval_final.mp4")
-    assert reader.count_frames() == 201  # reset + Pendulum's 200 steps
+    import raylab.builders
+    import raylab.envs.registry
+    from raylab.config import EnvConfig
+    from raylab.envs.registry import env_spaces
+    from raylab.rollout.video import film_episode
+
+    class Torque:  # the policy: always 0.7
+        def set_weights(self, weights):
+            pass
+
+        def act(self, obs):
+            return np.full((len(obs), 1), 0.7, np.float32)
+
+    played = []
+    make = raylab.envs.registry.make_render_env
+
+    def recording_env(*args, **kwargs):
+        env = make(*args, **kwargs)
+        step = env.step
+        env.step = lambda action: (played.append(action), step(action))[1]
+        return env
+
+    monkeypatch.setattr(raylab.builders, "build_eval_policy", lambda *a, **k: Torque())
+    monkeypatch.setattr(raylab.envs.registry, "make_render_env", recording_env)
+    cfg = make_config(tmp_path, "+experiment=pendulum_ppo", "topology=local")
+    frames, _, _ = film_episode(cfg, env_spaces(EnvConfig(id="Pendulum-v1")), None, 30, tmp_path / "p.mp4", "mp4")
+    assert frames == 31 and len(played) == 30
+    assert all(np.asarray(a).shape == (1,) and np.asarray(a)[0] == np.float32(0.7) for a in played), played[0]
 
 
 @pytest.mark.distributed
