@@ -211,7 +211,7 @@ def load_run_config(run_dir: Path, args: EvaluateArgs) -> Any:
 
 def evaluate(args: EvaluateArgs) -> dict[str, Any]:
     """Score the checkpoint's policy (and record a video): the Python API behind the CLI."""
-    from raylab.builders import build_evaluator
+    from raylab.builders import build_eval_policy, build_evaluator
     from raylab.envs.registry import env_spaces, family
     from raylab.learner.checkpoint import load_checkpoint
 
@@ -262,7 +262,9 @@ def evaluate(args: EvaluateArgs) -> dict[str, Any]:
         }
     if args.video:
         path = video_path(run_dir, ckpt_path, args)
-        frames, stats, fps = film_episode(cfg, spaces, weights, args.max_video_steps, path, args.video_format, args.fps)
+        policy = build_eval_policy(cfg, spaces, num_envs=1)
+        policy.set_weights(weights)
+        frames, stats, fps = film_episode(cfg, spaces, policy, args.max_video_steps, path, args.video_format, args.fps)
         episode = {f"episode_{k}": v for k, v in stats.items()}
         out["video"] = {"path": str(path), "frames": frames, "fps": fps, **episode}
     eval_dir = run_dir / "eval"

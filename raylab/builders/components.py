@@ -159,7 +159,7 @@ def build_evaluator(cfg: RunConfig, spaces: EnvSpaces) -> Evaluator:
     env = make_vector_env(cfg.env, num_envs, cfg.seed, worker_index=EVAL_WORKER_INDEX)
     policy = build_eval_policy(cfg, spaces, env.num_envs)  # a multi-agent env: its agent slots
     names = policy_map(cfg, spaces).names if isinstance(policy, PolicySet) else None
-    recorder = EpisodeRecorder(cfg, spaces) if cfg.eval.video else None
+    recorder = EpisodeRecorder(cfg, spaces, lambda: build_eval_policy(cfg, spaces, 1)) if cfg.eval.video else None
     return Evaluator(env, policy, names, recorder)
 
 

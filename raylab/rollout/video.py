@@ -12,13 +12,14 @@ import importlib.util
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from raylab.errors import ConfigError, RaylabError
-from raylab.types import EpisodeVideo, Weights
+from raylab.types import EpisodeVideo, Policy, Stateful, Weights
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame (classic-control frames) without a display
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
@@ -34,16 +35,14 @@ def mp4_available() -> bool:
 
 
 def film_episode(
-    cfg: Any, spaces: Any, weights: Any, max_steps: int, path: Path, fmt: str, fps: int | None = None
+    cfg: Any, spaces: Any, policy: Policy, max_steps: int, path: Path, fmt: str, fps: int | None = None
 ) -> tuple[int, dict[str, float], int]:
-    """One greedy episode on a rendering env, written to ``path`` frame by frame as it is played (an mp4 holds
-    no frame in memory; a gif holds them until the end): (frames, its episode statistics, the frame rate)."""
-    from raylab.builders import build_eval_policy
+    """One episode of ``policy`` (one env's batch, its weights set) on a rendering env, written to ``path`` frame
+    by frame as it is played (an mp4 holds no frame in memory; a gif holds them until the end): (frames, its
+    episode statistics, the frame rate)."""
     from raylab.envs.registry import EVAL_WORKER_INDEX, make_render_env
     from raylab.envs.wrappers import EPISODE_KEY
 
-    policy = build_eval_policy(cfg, spaces, num_envs=1)
-    policy.set_weights(weights)
     env = make_render_env(cfg.env, cfg.seed + 7, worker_index=EVAL_WORKER_INDEX)
     discrete = spaces.num_actions is not None  # else a Box or MultiDiscrete action: the array itself
     try:
@@ -51,6 +50,8 @@ def film_episode(
         stats: dict[str, float] = {}
         with VideoWriter(path, rate, fmt) as writer:
             obs, _ = env.reset()
+            if isinstance(policy, Stateful) and policy.state_size > 0:  # a recurrent policy starts from zeros
+                policy.reset_states(np.ones(1, bool))
             writer.add(frame_of(env, obs))
             for _ in range(max_steps):
                 action = policy.act(np.asarray(obs)[None])[0]
@@ -189,15 +190,18 @@ class EpisodeRecorder:
     is installed, else gif), in whichever process evaluates. A failure to film costs the video, never the run:
     it is said once per evaluation on stderr and the evaluation's scores stand."""
 
-    def __init__(self, cfg: Any, spaces: Any, max_steps: int = MAX_VIDEO_STEPS):
+    def __init__(self, cfg: Any, spaces: Any, make_policy: Callable[[], Policy], max_steps: int = MAX_VIDEO_STEPS):
+        """``make_policy``: the evaluation policy for one env (raylab.builders.build_eval_policy), built here once."""
         self.cfg, self.spaces, self.max_steps = cfg, spaces, max_steps
+        self.policy = make_policy()
         self.fmt = encoder_for()
 
     def __call__(self, weights: Weights) -> EpisodeVideo | None:
         try:
             with tempfile.TemporaryDirectory(prefix="raylab-video-") as tmp:
                 path = Path(tmp) / f"episode.{self.fmt}"
-                frames, stats, fps = film_episode(self.cfg, self.spaces, weights, self.max_steps, path, self.fmt)
+                self.policy.set_weights(weights, exact=True)  # the version handed, even an older one (best.pt)
+                frames, stats, fps = film_episode(self.cfg, self.spaces, self.policy, self.max_steps, path, self.fmt)
                 data = path.read_bytes()
         except Exception as err:
             print(f"raylab: warning: eval.video could not film this evaluation ({first_line(err)})", file=sys.stderr)

@@ -54,7 +54,6 @@ def test_a_continuous_action_is_filmed_as_the_array_it_is(tmp_path, monkeypatch)
     """Pendulum's one-value Box action: the film hands the env the policy's array; an int() would play 0.7 as 0."""
     import numpy as np
 
-    import raylab.builders
     import raylab.envs.registry
     from raylab.config import EnvConfig
     from raylab.envs.registry import env_spaces
@@ -76,10 +75,10 @@ def test_a_continuous_action_is_filmed_as_the_array_it_is(tmp_path, monkeypatch)
         env.step = lambda action: (played.append(action), step(action))[1]
         return env
 
-    monkeypatch.setattr(raylab.builders, "build_eval_policy", lambda *a, **k: Torque())
     monkeypatch.setattr(raylab.envs.registry, "make_render_env", recording_env)
     cfg = make_config(tmp_path, "+experiment=pendulum_ppo", "topology=local")
-    frames, _, _ = film_episode(cfg, env_spaces(EnvConfig(id="Pendulum-v1")), None, 30, tmp_path / "p.mp4", "mp4")
+    spaces = env_spaces(EnvConfig(id="Pendulum-v1"))
+    frames, _, _ = film_episode(cfg, spaces, Torque(), 30, tmp_path / "p.mp4", "mp4")
     assert frames == 31 and len(played) == 30
     assert all(np.asarray(a).shape == (1,) and np.asarray(a)[0] == np.float32(0.7) for a in played), played[0]
 
