@@ -41,6 +41,7 @@ from .learning import (
     gcs_task_events,
     learn,
     learning_summary,
+    mario_learning,
     policies_learning,
     soak,
     throughput_before_after,
@@ -313,6 +314,9 @@ TABLES: dict[str, Table] = {
         "frames sent once: a Pong chunk's bytes and CPU, plain and deduplicated",
     ),
     "atari_table": Table(("atari_table.json",), atari_table, "one Atari recipe, several games, at 10M frames"),
+    "mario_learning": Table(
+        ("mario_learning.json",), mario_learning, "mario_dqn, as committed, toward the flag of World 1-1 on 2 cores"
+    ),
     "atari_vs_peers": Table(
         ("atari_vs_peers.json",), atari_vs_peers, "Pong: raylab, Sample Factory and RLlib side by side"
     ),
