@@ -7,8 +7,6 @@ CleanRL's PPO score at 40M frames dashed where it has one (docs/tables/atari.py)
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -53,15 +51,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("input", help="the table's JSON (benchmarks/atari_table.json)")
-    parser.add_argument("--output", help="the figure (default: <input>_curves.png)")
-    args = parser.parse_args(argv)
-    source = Path(args.input)
-    out = Path(args.output) if args.output else source.with_name(source.stem + "_curves.png")
-    plot(json.loads(source.read_text()), out)
-    print(f"wrote {out}")
-    return 0
+    return plots.curves_main(plot, __doc__.splitlines()[0], "benchmarks/atari_table.json", argv)
 
 
 if __name__ == "__main__":

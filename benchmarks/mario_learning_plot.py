@@ -7,8 +7,6 @@ dashed), one line per seed. Reads the JSON only.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -47,15 +45,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("input", help="the runs' JSON (benchmarks/mario_learning.json)")
-    parser.add_argument("--output", help="the figure (default: <input>_curves.png)")
-    args = parser.parse_args(argv)
-    source = Path(args.input)
-    out = Path(args.output) if args.output else source.with_name(source.stem + "_curves.png")
-    plot(json.loads(source.read_text()), out)
-    print(f"wrote {out}")
-    return 0
+    return plots.curves_main(plot, __doc__.splitlines()[0], "benchmarks/mario_learning.json", argv)
 
 
 if __name__ == "__main__":

@@ -23,3 +23,21 @@ def write_report(output: Path, report: dict[str, Any], plot: Callable[[dict[str,
     plot(report, output.with_suffix(".png"))
     print(json.dumps(headline, indent=1))
     print(f"wrote {output} and {output.with_suffix('.png')}")
+
+
+def curves_main(
+    plot: Callable[[dict[str, Any], Path], None], description: str, example: str, argv: list[str] | None = None
+) -> int:
+    """The command line of a script that draws a benchmark JSON's curves: ``<input> [--output]``, by default
+    ``<input stem>_curves.png`` beside it (``example``: the JSON it is meant for)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("input", help=f"the benchmark's JSON ({example})")
+    parser.add_argument("--output", help="the figure (default: <input>_curves.png)")
+    args = parser.parse_args(argv)
+    source = Path(args.input)
+    out = Path(args.output) if args.output else source.with_name(source.stem + "_curves.png")
+    plot(json.loads(source.read_text()), out)
+    print(f"wrote {out}")
+    return 0
