@@ -12,6 +12,7 @@ import dataclasses
 import difflib
 import importlib.util
 import inspect
+import math
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -282,7 +283,7 @@ class MarioFamily(EnvFamily):
 
     name = "mario"
     episode_extras = mario.EPISODE_EXTRAS
-    options = ("actions", "stall_steps")
+    options = ("actions", "stall_steps", "flag_reward")
 
     def check(self, cfg: EnvConfig) -> None:
         super().check(cfg)
@@ -294,6 +295,12 @@ class MarioFamily(EnvFamily):
         if stall is not None and (isinstance(stall, bool) or not isinstance(stall, int) or stall < 1):
             raise ConfigError(
                 f"env.options.stall_steps must be a whole number of agent steps >= 1 or null (off), got {stall!r}"
+            )
+        flag = cfg.options.get("flag_reward", 0)
+        if isinstance(flag, bool) or not isinstance(flag, int | float) or not math.isfinite(flag):
+            raise ConfigError(
+                f"env.options.flag_reward must be a number (the game's reward units, before env.reward_scale; 0: "
+                f"the game's own reward), got {flag!r}"
             )
         noops = cfg.noop_max or 0
         if stall is not None and stall * cfg.frame_skip <= noops:  # the start's no-ops would end episodes
@@ -311,6 +318,7 @@ class MarioFamily(EnvFamily):
             actions=cfg.options.get("actions", "simple"),
             render_mode="rgb_array",
             stall_frames=None if stall is None else stall * cfg.frame_skip,
+            flag_reward=float(cfg.options.get("flag_reward", 0)),
         )
 
 

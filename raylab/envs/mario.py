@@ -123,9 +123,13 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
         actions: str = "simple",
         render_mode: str | None = None,
         stall_frames: int | None = None,
+        flag_reward: float = 0.0,
     ):
         """``stall_frames``: end the episode, truncated, after this many frames without a new rightmost x-position
-        (env.options.stall_steps x env.frame_skip; None: only death, the flag or the game clock end it)."""
+        (env.options.stall_steps x env.frame_skip; None: only death, the flag or the game clock end it).
+        ``flag_reward``: added to the game's reward on the frame that reaches the flag (env.options.flag_reward;
+        the game's own reward pays only for x-progress, so a policy at the foot of the flag pole loses next to
+        nothing by standing there until the clock runs out)."""
         if actions not in ACTION_SETS:
             raise ConfigError(f"unknown Mario action set '{actions}': choose one of {', '.join(ACTION_SETS)}")
         rom_mode, lost_levels, target = parse_id(env_id)
@@ -138,6 +142,7 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
         self.action_space = gym.spaces.Discrete(len(self._codes))
         self._screen = np.zeros((240, 256, 3), np.uint8)
         self._stall_frames = stall_frames
+        self._flag_reward = float(flag_reward)
         self._best_x = 0
         self._since_best = 0
 
@@ -154,6 +159,8 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
         frame, reward, done, raw_info = self._nes.step(self._codes[int(action)])
         self._screen = frame.copy()  # nes-py returns a view of the frame buffer the next step overwrites
         info = self._info(raw_info)
+        if done and info["flag_get"]:
+            reward += self._flag_reward
         truncated = False
         if self._stall_frames is not None:  # stuck at a pipe or a wall: the clock would run ~2,400 agent steps
             if info["x_pos"] > self._best_x:

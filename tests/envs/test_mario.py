@@ -127,6 +127,30 @@ def test_a_stalled_mario_is_truncated_after_stall_frames_and_a_running_one_is_no
     assert not any(off.step(0)[3] for _ in range(300))
 
 
+def test_the_flag_reward_is_paid_on_the_frame_that_reaches_the_flag_only(monkeypatch):
+    """env.options.flag_reward: the game pays only for x-progress (and a clock and death penalty), so standing at
+    the foot of the flag pole costs a policy next to nothing; the option adds a reward on the flag's frame."""
+    paid, plain = MarioEnv("SuperMarioBros-1-1-v0", flag_reward=50), MarioEnv("SuperMarioBros-1-1-v0")
+    paid.reset(), plain.reset()
+    for _ in range(60):  # running right: the same game, the same rewards
+        a, b = paid.step(1), plain.step(1)
+        assert a[1] == b[1] and not a[2] and not a[4]["flag_get"]
+    nes = type(paid._nes)  # the flag, as gym-super-mario-bros sees it: the player sliding down the pole
+    monkeypatch.setattr(nes, "_flag_get", property(lambda self: True))
+    a, b = paid.step(1), plain.step(1)
+    assert a[2] and b[2] and a[4]["flag_get"] and b[4]["flag_get"]
+    assert a[1] == b[1] + 50.0
+
+
+def test_flag_reward_goes_through_the_family():
+    cfg = EnvConfig(family="mario", id="SuperMarioBros-1-1-v0", frame_skip=4, noop_max=0,
+                    options={"flag_reward": 15})  # fmt: skip
+    check_env_config(cfg)
+    env = make_env(cfg, seed=0)
+    assert env.unwrapped._flag_reward == 15.0
+    env.close()
+
+
 def test_stall_steps_count_agent_steps_through_the_family():
     cfg = EnvConfig(family="mario", id="SuperMarioBros-1-1-v0", frame_skip=4, grayscale=True, resize=(84, 84),
                     frame_stack=1, noop_max=0, options={"actions": "simple", "stall_steps": 25})  # fmt: skip
@@ -152,3 +176,11 @@ def test_bad_stall_steps_are_one_line(stall, noop_max, expected):
     with pytest.raises(ConfigError) as err:
         check_env_config(cfg)
     assert expected in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("flag", ["big", True, float("inf"), None])
+def test_a_bad_flag_reward_is_one_line(flag):
+    cfg = EnvConfig(family="mario", id="SuperMarioBros-1-1-v0", frame_skip=4, options={"flag_reward": flag})
+    with pytest.raises(ConfigError) as err:
+        check_env_config(cfg)
+    assert "env.options.flag_reward must be a number" in str(err.value) and "\n" not in str(err.value)
