@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from docs.tables.learning import mario_learning
 from raylab.bench import learn
 from tests.bench import load_benchmark
@@ -73,3 +75,23 @@ def test_the_mario_curves_plot_each_seeds_greedy_x_position_and_flag_rate(tmp_pa
     assert load_benchmark("mario_learning_plot").main([str(source)]) == 0
     png = tmp_path / "mario_learning_curves.png"
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_flagpole_strip_shows_the_last_frames_of_a_filmed_episode(tmp_path):
+    """benchmarks/mario_flagpole.py draws frames 1,500, 750 and 0 before a filmed episode's end, side by side
+    (clipped at its first frame for a short episode)."""
+    import imageio.v3 as iio
+    import numpy as np
+
+    flagpole = load_benchmark("mario_flagpole")
+    frames = np.zeros((1600, 16, 16, 3), np.uint8)
+    frames[:, :, :, 0] = (np.arange(1600) // 7 % 256)[:, None, None]  # each frame's red channel marks its index
+    video = tmp_path / "episode.mp4"
+    iio.imwrite(video, frames, fps=15, codec="libx264", macro_block_size=1)
+    assert flagpole.strip(video, tmp_path / "strip.png") == [99, 849, 1599]
+    image = iio.imread(tmp_path / "strip.png")
+    assert image.shape == (16, 48, 3)
+    assert [int(round(image[8, 8 + 16 * i, 0])) for i in range(3)] == pytest.approx([14, 121, 228], abs=8)
+    short = tmp_path / "short.mp4"
+    iio.imwrite(short, frames[:40], fps=15, codec="libx264", macro_block_size=1)
+    assert flagpole.strip(short, tmp_path / "short.png") == [0, 0, 39]
