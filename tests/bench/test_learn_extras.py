@@ -91,7 +91,7 @@ def test_the_flagpole_strip_shows_the_last_frames_of_a_filmed_episode(tmp_path):
     assert flagpole.strip(video, tmp_path / "strip.png") == [99, 849, 1599]
     image = iio.imread(tmp_path / "strip.png")
     assert image.shape == (16, 48, 3)
-    assert [int(round(image[8, 8 + 16 * i, 0])) for i in range(3)] == pytest.approx([14, 121, 228], abs=8)
+    assert [int(image[8, 8 + 16 * i, 0]) for i in range(3)] == pytest.approx([14, 121, 228], abs=8)
     short = tmp_path / "short.mp4"
     iio.imwrite(short, frames[:40], fps=15, codec="libx264", macro_block_size=1)
     assert flagpole.strip(short, tmp_path / "short.png") == [0, 0, 39]
