@@ -156,7 +156,7 @@ def build_evaluator(cfg: RunConfig, spaces: EnvSpaces) -> Evaluator:
     """Evaluation: argmax Q (with algo.epsilon.eval) for DQN; for actor-critics the most likely action, or a
     sample from the policy with eval.greedy=false."""
     num_envs = min(max(cfg.eval.episodes, 1), MAX_EVAL_ENVS)
-    env = make_vector_env(cfg.env, num_envs, cfg.seed, worker_index=EVAL_WORKER_INDEX)
+    env = make_vector_env(cfg.eval_env, num_envs, cfg.seed, worker_index=EVAL_WORKER_INDEX)
     policy = build_eval_policy(cfg, spaces, env.num_envs)  # a multi-agent env: its agent slots
     names = policy_map(cfg, spaces).names if isinstance(policy, PolicySet) else None
     recorder = EpisodeRecorder(cfg, spaces, lambda: build_eval_policy(cfg, spaces, 1)) if cfg.eval.video else None

@@ -166,6 +166,11 @@ def check_cross_fields(run: RunConfig) -> None:
     check_inference(run)
     check_policies(run)
     check_env_config(run.env)
+    if run.eval.env_options:
+        try:
+            check_env_config(run.eval_env)
+        except ConfigError as err:
+            raise ConfigError(f"eval.env_options: {err}") from None
     stop = run.stop
     if (
         stop.env_steps is None and stop.seconds is None and stop.mean_return is None and stop.train_return is None

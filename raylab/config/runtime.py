@@ -93,6 +93,11 @@ class EvalConfig:
     """Record one more greedy episode of the same weights at each periodic evaluation and at the final one:
     <run_dir>/videos/eval_<env steps>.mp4 (and eval_final_…; a gif where imageio-ffmpeg is not installed),
     also sent to W&B. Costs one episode per evaluation, played beside training."""
+    env_options: dict[str, Any] = field(default_factory=dict)
+    """env.options for the evaluation envs only (periodic, final and filmed episodes, and raylab.evaluate's), over
+    the training envs' own. E.g. ``{stall_steps: 150}`` on Mario ends a greedy episode that stands against a wall
+    after 150 agent steps, where the game clock would take ~2,000 of the training machine's steps; it scores the
+    x-position where it stood (an episode that would have moved on after standing that long is cut short)."""
 
     def __post_init__(self) -> None:
         positive_or_none(self.every_seconds, "eval.every_seconds")

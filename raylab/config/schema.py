@@ -111,6 +111,13 @@ class RunConfig:
             f"seed must be between 0 and {MAX_SEED} (got {self.seed}): pick a seed in that range, e.g. seed=0",
         )
 
+    @property
+    def eval_env(self) -> EnvConfig:
+        """The env config of evaluation episodes: env with eval.env_options over env.options."""
+        if not self.eval.env_options:
+            return self.env
+        return dataclasses.replace(self.env, options={**self.env.options, **self.eval.env_options})
+
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (tuples as lists), as written to config.yaml, W&B and checkpoints: secrets
         (keys named like tokens, values of secret environment variables, URL passwords) are redacted."""

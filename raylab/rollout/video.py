@@ -43,7 +43,7 @@ def film_episode(
     from raylab.envs.registry import EVAL_WORKER_INDEX, make_render_env
     from raylab.envs.wrappers import EPISODE_KEY
 
-    env = make_render_env(cfg.env, cfg.seed + 7, worker_index=EVAL_WORKER_INDEX)
+    env = make_render_env(cfg.eval_env, cfg.seed + 7, worker_index=EVAL_WORKER_INDEX)
     discrete = spaces.num_actions is not None  # else a Box or MultiDiscrete action: the array itself
     try:
         rate = video_fps(env.metadata.get("render_fps"), cfg.env.frame_skip, fps)
@@ -162,7 +162,7 @@ def check_frames(cfg: Any) -> None:
     encoder_for()
     env = None
     try:
-        env = make_render_env(cfg.env, cfg.seed + 7, worker_index=EVAL_WORKER_INDEX)
+        env = make_render_env(cfg.eval_env, cfg.seed + 7, worker_index=EVAL_WORKER_INDEX)
         obs, _ = env.reset()
         frame_of(env, obs, "eval.video=false")
     except RaylabError as err:

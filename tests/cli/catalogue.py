@@ -112,6 +112,8 @@ TRAIN_ENV = [
     Case(T, "+experiment=mario_dqn env.options.stall_steps=0", "env.options.stall_steps must be a whole number of agent steps >= 1 or null (off), got 0", "env"),
     Case(T, "+experiment=mario_dqn env.options.stall_steps=5", "env.options.stall_steps=5 is 20 frames, within the 30 no-op frames a start may take (env.noop_max): set it above 7, or null", "env"),
     Case(T, "+experiment=mario_dqn env.options.flag_reward=big", "env.options.flag_reward must be a number (the game's reward units, before env.reward_scale; 0: the game's own reward), got 'big'", "env"),
+    Case(T, "+experiment=mario_dqn +eval.env_options.stall_steps=0", "eval.env_options: env.options.stall_steps must be a whole number of agent steps >= 1 or null (off), got 0", "eval"),
+    Case(T, "+experiment=mario_dqn +eval.env_options.stall=5", "eval.env_options: unknown env.options.stall for env=mario: valid options are actions, stall_steps, flag_reward", "eval"),
     Case(T, "env=pettingzoo env.id=mpe2.nope_v3", "env=pettingzoo: cannot import mpe2.nope_v3", "env"),
 ]  # fmt: skip
 

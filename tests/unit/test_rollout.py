@@ -88,6 +88,18 @@ def test_evaluator_runs_exactly_the_requested_episodes(tmp_path):
     assert 0 <= result.mean <= 5
 
 
+def test_eval_env_options_set_the_evaluation_envs_only(tmp_path):
+    """eval.env_options go over env.options in the evaluation envs (Mario's stall_steps there ends a greedy
+    episode that stands still), and the rollout workers keep the training env's own."""
+    cfg = make_config(tmp_path, *FAKE, "env.options.episode_length=9", "+eval.env_options.episode_length=4",
+                      "eval.episodes=3", "model.hidden_sizes=[8]")  # fmt: skip
+    assert cfg.eval_env.options["episode_length"] == 4 and cfg.env.options["episode_length"] == 9
+    spaces = env_spaces(cfg.env)
+    assert (build_evaluator(cfg, spaces).evaluate(None, 3).lengths == 4).all()
+    worker = build_rollout_worker(cfg, spaces, 0)
+    assert worker.env.envs[0].unwrapped.episode_length == 9
+
+
 def test_evaluator_confirms_a_passing_evaluation_with_more_episodes(tmp_path):
     cfg = make_config(tmp_path, *FAKE, "env.options.episode_length=5", "eval.episodes=4", "model.hidden_sizes=[8]")
     evaluator = build_evaluator(cfg, env_spaces(cfg.env))
