@@ -5,7 +5,8 @@ flag without reaching it (Mario at the foot of the pole while the game clock run
     python benchmarks/mario_flagpole.py outputs/bench/mario_learning/default_seed0 --output benchmarks/mario_flagpole
 
 Each evaluation is ``python -m raylab.evaluate run_dir=<run> checkpoint=best episodes=<n> video=<..> seed=<s>``,
-called in-process; the videos stay in a temporary folder (the strip is drawn from them).
+called in-process (each also writes its JSON under <run>/eval/, never over an earlier one); the videos stay in a
+temporary folder (the strip is drawn from them).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from raylab.evaluate import EvaluateArgs, evaluate  # noqa: E402
 
 NEAR_FLAG = 3100  # x-position: past the last staircase of World 1-1; the flag pole stands at about 3,160
-STRIP_BEFORE_END = (1500, 750, 0)  # frames before the filmed episode's last: game clock ~250, ~125 and 0 left
+STRIP_BEFORE_END = (1500, 750, 0)  # frames before the episode's last: clock ~300, ~150 and 0 left (5 steps a tick)
 
 
 def summary(out: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from raylab.config.applicability import check_applicable
 from raylab.config.coerce import build, to_container
 from raylab.config.policies import check_policies
 from raylab.config.schema import RunConfig
-from raylab.envs.registry import check_env_config, family, max_return
+from raylab.envs.registry import check_env_config, env_spaces, family, max_return
 from raylab.errors import ConfigError, check
 
 
@@ -171,6 +171,11 @@ def check_cross_fields(run: RunConfig) -> None:
             check_env_config(run.eval_env)
         except ConfigError as err:
             raise ConfigError(f"eval.env_options: {err}") from None
+        if env_spaces(run.eval_env) != env_spaces(run.env):  # the policy trained on env's spaces acts there
+            raise ConfigError(
+                f"eval.env_options={dict(run.eval.env_options)} change the env's observation or action space, "
+                "which the trained policy acts in: set only options that keep them (e.g. Mario's stall_steps)"
+            )
     stop = run.stop
     if (
         stop.env_steps is None and stop.seconds is None and stop.mean_return is None and stop.train_return is None
@@ -189,7 +194,7 @@ def check_cross_fields(run: RunConfig) -> None:
                 f"stop.mean_return={stop.mean_return} can never trigger: periodic evaluation is off; "
                 f"set eval.every_seconds=10 or eval.every_env_steps=N"
             )
-        bound = max_return(run.env)
+        bound = max_return(run.eval_env)  # stop.mean_return judges evaluation episodes
         if bound is not None and stop.mean_return > bound:
             raise ConfigError(
                 f"stop.mean_return={stop.mean_return:g} can never trigger: {run.env.id} returns at most "

@@ -143,6 +143,7 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
         self._screen = np.zeros((240, 256, 3), np.uint8)
         self._stall_frames = stall_frames
         self._flag_reward = float(flag_reward)
+        self._on_flag = False
         self._best_x = 0
         self._since_best = 0
 
@@ -153,16 +154,18 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
         self._screen = self._nes.reset().copy()
         info = self._info(self._nes._get_info())
         self._best_x, self._since_best = info["x_pos"], 0
+        self._on_flag = info["flag_get"]
         return self._screen, info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         frame, reward, done, raw_info = self._nes.step(self._codes[int(action)])
         self._screen = frame.copy()  # nes-py returns a view of the frame buffer the next step overwrites
         info = self._info(raw_info)
-        if done and info["flag_get"]:
+        if info["flag_get"] and not self._on_flag:  # once a flag: a whole-game id plays on to the next stage
             reward += self._flag_reward
+        self._on_flag = info["flag_get"]
         truncated = False
-        if self._stall_frames is not None:  # stuck at a pipe or a wall: the clock would run ~2,400 agent steps
+        if self._stall_frames is not None:  # stuck at a pipe or a wall: the clock would run ~2,000 agent steps
             if info["x_pos"] > self._best_x:
                 self._best_x, self._since_best = info["x_pos"], 0
             else:

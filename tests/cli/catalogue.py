@@ -114,6 +114,7 @@ TRAIN_ENV = [
     Case(T, "+experiment=mario_dqn env.options.flag_reward=big", "env.options.flag_reward must be a number (the game's reward units, before env.reward_scale; 0: the game's own reward), got 'big'", "env"),
     Case(T, "+experiment=mario_dqn +eval.env_options.stall_steps=0", "eval.env_options: env.options.stall_steps must be a whole number of agent steps >= 1 or null (off), got 0", "eval"),
     Case(T, "+experiment=mario_dqn +eval.env_options.stall=5", "eval.env_options: unknown env.options.stall for env=mario: valid options are actions, stall_steps, flag_reward", "eval"),
+    Case(T, "+experiment=mario_dqn +eval.env_options.actions=right_only", "eval.env_options={'actions': 'right_only'} change the env's observation or action space, which the trained policy acts in: set only options that keep them (e.g. Mario's stall_steps)", "eval"),
     Case(T, "env=pettingzoo env.id=mpe2.nope_v3", "env=pettingzoo: cannot import mpe2.nope_v3", "env"),
 ]  # fmt: skip
 

@@ -142,6 +142,21 @@ def test_the_flag_reward_is_paid_on_the_frame_that_reaches_the_flag_only(monkeyp
     assert a[1] == b[1] + 50.0
 
 
+def test_the_whole_game_pays_the_flag_reward_once_a_flag(monkeypatch):
+    """A whole-game id plays on after a stage's flag (flag_get stays true while Mario slides down the pole):
+    one reward as flag_get turns true, another at the next stage's flag."""
+    paid, plain = MarioEnv("SuperMarioBros-v0", flag_reward=50), MarioEnv("SuperMarioBros-v0")
+    paid.reset(), plain.reset()
+    nes = type(paid._nes)
+    extra = []
+    for flag in (False, True, True, True, False, True, False):
+        monkeypatch.setattr(nes, "_flag_get", property(lambda self, flag=flag: flag))
+        a, b = paid.step(1), plain.step(1)
+        assert not a[2] and a[4]["flag_get"] == flag
+        extra.append(a[1] - b[1])
+    assert extra == [0.0, 50.0, 0.0, 0.0, 0.0, 50.0, 0.0]
+
+
 def test_flag_reward_goes_through_the_family():
     cfg = EnvConfig(family="mario", id="SuperMarioBros-1-1-v0", frame_skip=4, noop_max=0,
                     options={"flag_reward": 15})  # fmt: skip

@@ -6,6 +6,7 @@ import pytest
 from raylab.builders import build_evaluator, build_rollout_worker
 from raylab.config import EnvConfig
 from raylab.envs import env_spaces, make_env, make_vector_env
+from raylab.errors import ConfigError
 from raylab.types import EvalTarget, Weights
 from tests.conftest import FAKE, make_config
 
@@ -98,6 +99,22 @@ def test_eval_env_options_set_the_evaluation_envs_only(tmp_path):
     assert (build_evaluator(cfg, spaces).evaluate(None, 3).lengths == 4).all()
     worker = build_rollout_worker(cfg, spaces, 0)
     assert worker.env.envs[0].unwrapped.episode_length == 9
+
+
+def test_eval_env_options_hold_stop_mean_return_to_the_evaluation_episodes(tmp_path):
+    """stop.mean_return judges evaluation episodes: its bound is the evaluation env's (the fake env's return is
+    at most its episode length)."""
+    base = (*FAKE, "env.options.episode_length=5", "stop.mean_return=40")
+    with pytest.raises(ConfigError, match=r"stop\.mean_return=40 can never trigger"):
+        make_config(tmp_path / "a", *base)
+    cfg = make_config(tmp_path / "b", *base, "+eval.env_options.episode_length=50")
+    assert cfg.stop.mean_return == 40
+
+
+def test_eval_env_options_that_change_a_space_are_refused_before_the_run(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        make_config(tmp_path, *FAKE, "+eval.env_options.num_actions=3")
+    assert "change the env's observation or action space" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_evaluator_confirms_a_passing_evaluation_with_more_episodes(tmp_path):
