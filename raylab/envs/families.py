@@ -283,7 +283,7 @@ class MarioFamily(EnvFamily):
 
     name = "mario"
     episode_extras = mario.EPISODE_EXTRAS
-    options = ("actions", "stall_steps", "flag_reward")
+    options = ("actions", "stall_steps", "flag_reward", "stall_penalty")
 
     def check(self, cfg: EnvConfig) -> None:
         super().check(cfg)
@@ -302,6 +302,18 @@ class MarioFamily(EnvFamily):
                 f"env.options.flag_reward must be a number (the game's reward units, before env.reward_scale; 0: "
                 f"the game's own reward), got {flag!r}"
             )
+        penalty = cfg.options.get("stall_penalty")
+        number = not isinstance(penalty, bool) and isinstance(penalty, int | float) and math.isfinite(penalty)
+        if penalty is not None and not (number and penalty >= 0):
+            raise ConfigError(
+                f"env.options.stall_penalty must be a number >= 0 (the game's reward units; 15 is a death's) or null "
+                f"(a stall is truncated), got {penalty!r}"
+            )
+        if penalty is not None and stall is None:
+            raise ConfigError(
+                f"env.options.stall_penalty={penalty} needs env.options.stall_steps (the agent steps without progress "
+                f"that make a stall), e.g. env.options.stall_steps=150"
+            )
         noops = cfg.noop_max or 0
         if stall is not None and stall * cfg.frame_skip <= noops:  # the start's no-ops would end episodes
             raise ConfigError(
@@ -319,6 +331,7 @@ class MarioFamily(EnvFamily):
             render_mode="rgb_array",
             stall_frames=None if stall is None else stall * cfg.frame_skip,
             flag_reward=float(cfg.options.get("flag_reward", 0)),
+            stall_penalty=None if cfg.options.get("stall_penalty") is None else float(cfg.options["stall_penalty"]),
         )
 
 

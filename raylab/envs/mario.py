@@ -124,9 +124,13 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
         render_mode: str | None = None,
         stall_frames: int | None = None,
         flag_reward: float = 0.0,
+        stall_penalty: float | None = None,
     ):
         """``stall_frames``: end the episode, truncated, after this many frames without a new rightmost x-position
         (env.options.stall_steps x env.frame_skip; None: only death, the flag or the game clock end it).
+        ``stall_penalty``: end a stall as a failure instead: terminated, with this taken from the frame's reward
+        (env.options.stall_penalty, the game's units; 15 is a death's). None: truncated, and the learner bootstraps
+        through it, so standing still costs only the clock's 1 a tick.
         ``flag_reward``: added to the game's reward on the frame that reaches the flag (env.options.flag_reward;
         the game's own reward pays only for x-progress, so a policy at the foot of the flag pole loses next to
         nothing by standing there until the clock runs out)."""
@@ -143,6 +147,7 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
         self._screen = np.zeros((240, 256, 3), np.uint8)
         self._stall_frames = stall_frames
         self._flag_reward = float(flag_reward)
+        self._stall_penalty = None if stall_penalty is None else float(stall_penalty)
         self._on_flag = False
         self._best_x = 0
         self._since_best = 0
@@ -170,7 +175,11 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
                 self._best_x, self._since_best = info["x_pos"], 0
             else:
                 self._since_best += 1
-            truncated = not done and self._since_best >= self._stall_frames
+            stalled = not done and self._since_best >= self._stall_frames
+            if stalled and self._stall_penalty is not None:  # a failure, as a death is
+                done, reward = True, reward - self._stall_penalty
+            else:
+                truncated = stalled
         return self._screen, float(reward), bool(done), truncated, info
 
     def render(self) -> np.ndarray | None:

@@ -110,10 +110,12 @@ TRAIN_ENV = [
     Case(T, "env=snake +env.options.size=12", "unknown env.options.size for env=snake: valid options are dim", "env"),
     Case(T, "env=mario env.id=SuperMarioBros-1-1-v9", "valid ids are SuperMarioBros-v0..v3", "env", False),
     Case(T, "+experiment=mario_dqn env.options.stall_steps=0", "env.options.stall_steps must be a whole number of agent steps >= 1 or null (off), got 0", "env"),
+    Case(T, "+experiment=mario_dqn env.options.stall_penalty=15", "env.options.stall_penalty=15 needs env.options.stall_steps (the agent steps without progress that make a stall), e.g. env.options.stall_steps=150", "env"),
+    Case(T, "+experiment=mario_dqn env.options.stall_steps=150 env.options.stall_penalty=-1", "env.options.stall_penalty must be a number >= 0 (the game's reward units; 15 is a death's) or null (a stall is truncated), got -1", "env"),
     Case(T, "+experiment=mario_dqn env.options.stall_steps=5", "env.options.stall_steps=5 is 20 frames, within the 30 no-op frames a start may take (env.noop_max): set it above 7, or null", "env"),
     Case(T, "+experiment=mario_dqn env.options.flag_reward=big", "env.options.flag_reward must be a number (the game's reward units, before env.reward_scale; 0: the game's own reward), got 'big'", "env"),
     Case(T, "+experiment=mario_dqn +eval.env_options.stall_steps=0", "eval.env_options: env.options.stall_steps must be a whole number of agent steps >= 1 or null (off), got 0", "eval"),
-    Case(T, "+experiment=mario_dqn +eval.env_options.stall=5", "eval.env_options: unknown env.options.stall for env=mario: valid options are actions, stall_steps, flag_reward", "eval"),
+    Case(T, "+experiment=mario_dqn +eval.env_options.stall=5", "eval.env_options: unknown env.options.stall for env=mario: valid options are actions, stall_steps, flag_reward, stall_penalty", "eval"),
     Case(T, "+experiment=mario_dqn +eval.env_options.actions=right_only", "eval.env_options={'actions': 'right_only'} change the env's observation or action space, which the trained policy acts in: set only options that keep them (e.g. Mario's stall_steps)", "eval"),
     Case(T, "env=pettingzoo env.id=mpe2.nope_v3", "env=pettingzoo: cannot import mpe2.nope_v3", "env"),
 ]  # fmt: skip

@@ -1,6 +1,7 @@
 """Super Mario Bros under numpy 2: the raylab fix reproduces numpy 1.26's rewards and info exactly."""
 
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -127,6 +128,33 @@ def test_a_stalled_mario_is_truncated_after_stall_frames_and_a_running_one_is_no
     assert not any(off.step(0)[3] for _ in range(300))
 
 
+def test_a_stall_with_a_penalty_ends_as_a_failure_with_the_penalty_taken_from_its_reward():
+    """env.options.stall_penalty: the stall terminates (no bootstrap through it, as a death) and costs the penalty on
+    the frame it ends; before it, the same game and the same rewards as a truncated stall."""
+    failing = MarioEnv("SuperMarioBros-1-1-v0", stall_frames=90, stall_penalty=15)
+    plain = MarioEnv("SuperMarioBros-1-1-v0", stall_frames=90)
+    failing.reset(), plain.reset()
+    for t in range(1, 200):
+        a, b = failing.step(0), plain.step(0)  # NOOP: Mario stands at the start
+        if t < 90:
+            assert a[1:4] == b[1:4] == (b[1], False, False)
+            continue
+        assert (a[2], a[3]) == (True, False) and (b[2], b[3]) == (False, True)
+        assert a[1] == b[1] - 15.0
+        break
+    else:
+        raise AssertionError("no stall within 200 frames")
+    running = MarioEnv("SuperMarioBros-1-1-v0", stall_frames=90, stall_penalty=15)
+    _, info = running.reset()
+    start = info["x_pos"]
+    for _ in range(150):  # running right: no stall, no penalty
+        _, reward, terminated, truncated, info = running.step(1)
+        assert not truncated and reward > -15
+        if terminated:
+            break
+    assert info["x_pos"] > start + 100
+
+
 def test_the_flag_reward_is_paid_on_the_frame_that_reaches_the_flag_only(monkeypatch):
     """env.options.flag_reward: the game pays only for x-progress (and a clock and death penalty), so standing at
     the foot of the flag pole costs a policy next to nothing; the option adds a reward on the flag's frame."""
@@ -188,6 +216,39 @@ def test_stall_steps_count_agent_steps_through_the_family():
 def test_bad_stall_steps_are_one_line(stall, noop_max, expected):
     cfg = EnvConfig(family="mario", id="SuperMarioBros-1-1-v0", frame_skip=4, noop_max=noop_max,
                     options={"stall_steps": stall})  # fmt: skip
+    with pytest.raises(ConfigError) as err:
+        check_env_config(cfg)
+    assert expected in str(err.value) and "\n" not in str(err.value)
+
+
+def test_stall_penalty_goes_through_the_family_in_agent_steps():
+    cfg = EnvConfig(family="mario", id="SuperMarioBros-1-1-v0", frame_skip=4, grayscale=True, resize=(84, 84),
+                    frame_stack=1, noop_max=0, reward_scale=1 / 15,
+                    options={"stall_steps": 25, "stall_penalty": 15})  # fmt: skip
+    check_env_config(cfg)
+    env, plain = make_env(cfg, seed=0), make_env(replace(cfg, options={"stall_steps": 25}), seed=0)
+    env.reset(seed=0), plain.reset(seed=0)
+    steps, plain_steps = [env.step(0) for _ in range(25)], [plain.step(0) for _ in range(25)]
+    assert [s[2] for s in steps] == [False] * 24 + [True] and not any(s[3] for s in steps)
+    assert [s[1] for s in steps[:-1]] == [s[1] for s in plain_steps[:-1]]
+    assert steps[-1][1] == pytest.approx(plain_steps[-1][1] - 1.0)  # 15 game units, after reward_scale 1/15
+    env.close(), plain.close()
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"stall_steps": 150, "stall_penalty": -1},
+         "env.options.stall_penalty must be a number >= 0 (the game's reward units; 15 is a death's) or null (a stall "
+         "is truncated), got -1"),
+        ({"stall_steps": 150, "stall_penalty": "big"}, "got 'big'"),
+        ({"stall_steps": 150, "stall_penalty": float("nan")}, "got nan"),
+        ({"stall_penalty": 15}, "env.options.stall_penalty=15 needs env.options.stall_steps (the agent steps without "
+                                "progress that make a stall), e.g. env.options.stall_steps=150"),
+    ],
+)  # fmt: skip
+def test_a_bad_stall_penalty_is_one_line(options, expected):
+    cfg = EnvConfig(family="mario", id="SuperMarioBros-1-1-v0", frame_skip=4, noop_max=0, options=options)
     with pytest.raises(ConfigError) as err:
         check_env_config(cfg)
     assert expected in str(err.value) and "\n" not in str(err.value)
