@@ -151,6 +151,7 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
         self._on_flag = False
         self._best_x = 0
         self._since_best = 0
+        self._place = (0, 0, 0)  # (world, stage, life): the rightmost x counts from each new stage or life
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -159,6 +160,7 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
         self._screen = self._nes.reset().copy()
         info = self._info(self._nes._get_info())
         self._best_x, self._since_best = info["x_pos"], 0
+        self._place = (info["world"], info["stage"], info["life"])
         self._on_flag = info["flag_get"]
         return self._screen, info
 
@@ -171,7 +173,10 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
         self._on_flag = info["flag_get"]
         truncated = False
         if self._stall_frames is not None:  # stuck at a pipe or a wall: the clock would run ~2,000 agent steps
-            if info["x_pos"] > self._best_x:
+            place = (info["world"], info["stage"], info["life"])
+            if place != self._place:  # a whole-game id: the next stage, or a life restarted at a checkpoint
+                self._place, self._best_x, self._since_best = place, info["x_pos"], 0
+            elif info["x_pos"] > self._best_x:
                 self._best_x, self._since_best = info["x_pos"], 0
             else:
                 self._since_best += 1

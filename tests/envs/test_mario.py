@@ -155,6 +155,25 @@ def test_a_stall_with_a_penalty_ends_as_a_failure_with_the_penalty_taken_from_it
     assert info["x_pos"] > start + 100
 
 
+def test_a_whole_game_counts_a_stall_from_each_new_stage(monkeypatch):
+    """SuperMarioBros-v0 plays on after a flag, and x_pos starts again near 0 on the next stage (and at a checkpoint
+    after a lost life): progress there is measured from where Mario now stands, not against the last stage's x."""
+    env = MarioEnv("SuperMarioBros-v0", stall_frames=90)
+    env.reset()
+    for _ in range(120):  # running right on 1-1: the rightmost x grows to a few hundred
+        assert not env.step(1)[3]
+    nes = type(env._nes)
+    monkeypatch.setattr(nes, "_stage", property(lambda self: 2))  # 1-2, walking right from its start
+    x = [40]
+    monkeypatch.setattr(nes, "_x_position", property(lambda self: x[0]))
+    for _ in range(150):  # 150 frames of progress from x = 40: no stall
+        x[0] += 1
+        assert not env.step(1)[3]
+    # then standing still on 1-2 (x stays where it is)
+    ends = [t for t in range(1, 200) if env.step(0)[3]]
+    assert ends[0] == 90
+
+
 def test_the_flag_reward_is_paid_on_the_frame_that_reaches_the_flag_only(monkeypatch):
     """env.options.flag_reward: the game pays only for x-progress (and a clock and death penalty), so standing at
     the foot of the flag pole costs a policy next to nothing; the option adds a reward on the flag's frame."""
