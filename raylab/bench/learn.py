@@ -66,9 +66,10 @@ def add_parser(commands: Any) -> None:
         "--reuse",
         action="store_true",
         help="read a run whose directory already holds a finished benchmark_metrics.json instead of running it "
-        "again (e.g. after the baseline measurement of an earlier invocation failed); such runs have no "
-        "process_seconds. A run whose directory is gone but which --output already records, finished, with the "
-        "same overrides, is kept from there; so are the output's runs of variants this invocation does not name",
+        "again (e.g. after the baseline measurement of an earlier invocation failed); such runs keep the "
+        "process_seconds --output recorded for them, and have none where it did not. A run whose directory is "
+        "gone but which --output already records, finished, with the same overrides, is kept from there; so are "
+        "the output's runs of variants this invocation does not name",
     )
     p.add_argument(
         "--restart-unfinished",
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
             run_dir = runs_dir / f"{name}_seed{seed}"
             from_output = False  # only its figures are left: no run directory to score again
             if args.reuse and (run_dir / "benchmark_metrics.json").exists():
-                result = read_run(name, seed, run_dir, None)
+                result = same_run_timing(read_run(name, seed, run_dir, None), recorded.get((name, seed)))
             elif (name, seed) in recorded:  # its directory is gone (another machine, a cleaned tree)
                 result, from_output = recorded[(name, seed)], True
                 print(f"{name} seed {seed}: {run_dir} is gone; kept from {output}", flush=True)
@@ -214,6 +215,22 @@ def recorded_runs(earlier: dict[str, Any], variants: dict[str, list[str]]) -> di
         for r in earlier.get("runs", [])
         if r.get("ok") and r.get("variant") in same
     }
+
+
+def same_run_timing(result: dict[str, Any], earlier: dict[str, Any] | None) -> dict[str, Any]:
+    """A run read back from its directory keeps the process time and machine stamp that the output recorded for
+    that same run (same steps and training time) when the invocation that ran it timed it: reading it back for the
+    next game of a long table loses neither."""
+    same = (
+        earlier is not None
+        and result.get("ok")
+        and earlier.get("env_steps") == result.get("env_steps")
+        and earlier.get("train_seconds") == result.get("train_seconds")
+    )
+    if not same:
+        return result
+    assert earlier is not None
+    return {**result, "process_seconds": earlier.get("process_seconds"), "recorded": earlier["recorded"]}
 
 
 def _env_config(overrides: list[str]) -> Any:

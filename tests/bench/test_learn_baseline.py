@@ -53,6 +53,42 @@ def test_reuse_reads_finished_runs_instead_of_running_them(tmp_path, monkeypatch
     assert run["env_steps_per_s"] == 100.0
 
 
+def test_a_run_read_back_keeps_the_process_time_its_own_invocation_recorded(tmp_path, monkeypatch):
+    """A long table read back game by game (make bench-atari-table): the invocation that ran a game timed it; the
+    next one reads the run from its directory and keeps that time and machine stamp, only for that same run."""
+    run_dir = tmp_path / "runs" / "ppo_seed0"
+    run_dir.mkdir(parents=True)
+    report = {
+        "config": {"stop": {"mean_return": None}}, "evals": [], "duration_hours": 10 / 3600, "stop_reason": "done",
+        "total_timesteps": 1000, "total_updates": 10,
+        "throughput": {"agent_steps_per_s": 100.0, "learner_updates_per_s": 1.0},
+        "eval": {"return_mean": 4.0, "return_std": 0.5, "episodes": 10},
+    }  # fmt: skip
+
+    def train(*_args, **_kwargs):  # the run: its directory gets its benchmark_metrics.json, its command 12.5 s
+        (run_dir / "benchmark_metrics.json").write_text(json.dumps(report))
+        return learn.read_run("ppo", 0, run_dir, 12.5)
+
+    monkeypatch.setattr(learn, "run_one", train)
+    args = argparse.Namespace(
+        variant=["ppo="], source=[], seeds=[0], output=str(tmp_path / "out.json"), runs_dir=str(tmp_path / "runs"),
+        random_episodes=0, against_random=False, reuse=False, restart_unfinished=False,
+    )  # fmt: skip
+    assert learn.run(args, ["env=fake"]) == 0
+    first = json.loads((tmp_path / "out.json").read_text())
+    assert first["runs"][0]["process_seconds"] == 12.5
+    monkeypatch.setattr(learn, "run_one", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran again")))
+    args.reuse = True
+    assert learn.run(args, ["env=fake"]) == 0
+    (run,) = json.loads((tmp_path / "out.json").read_text())["runs"]
+    assert run["reused"] and run["process_seconds"] == 12.5 and run["recorded"] == first["machine"]
+    report["duration_hours"] = 20 / 3600  # another run in that directory: its time is not this one's
+    (run_dir / "benchmark_metrics.json").write_text(json.dumps(report))
+    assert learn.run(args, ["env=fake"]) == 0
+    (run,) = json.loads((tmp_path / "out.json").read_text())["runs"]
+    assert run["process_seconds"] is None and run["train_seconds"] == 20.0
+
+
 def test_an_unfinished_run_is_moved_aside_and_a_finished_one_kept(tmp_path):
     """--restart-unfinished: a long table (make bench-atari-table) resumes run by run: the run that was stopped
     is kept under another name and run again; a finished one stays to be read back; without the flag both are
