@@ -18,7 +18,7 @@ INSTALL_SCRIPT ?= scripts/install.sh
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: FORCE help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image image-cuda bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-frame-path-ab bench-atari-table bench-mario-learning bench-atari-peers bench-central bench-pong-learning bench-autosize bench-recurrent clean
+.PHONY: FORCE help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu install-image-tools image image-cuda bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-frame-path-ab bench-atari-table bench-atari-fifth bench-mario-learning bench-atari-peers bench-central bench-pong-learning bench-autosize bench-recurrent clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -225,6 +225,12 @@ bench-atari-table: install ## one recipe, several games: +experiment=atari_appo 
 	WANDB_MODE=disabled $(PY) -m raylab.bench learn --seeds 0 --reuse --restart-unfinished \
 		$(foreach g,$(ATARI_GAMES),--variant $(g)=env.id=$(g)-v5) --output benchmarks/atari_table.json +experiment=atari_appo $(ARGS)
 	$(PY) benchmarks/atari_table_plot.py benchmarks/atari_table.json
+
+ATARI_FIFTH ?= Qbert
+bench-atari-fifth: install ## the Atari table's command on a game no experiment or test names (ATARI_FIFTH, default Qbert) for 30 minutes of training, one seed -> benchmarks/atari_fifth_game.json, atari_fifth_game_curves.png
+	WANDB_MODE=disabled $(PY) -m raylab.bench learn --seeds 0 --reuse --restart-unfinished \
+		--variant $(ATARI_FIFTH)=env.id=$(ATARI_FIFTH)-v5 --output benchmarks/atari_fifth_game.json +experiment=atari_appo stop.seconds=1800 $(ARGS)
+	$(PY) benchmarks/atari_table_plot.py benchmarks/atari_fifth_game.json
 
 MARIO_SEEDS ?= 0 1
 bench-mario-learning: install ## +experiment=mario_dqn as committed, seeds MARIO_SEEDS (its stop: a confirmed greedy flag rate of 0.8, 2M agent steps or 2.5 h; ~2.5 h a seed on 2 cores); stopped, it resumes seed by seed -> benchmarks/mario_learning.json, mario_learning_curves.png

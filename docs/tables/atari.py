@@ -218,12 +218,16 @@ def transport_dedup(data: list[Json]) -> str:
 
 
 CLEANRL_PPO_ATARI = {
-    "Pong": ("20.45 ± 0.09", "20.36 ± 0.20", 20.45),
-    "BeamRider": ("2,501.85 ± 210.52", "1,915.93 ± 484.58", 2501.85),
-    "Breakout": ("211.24 ± 151.84", "414.66 ± 28.09", 211.24),
+    "Pong": ("20.45 ± 0.09", "20.36 ± 0.20", "20.39 ± 0.24", 20.45),
+    "BeamRider": ("2,501.85 ± 210.52", "1,915.93 ± 484.58", "2,478.44 ± 336.55", 2501.85),
+    "Breakout": ("211.24 ± 151.84", "414.66 ± 28.09", "430.09 ± 8.12", 211.24),
+    "SpaceInvaders": ("—", "—", "1,188.82 ± 80.52", 1188.82),
+    "Qbert": ("—", "—", "17,246.27 ± 605.40", 17246.27),
 }
-"""CleanRL's PPO documentation (docs/rl-algorithms/ppo.md: ppo_atari_envpool.py and ppo_atari.py at 10M agent
-steps, 40M frames, mean ± std over 3 seeds): the envpool figure, the gymnasium one, and the envpool mean."""
+"""CleanRL's PPO documentation (https://docs.cleanrl.dev/rl-algorithms/ppo/, all at 10M agent steps, 40M frames,
+mean ± std over seeds): ppo_atari_envpool.py's figure, ppo_atari.py's, ppo_atari_envpool_xla_jax.py's (the same
+EnvPool protocol and settings in JAX, without value-loss clipping: its 57-game table), and the reference the goal
+is judged against: ppo_atari_envpool.py's mean, or the JAX script's where the PyTorch one has no figure."""
 
 
 def atari_table(data: list[Json]) -> str:
@@ -234,20 +238,65 @@ def atari_table(data: list[Json]) -> str:
     header = [
         "game", "raylab greedy (10 games)", "raylab training (last 100 games)", "frames", "wall time",
         "frames/s", "CleanRL `ppo_atari_envpool`, 40M frames", "CleanRL `ppo_atari`, 40M frames",
-        "greedy ÷ CleanRL envpool",
+        "CleanRL `ppo_atari_envpool_xla_jax`, 40M frames", "greedy ÷ CleanRL envpool",
     ]  # fmt: skip
     rows = []
     for run in sorted((r for r in d["runs"] if r["ok"]), key=lambda r: r["variant"]):
         game = run["variant"]
-        envpool, gym_figure, mean = CLEANRL_PPO_ATARI.get(game, ("—", "—", None))
+        envpool, gym_figure, jax_figure, mean = CLEANRL_PPO_ATARI.get(game, ("—", "—", "—", None))
         greedy = f"{_ret(run['final_eval_return'])} ± {_ret(run['final_eval_std'])}"
         train = run.get("final_train_return")
         frames = run["env_steps"] * 4  # frame skip 4: atari_appo's env
         rows.append([
             game, greedy, "—" if train is None else _ret(train), f"{frames / 1e6:.2f}M",
             f"{run['train_seconds'] / 60:.0f} min", _int(run.get("env_frames_per_s") or frames / run["train_seconds"]),
-            envpool, gym_figure, "—" if mean is None else _pct(run["final_eval_return"] / mean),
+            envpool, gym_figure, jax_figure,
+            "—" if mean is None else _pct(run["final_eval_return"] / mean) + ("" if envpool != "—" else " (JAX's)"),
         ])  # fmt: skip
     missing = [name for name in d["variants"] if not any(r["variant"] == name and r["ok"] for r in d["runs"])]
     note = f"\nNot run to its budget yet: {', '.join(missing)}.\n" if missing else ""
     return _rows(header, rows) + note
+
+
+def _at_frames(curve: list[list[float]], frames: float) -> float | None:
+    """The training return (the recent whole games) at the last point of ``curve`` (time, steps, frames, return)
+    at or before ``frames``."""
+    before = [point[3] for point in curve if point[2] <= frames]
+    return before[-1] if before else None
+
+
+def _greedy_at(evals: list[list[float]], steps: float) -> float | None:
+    """The last periodic greedy evaluation (time, steps, return, ...) at or before ``steps`` agent steps."""
+    before = [e[2] for e in evals if e[1] <= steps]
+    return before[-1] if before else None
+
+
+def atari_trials(data: list[Json]) -> str:
+    """Settings tried against the Atari recipe (atari_recipe_trials.json), each run on one game for a short
+    budget and set beside the recipe's own run of that game in atari_table.json at the same frames: the training
+    return there (the recent whole games, sampled actions) and the last greedy evaluation (10 whole games)."""
+    trials, table = data
+    recipe = {r["variant"]: r for r in table["runs"] if r["ok"]}
+    header = [
+        "trial", "game", "changed", "frames", "training: trial", "training: recipe", "trial ÷ recipe",
+        "greedy: trial (final)", "greedy: recipe (last before)", "frames/s: trial", "frames/s: recipe",
+    ]  # fmt: skip
+    rows = []
+    for run in (r for r in trials["runs"] if r["ok"]):
+        overrides = trials["variants"][run["variant"]]
+        game = next(o.split("=", 1)[1].removesuffix("-v5") for o in overrides if o.startswith("env.id="))
+        changed = ", ".join(f"`{o}`" for o in overrides if not o.startswith("env.id="))
+        base = recipe.get(game)
+        frames = run["env_steps"] * 4  # frame skip 4: atari_appo's env
+        mine = _at_frames(run.get("train_curve") or [], frames)
+        theirs = _at_frames(base.get("train_curve") or [], frames) if base else None
+        greedy = run["final_eval_return"]
+        base_greedy = _greedy_at(base.get("evals") or [], run["env_steps"]) if base else None
+        rows.append([
+            run["variant"], game, changed, f"{frames / 1e6:.2f}M", "—" if mine is None else _ret(mine),
+            "—" if theirs is None else _ret(theirs),
+            "—" if mine is None or not theirs else _ratio(mine / theirs),
+            "—" if greedy is None else _ret(greedy), "—" if base_greedy is None else _ret(base_greedy),
+            _int(run["env_frames_per_s"]), "—" if base is None else _int(base["env_frames_per_s"]),
+        ])  # fmt: skip
+    return _rows(header, rows)

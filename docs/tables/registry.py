@@ -314,6 +314,9 @@ TABLES: dict[str, Table] = {
         "frames sent once: a Pong chunk's bytes and CPU, plain and deduplicated",
     ),
     "atari_table": Table(("atari_table.json",), atari_table, "one Atari recipe, several games, at 10M frames"),
+    "atari_fifth_game": Table(
+        ("atari_fifth_game.json",), atari_table, "the Atari recipe on a game nothing names, 30 minutes of training"
+    ),
     "mario_learning": Table(
         ("mario_learning.json",), mario_learning, "mario_dqn, as committed, toward the flag of World 1-1 on 2 cores"
     ),
