@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .atari import (
     atari_table,
+    atari_trials,
     atari_vs_peers,
     autosize_sweep,
     cnn_inference,
@@ -314,6 +315,11 @@ TABLES: dict[str, Table] = {
         "frames sent once: a Pong chunk's bytes and CPU, plain and deduplicated",
     ),
     "atari_table": Table(("atari_table.json",), atari_table, "one Atari recipe, several games, at 10M frames"),
+    "atari_trials": Table(
+        ("atari_recipe_trials.json", "atari_table.json"),
+        atari_trials,
+        "settings tried against the Atari recipe, beside its own run at the same frames",
+    ),
     "atari_fifth_game": Table(
         ("atari_fifth_game.json",), atari_table, "the Atari recipe on a game nothing names, 30 minutes of training"
     ),
