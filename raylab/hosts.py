@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from raylab.errors import RaylabError
+from raylab.learner.schedule import LrSchedule
 from raylab.params.link import ServerLink
 from raylab.params.server import ParameterServer, PushReply, ServerStats
 from raylab.remote.host import Host, remote
@@ -198,15 +199,28 @@ def learner_input(parts: tuple[Any, ...]) -> Any:
 
 
 class LearnerHost(Host):
-    def __init__(self, make: Callable[[], Any]):
+    def __init__(self, make: Callable[[], Any], schedule: LrSchedule | None = None):
+        """``schedule``: the learner's lr as a function of the run's env steps (learner.lr_schedule); None: the
+        lr it was made with, throughout."""
+        self.schedule = schedule
         with self.deferring_user_errors():
             self.learner = make()
 
     @remote(returns=3)
-    def update(self, *parts: Any) -> tuple[LearnerStats, Weights | None, Priorities | None]:
+    def update(
+        self, *parts: Any, env_steps: int | None = None
+    ) -> tuple[LearnerStats, Weights | None, Priorities | None]:
         """Train on ``parts`` (``learner_input``): (stats for the driver, the new weights when this call
-        published, the batches' new priorities, which go to the replay without passing through the driver)."""
+        published, the batches' new priorities, which go to the replay without passing through the driver).
+        ``env_steps``: the run's env steps when the driver made the call, which set the lr of a schedule; its
+        lr goes into the stats (``lr``)."""
+        lr = None
+        if self.schedule is not None and env_steps is not None:
+            lr = self.schedule.at(env_steps)
+            self.learner.set_lr(lr)
         stats = self.learner.update_many(learner_input(parts))
+        if lr is not None:
+            stats.metrics["lr"] = lr
         weights = None
         if stats.published:
             start = time.perf_counter()

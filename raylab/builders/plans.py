@@ -46,6 +46,7 @@ from raylab.hosts import (
     RolloutHost,
     ShardHost,
 )
+from raylab.learner.schedule import LrSchedule
 from raylab.plan import A3CPlan, Policies, PolicyPlan, ReplayPlan, RolloutPlan, RunPlan
 from raylab.remote.host import ActorSpec, Late, Resources
 from raylab.types import EnvSpaces
@@ -190,7 +191,15 @@ def learner_spec(cfg: RunConfig, spaces: EnvSpaces, sharing: int = 1) -> ActorSp
         cpus=max(opt.num_cpus, opt.num_threads),  # the CPUs its torch threads keep busy
         gpus=opt.num_gpus / sharing if fixed else 0.0, gpu_if_any=0.0 if fixed else whole / sharing,
     )  # fmt: skip
-    return ActorSpec(LearnerHost, (partial(build_learner, cfg, spaces),), res)
+    return ActorSpec(LearnerHost, (partial(build_learner, cfg, spaces), lr_schedule(cfg)), res)
+
+
+def lr_schedule(cfg: RunConfig) -> LrSchedule | None:
+    """The learner's lr over the run (learner.lr_schedule), None when it is constant."""
+    opt = cfg.learner
+    if opt.lr_schedule == "constant":
+        return None
+    return LrSchedule(opt.lr_schedule, opt.lr, opt.lr_final, cfg.stop.env_steps)
 
 
 def replay_spec(cfg: RunConfig, spaces: EnvSpaces, shard: int) -> ActorSpec:

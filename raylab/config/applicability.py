@@ -122,6 +122,9 @@ TABLE: tuple[Applies, ...] = (
         for name in ("precision", "compile_mode", "compile", "grad_accumulation", "prefetch", "tf32", "fused")
     ),
     Applies("learner.lr", algo=Scope(LEARNER, "their Learner's Adam"), fix="set algo.lr instead"),
+    # lr_final before lr_schedule: an lr_final needs lr_schedule=linear, and the refusal names the first
+    Applies("learner.lr_final", algo=Scope(LEARNER, "their Learner's Adam")),
+    Applies("learner.lr_schedule", algo=Scope(LEARNER, "their Learner's Adam")),
     Applies("learner.adam_eps", algo=Scope(LEARNER, "their Learner's Adam"), fix="set algo.rmsprop_eps instead"),
     Applies(
         "learner.max_grad_norm", algo=Scope(LEARNER, "their Learner's clipping"), fix="set algo.max_grad_norm instead"

@@ -15,7 +15,7 @@ from raylab.config.algo import APPOConfig, DQNConfig, PPOConfig, SequenceConfig
 from raylab.config.algorithms import ALGORITHMS, LOCAL_TOPOLOGY, TOPOLOGY_ALGOS
 from raylab.config.applicability import check_applicable
 from raylab.config.coerce import build, to_container
-from raylab.config.policies import check_policies
+from raylab.config.policies import check_policies, policy_config
 from raylab.config.schema import RunConfig
 from raylab.envs.registry import check_env_config, env_spaces, family, max_return
 from raylab.errors import ConfigError, check
@@ -201,11 +201,24 @@ def check_cross_fields(run: RunConfig) -> None:
                 f"{bound:g} per episode; set stop.mean_return<={bound:g} or null"
             )
     check_eval_extras(run)
+    check_lr_schedule(run)
     check(
         not (run.eval.video and family(run.env).multi_agent),
         f"eval.video records one env's game, and env={run.env.family} is a multi-agent env, which has no video "
         f"yet: set eval.video=false",
     )
+
+
+def check_lr_schedule(run: RunConfig) -> None:
+    """A linear learner.lr_schedule (the run's, or a policy's) is measured against stop.env_steps."""
+    prefixes = [("", run)] + [(f"policies.{name}.", policy_config(run, name)) for name in run.policies]
+    for prefix, cfg in prefixes:
+        check(
+            cfg.learner.lr_schedule != "linear" or run.stop.env_steps is not None,
+            f"{prefix}learner.lr_schedule=linear moves the lr over stop.env_steps, which is not set: set "
+            f"stop.env_steps=N (the run still stops on its other conditions first), or {prefix}learner.lr_schedule="
+            "constant",
+        )
 
 
 def check_eval_extras(run: RunConfig) -> None:

@@ -220,6 +220,13 @@ class LearnerConfig:
     """DQN: transitions per update (PPO and APPO split their chunks into algo.minibatches instead)."""
     lr: float = 1e-3
     """Adam learning rate (A3C: algo.lr, applied by the parameter server)."""
+    lr_schedule: Literal["constant", "linear"] = "constant"
+    """constant: learner.lr throughout. linear: from learner.lr at the first env step to learner.lr_final at
+    stop.env_steps (CleanRL's --anneal-lr, to 0 at its last update; SB3's linear_schedule), then held there; it
+    needs stop.env_steps, the horizon it is measured against (raylab/learner/schedule.py). The metrics carry the
+    lr of each learner call (learner/lr)."""
+    lr_final: float = 0.0
+    """The lr a linear learner.lr_schedule reaches at stop.env_steps."""
     adam_eps: float = 1e-8
     """Adam epsilon."""
     max_grad_norm: float | None = 10.0
@@ -278,6 +285,12 @@ class LearnerConfig:
             f"{self.batch_size}: pick a divisor",
         )
         check(self.lr > 0, f"learner.lr must be > 0 (got {self.lr})")
+        check(self.lr_final >= 0, f"learner.lr_final must be >= 0 (got {self.lr_final:g}): e.g. learner.lr_final=0")
+        check(
+            self.lr_schedule == "linear" or self.lr_final == 0.0,
+            f"learner.lr_final={self.lr_final:g} is the end of a linear schedule: add learner.lr_schedule=linear or "
+            "remove learner.lr_final",
+        )
         positive_or_none(self.max_grad_norm, "learner.max_grad_norm")
         check(self.updates_per_call >= 1, "learner.updates_per_call must be >= 1")
         check(self.publish_every >= 1, "learner.publish_every must be >= 1")

@@ -56,6 +56,15 @@ class FlatParams:
             raise ValueError("the optimizer must hold exactly the learner's parameters, in one group")
         self.device = devices.pop()
         self.optimizer = optimizer
+        group = optimizer.param_groups[0]
+        self.lr = torch.tensor(float(group["lr"]), dtype=torch.float64, device=self.device)
+        """The lr ``adam_math`` reads: a tensor, so that a compiled step takes a new lr without recompiling
+        (``set_lr`` keeps it and the optimizer group's equal)."""
+        beta1, beta2 = group["betas"]
+        self.hyper = (float(beta1), float(beta2), float(group["eps"]), float(group["weight_decay"]))
+        """Adam's betas, eps and weight decay, fixed for the optimizer's life (the Learner keeps its own through
+        a checkpoint's load): ``adam_math`` reads these, not the optimizer's group, which torch.compile would
+        guard on, value by value, the lr among them."""
         self.size = sum(p.numel() for p in self.params)
         self.flat = torch.empty(self.size, device=self.device)
         flatten_into(self.params, self.flat)
@@ -104,6 +113,12 @@ class FlatParams:
         else:
             self.steps.copy_(self.step.expand_as(self.steps))
 
+    def set_lr(self, lr: float) -> None:
+        """Adam's lr from the next step on, on every path: the optimizer group's (``adam_step``, torch's own
+        step, the fused NumPy update) and the tensor ``adam_math`` reads."""
+        self.optimizer.param_groups[0]["lr"] = float(lr)
+        self.lr.fill_(float(lr))
+
     def zero_grad(self) -> None:
         self.grad.zero_()
 
@@ -129,18 +144,17 @@ class FlatParams:
     def adam_math(self) -> None:
         """``adam_step`` written out as tensor arithmetic, for torch.compile to fuse (it cannot trace the fused
         kernel): the same update, ``p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)``."""
-        group = self.optimizer.param_groups[0]
-        beta1, beta2 = group["betas"]
-        if group["weight_decay"]:
-            self.grad.add_(self.flat, alpha=group["weight_decay"])
+        beta1, beta2, eps, weight_decay = self.hyper
+        if weight_decay:
+            self.grad.add_(self.flat, alpha=weight_decay)
         self.step.add_(1.0)
         self.exp_avg.lerp_(self.grad, 1.0 - beta1)
         self.exp_avg_sq.mul_(beta2).addcmul_(self.grad, self.grad, value=1.0 - beta2)
         step = self.step.double()  # 1 - 0.999^t in float32 loses 5 digits to cancellation: as the kernel, in double
         bias1 = 1.0 - torch.pow(beta1, step)
         bias2_sqrt = (1.0 - torch.pow(beta2, step)).sqrt()
-        denom = (self.exp_avg_sq.sqrt() / bias2_sqrt.float()).add_(group["eps"])
-        self.flat.sub_(self.exp_avg / denom * (group["lr"] / bias1).float())
+        denom = (self.exp_avg_sq.sqrt() / bias2_sqrt.float()).add_(eps)
+        self.flat.sub_(self.exp_avg / denom * (self.lr / bias1).float())
 
     def slice_of(self, tensor: torch.Tensor) -> slice | None:
         """Where ``tensor`` lies in ``flat`` (a parameter's view), or None for a tensor outside it."""

@@ -79,6 +79,10 @@ class CallPlan:
     """Whether a prefetch thread pulls and prepares the items ahead (it pays where pulling waits)."""
 
 
+ADAM_HYPER = ("lr", "betas", "eps", "weight_decay")
+"""The optimizer group's hyper-parameters a Learner keeps through a checkpoint's load."""
+
+
 class Learner:
     """Owns the objective's modules, the flat parameters and Adam; ``update_many(data)`` runs one call."""
 
@@ -300,10 +304,25 @@ class Learner:
             state["grad_scaler"] = self.scaler.state_dict()
         return to_cpu(state)
 
+    @property
+    def lr(self) -> float:
+        """Adam's current learning rate."""
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    def set_lr(self, lr: float) -> None:
+        """Train with ``lr`` from the next optimizer step on (learner.lr_schedule), whichever update path runs."""
+        self.flat.set_lr(lr)
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume from ``state``. Adam's hyper-parameters stay this learner's (its config's; the lr its
+        schedule's): the optimizer's state dict carries the ones it was saved with, which would otherwise
+        silently override a resumed run's learner.lr or learner.adam_eps."""
+        group = self.optimizer.param_groups[0]
+        own = {key: group[key] for key in ADAM_HYPER}
         for name, module in self.objective.modules().items():
             module.load_state_dict(state["modules"][name])
         self.optimizer.load_state_dict(state["optimizer"])
+        self.optimizer.param_groups[0].update(own)
         self.flat.bind_optimizer_state()  # load_state_dict replaced Adam's state tensors: back into the flat buffers
         if self._fused is not None:
             self._fused.fused.bind_optimizer_state()

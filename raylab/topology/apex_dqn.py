@@ -79,7 +79,9 @@ class ApexDQNTopology(ReplayFlow):
                 replay.limiter.record_sample(samples)
                 shard = replay.calls_made % len(replay.shards)  # learner calls take turns among the shards
                 shard_tag = driver.restarts.tag(f"replay_{replay.index(shard)}")
-                stats, weights, priorities = lane.learner.update(replay.shards[shard].sample_many(batch, calls))
+                stats, weights, priorities = lane.learner.update(
+                    replay.shards[shard].sample_many(batch, calls), env_steps=driver.monitor.progress.env_steps
+                )
                 job = ApexUpdate(stats, "learner", lane.actor, driver.restarts.tag(lane.actor), flow=self, lane=lane,
                                  weights=weights, priorities=priorities, replay=replay, shard=shard,
                                  shard_tag=shard_tag, drain=True)  # fmt: skip

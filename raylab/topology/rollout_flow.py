@@ -157,7 +157,7 @@ class RolloutFlow(Flow):
 
     def update(self, driver: Driver, lane: Lane, *parts: Any) -> Update:
         """A learner call of ``lane`` on ``parts`` (chunks, or a replay's batches), submitted."""
-        stats, weights, priorities = lane.learner.update(*parts)
+        stats, weights, priorities = lane.learner.update(*parts, env_steps=driver.monitor.progress.env_steps)
         job = Update(stats, "learner", lane.actor, driver.restarts.tag(lane.actor), flow=self, lane=lane,
                      weights=weights, priorities=priorities, drain=True)  # fmt: skip
         driver.submit(job)

@@ -184,3 +184,25 @@ def test_qr_dqn_learns_the_fake_task(tmp_path):
     )  # fmt: skip
     summary = run(cfg)
     assert summary.benchmark["eval_newest"]["return_mean"] >= 18  # random: 5; final.pt's newest weights
+
+
+@pytest.mark.parametrize("algo", ["appo", "dqn"])
+def test_a_linear_lr_schedule_falls_with_the_runs_env_steps(algo, tmp_path):
+    """learner.lr_schedule=linear: every learner call's lr (learner/lr, in each row) is the schedule's at the
+    env steps the driver had when it made the call, so it never rises, stays at or above the schedule's value
+    at its row's env steps, and ends near learner.lr_final at stop.env_steps."""
+    lr, final, horizon = 1e-3, 1e-4, 4000
+    options = ("replay.min_size=256", "learner.batch_size=32") if algo == "dqn" else ()
+    cfg = make_config(
+        tmp_path, *FAKE, "topology=local", f"algo={algo}", "learner.lr_schedule=linear", f"learner.lr={lr}",
+        f"learner.lr_final={final}", f"stop.env_steps={horizon}", "eval.final_episodes=0",
+        "logger.report_every_seconds=0.01", *options,
+    )  # fmt: skip
+    summary = run(cfg)
+    rows = [row for row in metrics_rows(summary.run_dir) if "learner/lr" in row]
+    lrs = [row["learner/lr"] for row in rows]
+    assert len(rows) >= 3 and lrs == sorted(lrs, reverse=True) and lrs[0] > lrs[-1]
+    for row in rows:
+        done = min(row["env_steps"] / horizon, 1.0)
+        assert lr >= row["learner/lr"] >= lr + (final - lr) * done - 1e-12
+    assert lrs[-1] <= final + 0.25 * (lr - final)

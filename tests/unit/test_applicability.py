@@ -21,7 +21,8 @@ NON_DEFAULT = {
     "topology.chunks_in_flight": 2, "learner.publish_every_calls": 2,
     "learner.precision": "bf16", "learner.compile_mode": "reduce-overhead", "learner.compile": True,
     "learner.grad_accumulation": 2, "learner.prefetch": False, "learner.tf32": False, "learner.fused": True,
-    "learner.lr": 0.01, "learner.adam_eps": 1e-5, "learner.max_grad_norm": 0.5,
+    "learner.lr": 0.01, "learner.lr_schedule": "linear", "learner.lr_final": 1e-5, "learner.adam_eps": 1e-5,
+    "learner.max_grad_norm": 0.5,
     "replay.kind": "prioritized", "replay.num_shards": 2, "replay.alpha": 0.5, "replay.beta": 0.5,
     "replay.beta_final": 0.9, "replay.beta_anneal_env_steps": 100, "replay.priority_eps": 1e-3,
     "replay.frame_dedup": False, "replay.samples_per_insert": 4.0, "replay.error_buffer": 10.0,
@@ -31,7 +32,7 @@ NON_DEFAULT = {
 """A value off its default for every key the table must hold: written here by hand, so a key dropped from the
 table (or added without a value here) fails test_the_table_holds_every_key_that_applies_somewhere_only."""
 
-EXTRA = {"learner.compile_mode": {"learner.compile": True}}
+EXTRA = {"learner.compile_mode": {"learner.compile": True}, "learner.lr_final": {"learner.lr_schedule": "linear"}}
 """What a value needs beside it to be valid where the key applies."""
 
 
