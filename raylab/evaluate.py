@@ -45,6 +45,10 @@ class EvaluateArgs:
     """Video frame rate; default: the env's render_fps over the frame skip, else 30."""
     seed: int | None = None
     """Seed of the evaluation envs; default: the run's seed (the same envs as its final evaluation)."""
+    env_options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Env options for the evaluation envs only, over the run's (``env_options.<name>=<value>``, e.g. Mario's
+    ``env_options.repress_jump=true``), as the run's eval.env_options: options that keep the observation and
+    action spaces the policy was trained in. The result's JSON records them."""
     against_random: str | None = None
     """A run of several policies: these policies (comma-separated names) act uniformly at random instead of
     with their weights, e.g. ``against_random=prey`` scores the predators against a random prey."""
@@ -55,19 +59,33 @@ FIELDS = {f.name: f for f in dataclasses.fields(EvaluateArgs)}
 
 def parse_args(argv: list[str]) -> EvaluateArgs:
     """``key=value`` pairs (a leading + is accepted, as in raylab.train)."""
+    import yaml
+
     values: dict[str, Any] = {}
+    env_options: dict[str, Any] = {}
     for arg in argv:
         key, eq, value = arg.lstrip("+").partition("=")
         if arg.startswith("-"):
             raise ConfigError(f"options are key=value, without dashes: write {arg.lstrip('-')}, e.g. episodes=3")
         if not eq:
             raise ConfigError(f"expected key=value, got '{arg}': e.g. python -m raylab.evaluate run_dir=outputs/<run>")
+        if key.startswith("env_options."):
+            name = key.removeprefix("env_options.")
+            if not name.isidentifier():
+                raise ConfigError(
+                    f"'{key}' names no env option: write env_options.<name>=<value>, e.g. env_options.repress_jump=true"
+                )
+            try:
+                env_options[name] = yaml.safe_load(value)
+            except yaml.YAMLError:
+                raise ConfigError(f"{key}={value} is not a YAML value: e.g. true, 150, null") from None
+            continue
         if key not in FIELDS:
             raise ConfigError(f"unknown option '{key}': valid options are {', '.join(FIELDS)}")
         values[key] = _parse_value(key, value)
     if "run_dir" not in values:
         raise ConfigError("run_dir is required: python -m raylab.evaluate run_dir=outputs/<date>/<time> [episodes=10]")
-    args = EvaluateArgs(**values)
+    args = EvaluateArgs(**values, env_options=env_options)
     if args.episodes < 1:
         raise ConfigError(f"episodes must be >= 1, got {args.episodes}")
     for name in ("fps", "max_video_steps"):
@@ -204,6 +222,9 @@ def load_run_config(run_dir: Path, args: EvaluateArgs) -> Any:
         ) from None
     if not isinstance(data, dict):
         raise RaylabError(f"{path} holds no config mapping: restore it, or pass another run_dir")
+    if args.env_options:  # over the run's own eval.env_options; resolve checks them (spaces kept)
+        section = data.setdefault("eval", {})
+        section["env_options"] = {**(section.get("env_options") or {}), **args.env_options}
     cfg = resolve(data, run_dir=str(run_dir))
     ev = dataclasses.replace(cfg.eval, episodes=args.episodes, video=False)  # video=true films its own episode
     return dataclasses.replace(cfg, eval=ev, seed=cfg.seed if args.seed is None else args.seed)
@@ -252,6 +273,8 @@ def evaluate(args: EvaluateArgs) -> dict[str, Any]:
         "lengths": result.lengths.tolist(),
         "extras_mean": result.extra_means(),  # Mario: the flag rate (flag_get) and the mean x_pos
         "extras": {key: values.tolist() for key, values in result.extras.items()},
+        "seed": cfg.seed,
+        "env_options": dict(args.env_options),
     }
     if args.against_random:
         out["against_random"] = args.against_random.split(",")
@@ -294,8 +317,9 @@ def main(argv: list[str] | None = None) -> None:
 
         print(f"raylab: error: {failures.one_line(err, failures.write_log(err, 'evaluate'))}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
+    options = "".join(f", env_options.{k}={v}" for k, v in out["env_options"].items())
     print(
-        f"raylab: {out['checkpoint']} (policy version {out['policy_version']}): return "
+        f"raylab: {out['checkpoint']} (policy version {out['policy_version']}{options}): return "
         f"{fmt_return(out['return_mean'])} ± {fmt_return(out['return_std'])} over {out['episodes']} episodes",
         flush=True,
     )

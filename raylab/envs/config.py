@@ -65,7 +65,7 @@ class EnvConfig:
     continuous one (for mpe2's agents without a voice, exactly its discrete actions)."""
     options: dict[str, Any] = field(default_factory=dict)
     """Family-specific options, checked by the family (gymnasium: keyword arguments of gymnasium.make; custom:
-    of env.factory; mario: actions, stall_steps, flag_reward, stall_penalty; procgen: distribution_mode,
+    of env.factory; mario: actions, stall_steps, flag_reward, stall_penalty, repress_jump; procgen: distribution_mode,
     num_levels, start_level, num_threads; snake: dim, start_length, border, observation, rewards; snake_arena:
     num_snakes, dim, num_food, view, ...; pettingzoo: keyword arguments of the module's parallel_env)."""
 

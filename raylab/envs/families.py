@@ -283,7 +283,7 @@ class MarioFamily(EnvFamily):
 
     name = "mario"
     episode_extras = mario.EPISODE_EXTRAS
-    options = ("actions", "stall_steps", "flag_reward", "stall_penalty")
+    options = ("actions", "stall_steps", "flag_reward", "stall_penalty", "repress_jump")
 
     def check(self, cfg: EnvConfig) -> None:
         super().check(cfg)
@@ -314,6 +314,9 @@ class MarioFamily(EnvFamily):
                 f"env.options.stall_penalty={penalty} needs env.options.stall_steps (the agent steps without progress "
                 f"that make a stall), e.g. env.options.stall_steps=150"
             )
+        repress = cfg.options.get("repress_jump", False)
+        if not isinstance(repress, bool):
+            raise ConfigError(f"env.options.repress_jump must be true or false, got {repress!r}")
         noops = cfg.noop_max or 0
         if stall is not None and stall * cfg.frame_skip <= noops:  # the start's no-ops would end episodes
             raise ConfigError(
@@ -332,6 +335,7 @@ class MarioFamily(EnvFamily):
             stall_frames=None if stall is None else stall * cfg.frame_skip,
             flag_reward=float(cfg.options.get("flag_reward", 0)),
             stall_penalty=None if cfg.options.get("stall_penalty") is None else float(cfg.options["stall_penalty"]),
+            repress_jump=bool(cfg.options.get("repress_jump", False)),
         )
 
 

@@ -39,6 +39,11 @@ VALID_IDS = (
     "SuperMarioBros2-v0..v1 and SuperMarioBros2-<world 1-12>-<stage 1-4>-v0..v1 (the Lost Levels)"
 )
 EPISODE_EXTRAS = ("x_pos", "flag_get")
+A_BUTTON = 0x01
+"""nes-py's joypad bit for A (the jump button)."""
+FLOAT_STATE = 0x001D
+"""RAM address of Mario's float state: 0 standing on something, 1 in the air by a jump, 2 by walking off a
+ledge, 3 on the flag pole."""
 
 
 def parse_id(env_id: str) -> tuple[str, bool, tuple[int, int] | None]:
@@ -125,6 +130,7 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
         stall_frames: int | None = None,
         flag_reward: float = 0.0,
         stall_penalty: float | None = None,
+        repress_jump: bool = False,
     ):
         """``stall_frames``: end the episode, truncated, after this many frames without a new rightmost x-position
         (env.options.stall_steps x env.frame_skip; None: only death, the flag or the game clock end it).
@@ -133,7 +139,13 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
         through it, so standing still costs only the clock's 1 a tick.
         ``flag_reward``: added to the game's reward on the frame that reaches the flag (env.options.flag_reward;
         the game's own reward pays only for x-progress, so a policy at the foot of the flag pole loses next to
-        nothing by standing there until the clock runs out)."""
+        nothing by standing there until the clock runs out).
+        ``repress_jump``: a jump action (one holding A) on a frame where A has been held on the ground for 2
+        frames presses the action without A, so the next frame's A is a new press (env.options.repress_jump).
+        The NES jumps when A goes down, not while it is held, and nothing on screen shows whether it is held:
+        without this, a policy that repeats a jump action against a pipe or a stair stands there with A held,
+        sees the same frames, and repeats it again (a greedy policy, forever). A frame of A on the ground is a
+        press (the jump shows in the float state a frame later), so a jump and its height are the game's own."""
         if actions not in ACTION_SETS:
             raise ConfigError(f"unknown Mario action set '{actions}': choose one of {', '.join(ACTION_SETS)}")
         rom_mode, lost_levels, target = parse_id(env_id)
@@ -149,6 +161,9 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
         self._flag_reward = float(flag_reward)
         self._stall_penalty = None if stall_penalty is None else float(stall_penalty)
         self._on_flag = False
+        self._repress = bool(repress_jump)
+        self._a_on_ground = 0
+        """Frames in a row that ended with A held and Mario on the ground (repress_jump)."""
         self._best_x = 0
         self._since_best = 0
         self._place = (0, 0, 0)  # (world, stage, life): the rightmost x counts from each new stage or life
@@ -158,6 +173,7 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)  # the emulator is deterministic; NoopReset draws start diversity from this seed
         self._screen = self._nes.reset().copy()
+        self._a_on_ground = 0
         info = self._info(self._nes._get_info())
         self._best_x, self._since_best = info["x_pos"], 0
         self._place = (info["world"], info["stage"], info["life"])
@@ -165,7 +181,13 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
         return self._screen, info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        frame, reward, done, raw_info = self._nes.step(self._codes[int(action)])
+        code = self._codes[int(action)]
+        if self._repress and code & A_BUTTON and self._a_on_ground >= 2:
+            code &= ~A_BUTTON  # released for this frame: the next one presses A anew
+        frame, reward, done, raw_info = self._nes.step(code)
+        if self._repress:
+            on_ground = code & A_BUTTON and self._nes.ram[FLOAT_STATE] == 0
+            self._a_on_ground = self._a_on_ground + 1 if on_ground else 0
         self._screen = frame.copy()  # nes-py returns a view of the frame buffer the next step overwrites
         info = self._info(raw_info)
         if info["flag_get"] and not self._on_flag:  # once a flag: a whole-game id plays on to the next stage

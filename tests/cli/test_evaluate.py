@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from raylab.errors import ConfigError
 from raylab.evaluate import EvaluateArgs, evaluate, main, parse_args
 from raylab.train import run
-from tests.conftest import make_config, metrics_rows
+from tests.conftest import FAKE, make_config, metrics_rows
 
 ENV = {**os.environ, "WANDB_MODE": "disabled"}
 SHORT = (
@@ -111,6 +112,26 @@ def test_missing_or_corrupt_checkpoint_is_one_line(dqn_run, tmp_path):
 def test_parse_args_types():
     args = parse_args(["+run_dir=x", "episodes=4", "video=true", "fps=12", "seed=null"])
     assert args == EvaluateArgs(run_dir="x", episodes=4, video=True, fps=12, seed=None)
+
+
+def test_env_options_change_the_evaluation_envs_only_are_recorded_and_write_over_nothing(tmp_path):
+    """``env_options.<name>=<value>`` (Mario's env_options.repress_jump=true): the evaluation envs take them over
+    the run's, the JSON records them beside the seed, an option that changes the policy's spaces is refused in
+    one line, and each evaluation gets a file of its own."""
+    run_dir = tmp_path / "fake"
+    run(make_config(run_dir, *FAKE, "topology=local", "stop.env_steps=600", "replay.min_size=100",
+                    "learner.batch_size=16", *SHORT))  # fmt: skip
+    plain = evaluate(EvaluateArgs(run_dir=str(run_dir), episodes=2))
+    short = evaluate(parse_args([f"run_dir={run_dir}", "episodes=2", "env_options.episode_length=5"]))
+    assert plain["lengths"] == [20, 20] and short["lengths"] == [5, 5]
+    assert (plain["env_options"], short["env_options"]) == ({}, {"episode_length": 5})
+    assert plain["seed"] == short["seed"] == 0
+    assert sorted(p.name for p in (run_dir / "eval").iterdir()) == ["final-2.json", "final.json"]
+    refused = r"^eval\.env_options=\{'num_actions': 3\} change the env's observation or action space"
+    with pytest.raises(ConfigError, match=refused):
+        evaluate(parse_args([f"run_dir={run_dir}", "env_options.num_actions=3"]))
+    with pytest.raises(ConfigError, match=r"'env_options\.' names no env option: write env_options\.<name>=<value>"):
+        parse_args([f"run_dir={run_dir}", "env_options.=3"])
 
 
 def test_a_dict_observation_run_is_scored_and_filmed(tmp_path):

@@ -2,6 +2,7 @@
 
 import zlib
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -279,3 +280,44 @@ def test_a_bad_flag_reward_is_one_line(flag):
     with pytest.raises(ConfigError) as err:
         check_env_config(cfg)
     assert "env.options.flag_reward must be a number" in str(err.value) and "\n" not in str(err.value)
+
+
+def held_jump(repress: bool, steps: int = 150) -> tuple[int, int]:
+    """(take-offs, final x) of right+A held for ``steps`` agent steps from 1-1's start, through the family."""
+    cfg = EnvConfig(family="mario", id="SuperMarioBros-1-1-v0", frame_skip=4, noop_max=0,
+                    options={"actions": "simple", "repress_jump": repress})  # fmt: skip
+    env = make_env(cfg, seed=0)
+    _, info = env.reset(seed=0)
+    ground, ys = info["y_pos"], [info["y_pos"]]
+    for _ in range(steps):
+        _, _, terminated, truncated, info = env.step(2)  # ['right', 'A']
+        ys.append(info["y_pos"])
+        if terminated or truncated:
+            break
+    env.close()
+    return sum(1 for a, b in pairwise(ys) if a == ground < b), info["x_pos"]
+
+
+def test_a_held_jump_action_jumps_once_and_with_repress_jump_again_on_each_landing():
+    """The NES jumps on A's press: right+A held jumps once, then Mario stands against the first pipe (x ~296)
+    for good. With env.options.repress_jump each landing presses A anew, and Mario hops on past the pipes."""
+    takeoffs, x = held_jump(repress=False)
+    assert takeoffs == 1 and x < 320
+    takeoffs, x = held_jump(repress=True)
+    assert takeoffs >= 5 and x > 900
+
+
+def test_repress_jump_leaves_a_jumps_height_as_the_game_makes_it():
+    """A frame of A on the ground is a press, not a held A: a jump held from standing rises as high either way."""
+    peaks = []
+    for repress in (False, True):
+        env = MarioEnv("SuperMarioBros-1-1-v0", repress_jump=repress)
+        env.reset()
+        peaks.append(max(env.step(2)[4]["y_pos"] for _ in range(40)))
+    assert peaks[0] == peaks[1] > 130
+
+
+def test_a_bad_repress_jump_is_one_line():
+    cfg = EnvConfig(family="mario", id="SuperMarioBros-1-1-v0", options={"repress_jump": "yes"})
+    with pytest.raises(ConfigError, match=r"^env\.options\.repress_jump must be true or false, got 'yes'$"):
+        check_env_config(cfg)
