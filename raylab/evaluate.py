@@ -55,12 +55,12 @@ class EvaluateArgs:
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(EvaluateArgs)}
+OPTIONS = [name if name != "env_options" else "env_options.<name>" for name in FIELDS]
+"""The options as a refusal lists them."""
 
 
 def parse_args(argv: list[str]) -> EvaluateArgs:
     """``key=value`` pairs (a leading + is accepted, as in raylab.train)."""
-    import yaml
-
     values: dict[str, Any] = {}
     env_options: dict[str, Any] = {}
     for arg in argv:
@@ -75,13 +75,13 @@ def parse_args(argv: list[str]) -> EvaluateArgs:
                 raise ConfigError(
                     f"'{key}' names no env option: write env_options.<name>=<value>, e.g. env_options.repress_jump=true"
                 )
-            try:
-                env_options[name] = yaml.safe_load(value)
-            except yaml.YAMLError:
-                raise ConfigError(f"{key}={value} is not a YAML value: e.g. true, 150, null") from None
+            env_options[name] = _option_value(key, value)
             continue
+        if key == "env_options":
+            raise ConfigError("env_options takes one option per argument: write env_options.<name>=<value>, e.g. "
+                              "env_options.repress_jump=true")  # fmt: skip
         if key not in FIELDS:
-            raise ConfigError(f"unknown option '{key}': valid options are {', '.join(FIELDS)}")
+            raise ConfigError(f"unknown option '{key}': valid options are {', '.join(OPTIONS)}")
         values[key] = _parse_value(key, value)
     if "run_dir" not in values:
         raise ConfigError("run_dir is required: python -m raylab.evaluate run_dir=outputs/<date>/<time> [episodes=10]")
@@ -94,6 +94,18 @@ def parse_args(argv: list[str]) -> EvaluateArgs:
     if args.video_format not in ("mp4", "gif"):
         raise ConfigError(f"unknown video_format '{args.video_format}': choose mp4 or gif")
     return args
+
+
+def _option_value(key: str, value: str) -> Any:
+    """An env option's value as raylab.train reads one (Hydra's override grammar: ``1e-5`` a float, ``yes`` a
+    string, ``[84,84]`` a list), so that an option means the same in both commands."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        return OverridesParser.create().parse_override(f"{key}={value}").value()
+    except HydraException:
+        raise ConfigError(f"{key}={value} is not a value raylab.train would read: e.g. true, 150, null") from None
 
 
 def _parse_value(key: str, value: str) -> Any:
@@ -222,10 +234,16 @@ def load_run_config(run_dir: Path, args: EvaluateArgs) -> Any:
         ) from None
     if not isinstance(data, dict):
         raise RaylabError(f"{path} holds no config mapping: restore it, or pass another run_dir")
-    if args.env_options:  # over the run's own eval.env_options; resolve checks them (spaces kept)
+    if not args.env_options:
+        cfg = resolve(data, run_dir=str(run_dir))
+    else:  # over the run's own eval.env_options; resolve checks them (the policy's spaces kept)
         section = data.setdefault("eval", {})
         section["env_options"] = {**(section.get("env_options") or {}), **args.env_options}
-    cfg = resolve(data, run_dir=str(run_dir))
+        try:
+            cfg = resolve(data, run_dir=str(run_dir))
+        except ConfigError as err:
+            given = " ".join(f"env_options.{k}={json.dumps(v)}" for k, v in args.env_options.items())
+            raise ConfigError(f"{given}: {err} (change or drop them)") from None
     ev = dataclasses.replace(cfg.eval, episodes=args.episodes, video=False)  # video=true films its own episode
     return dataclasses.replace(cfg, eval=ev, seed=cfg.seed if args.seed is None else args.seed)
 
@@ -275,6 +293,7 @@ def evaluate(args: EvaluateArgs) -> dict[str, Any]:
         "extras": {key: values.tolist() for key, values in result.extras.items()},
         "seed": cfg.seed,
         "env_options": dict(args.env_options),
+        "eval_env_options": dict(cfg.eval.env_options),
     }
     if args.against_random:
         out["against_random"] = args.against_random.split(",")
@@ -317,7 +336,7 @@ def main(argv: list[str] | None = None) -> None:
 
         print(f"raylab: error: {failures.one_line(err, failures.write_log(err, 'evaluate'))}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
-    options = "".join(f", env_options.{k}={v}" for k, v in out["env_options"].items())
+    options = "".join(f", env_options.{k}={json.dumps(v)}" for k, v in out["env_options"].items())
     print(
         f"raylab: {out['checkpoint']} (policy version {out['policy_version']}{options}): return "
         f"{fmt_return(out['return_mean'])} ± {fmt_return(out['return_std'])} over {out['episodes']} episodes",

@@ -216,8 +216,8 @@ def check_lr_schedule(run: RunConfig) -> None:
         check(
             cfg.learner.lr_schedule != "linear" or run.stop.env_steps is not None,
             f"{prefix}learner.lr_schedule=linear moves the lr over stop.env_steps, which is not set: set "
-            f"stop.env_steps=N (the run still stops on its other conditions first), or {prefix}learner.lr_schedule="
-            "constant",
+            f"stop.env_steps=N (the run stops on whichever of its conditions comes first), or "
+            f"{prefix}learner.lr_schedule=constant",
         )
 
 

@@ -222,9 +222,10 @@ class LearnerConfig:
     """Adam learning rate (A3C: algo.lr, applied by the parameter server)."""
     lr_schedule: Literal["constant", "linear"] = "constant"
     """constant: learner.lr throughout. linear: from learner.lr at the first env step to learner.lr_final at
-    stop.env_steps (CleanRL's --anneal-lr, to 0 at its last update; SB3's linear_schedule), then held there; it
-    needs stop.env_steps, the horizon it is measured against (raylab/learner/schedule.py). The metrics carry the
-    lr of each learner call (learner/lr)."""
+    stop.env_steps, then held there, each learner call taking the lr of the env steps collected when it was
+    made (CleanRL's --anneal-lr, which reaches lr/N at its N-th and last update; SB3's linear_schedule); it needs
+    stop.env_steps, the horizon it is measured against (raylab/learner/schedule.py). The metrics carry the lr
+    of each learner call (learner/lr)."""
     lr_final: float = 0.0
     """The lr a linear learner.lr_schedule reaches at stop.env_steps."""
     adam_eps: float = 1e-8

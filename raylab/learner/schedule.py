@@ -1,9 +1,11 @@
 """The learning rate as a function of the run's progress (``learner.lr_schedule``).
 
 ``linear`` moves Adam's lr in a straight line from ``learner.lr`` at the first env step to ``learner.lr_final``
-at ``stop.env_steps``, and holds it there after: CleanRL's ``--anneal-lr`` (``lr * (1 - update / updates)``,
-to 0 at its last update) and SB3's ``linear_schedule``, measured in env steps, the unit the run's budget is
-set in, so the schedule is the same whatever the number of rollout actors, chunks per call or learner speed.
+at ``stop.env_steps``, and holds it there after: CleanRL's ``--anneal-lr`` (``lr * (1 - (i - 1) / N)`` at
+update i of N, so lr/N at its last) and SB3's ``linear_schedule``, measured in env steps, the unit the run's
+budget is set in, so the schedule is the same whatever the number of rollout actors, chunks per call or
+learner speed. A call takes the lr of the env steps counted when it was made, its own chunks included: a
+call made at ``stop.env_steps`` trains at ``learner.lr_final``.
 The driver hands each learner call the run's env steps so far (a resumed run's included); the learner host
 sets the lr before the call trains (raylab.hosts.LearnerHost). No torch here.
 """

@@ -116,7 +116,7 @@ TRAIN_ENV = [
     Case(T, "+experiment=mario_dqn env.options.repress_jump=yes", "env.options.repress_jump must be true or false, got 'yes'", "env"),
     Case(T, "+experiment=mario_dqn env.options.flag_reward=big", "env.options.flag_reward must be a number (the game's reward units, before env.reward_scale; 0: the game's own reward), got 'big'", "env"),
     Case(T, "+experiment=mario_dqn +eval.env_options.stall_steps=0", "eval.env_options: env.options.stall_steps must be a whole number of agent steps >= 1 or null (off), got 0", "eval"),
-    Case(T, "+experiment=mario_dqn +eval.env_options.stall=5", "eval.env_options: unknown env.options.stall for env=mario: valid options are actions, stall_steps, flag_reward, stall_penalty", "eval"),
+    Case(T, "+experiment=mario_dqn +eval.env_options.stall=5", "eval.env_options: unknown env.options.stall for env=mario: valid options are actions, stall_steps, flag_reward, stall_penalty, repress_jump", "eval"),
     Case(T, "+experiment=mario_dqn +eval.env_options.actions=right_only", "eval.env_options={'actions': 'right_only'} change the env's observation or action space, which the trained policy acts in: set only options that keep them (e.g. Mario's stall_steps)", "eval"),
     Case(T, "env=pettingzoo env.id=mpe2.nope_v3", "env=pettingzoo: cannot import mpe2.nope_v3", "env"),
 ]  # fmt: skip
@@ -234,7 +234,8 @@ EVALUATE = [
     Case(E, "run_dir={missing}", "does not exist: pass a run directory", "evaluate", False),
     Case(E, "run_dir={file}", "is a file, not a run directory", "evaluate"),
     Case(E, "run_dir={run} env_options.=true", "'env_options.' names no env option: write env_options.<name>=<value>, e.g. env_options.repress_jump=true", "evaluate"),
-    Case(E, "run_dir={run} env_options.episode_length=[5", "env_options.episode_length=[5 is not a YAML value: e.g. true, 150, null", "evaluate"),
+    Case(E, "run_dir={run} env_options.episode_length=[5", "env_options.episode_length=[5 is not a value raylab.train would read: e.g. true, 150, null", "evaluate"),
+    Case(E, "run_dir={run} env_options={repress_jump:true}", "env_options takes one option per argument: write env_options.<name>=<value>, e.g. env_options.repress_jump=true", "evaluate"),
     Case(E, "run_dir={empty}", "not found: run_dir must be a raylab run directory (it has config.yaml)", "evaluate"),
     Case(E, "run_dir={bad}", "does not parse as YAML at line 2", "evaluate", False),
     Case(E, "run_dir={run}/checkpoints/final.pt", "is a checkpoint file, not a run directory", "evaluate", False),

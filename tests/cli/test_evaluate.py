@@ -125,13 +125,18 @@ def test_env_options_change_the_evaluation_envs_only_are_recorded_and_write_over
     short = evaluate(parse_args([f"run_dir={run_dir}", "episodes=2", "env_options.episode_length=5"]))
     assert plain["lengths"] == [20, 20] and short["lengths"] == [5, 5]
     assert (plain["env_options"], short["env_options"]) == ({}, {"episode_length": 5})
+    assert short["eval_env_options"] == {"episode_length": 5}
     assert plain["seed"] == short["seed"] == 0
     assert sorted(p.name for p in (run_dir / "eval").iterdir()) == ["final-2.json", "final.json"]
-    refused = r"^eval\.env_options=\{'num_actions': 3\} change the env's observation or action space"
+    refused = r"^env_options\.num_actions=3: eval\.env_options=\{'num_actions': 3\} change the env's observation or"
     with pytest.raises(ConfigError, match=refused):
         evaluate(parse_args([f"run_dir={run_dir}", "env_options.num_actions=3"]))
     with pytest.raises(ConfigError, match=r"'env_options\.' names no env option: write env_options\.<name>=<value>"):
         parse_args([f"run_dir={run_dir}", "env_options.=3"])
+    with pytest.raises(ConfigError, match=r"^env_options takes one option per argument: write env_options\.<name>="):
+        parse_args([f"run_dir={run_dir}", "env_options={episode_length: 5}"])
+    parsed = parse_args(["run_dir=x", "env_options.a=1e-5", "env_options.b=yes", "env_options.c=[84,84]"]).env_options
+    assert parsed == {"a": 1e-5, "b": "yes", "c": [84, 84]}  # as raylab.train reads them (Hydra's grammar)
 
 
 def test_a_dict_observation_run_is_scored_and_filmed(tmp_path):

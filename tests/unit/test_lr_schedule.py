@@ -84,7 +84,7 @@ def test_the_config_refuses_a_schedule_that_cannot_work(tmp_path):
         make_config(tmp_path, *FAKE, "learner.lr_schedule=linear", "learner.lr_final=-1e-4")
     with pytest.raises(ConfigError, match=r"add learner\.lr_schedule=linear or remove learner\.lr_final"):
         make_config(tmp_path, *FAKE, "learner.lr_final=1e-5")
-    with pytest.raises(ConfigError, match=r"learner\.lr_schedule"):
+    with pytest.raises(ConfigError, match=r"^learner\.lr_schedule=linear applies to algo=dqn/ppo/appo .*not algo=a3c"):
         make_config(tmp_path, *FAKE, "algo=a3c", "topology=a3c", "learner.lr_schedule=linear")
     cfg = make_config(tmp_path, *FAKE, "learner.lr_schedule=linear", "learner.lr_final=1e-5", "stop.env_steps=500")
     assert (cfg.learner.lr_schedule, cfg.learner.lr_final) == ("linear", 1e-5)
