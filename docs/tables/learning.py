@@ -435,3 +435,18 @@ def mario_learning(data: list[Json]) -> str:
         ])  # fmt: skip
     anchors = "".join(f"\n- {a}." for a in MARIO_ANCHORS)
     return _rows(header, rows) + f"\nPublished anchors for World 1-1 (agent steps, frame skip 4):\n{anchors}\n"
+
+
+def mario_repress_jump(data: list[Json]) -> str:
+    """``benchmarks/mario_repress_jump.py`` (mario_repress_jump.json): each trained policy scored over the same
+    greedy episodes with env.options.repress_jump off and on: the flag rate and where each episode ended."""
+    (d,) = data
+    header = ["run", "checkpoint (version)", "seed", "repress_jump", "flag rate", "x-position of each episode"]
+    rows = []
+    for e in d["evaluations"]:
+        rows.append([
+            f"`{e['run']}`", f"{e['checkpoint']} ({_int(e['policy_version'])})", str(e["seed"]),
+            "on" if e["repress_jump"] else "off", f"{sum(e['flag_get']):.0f} of {e['episodes']}",
+            ", ".join(f"{x:,.0f}" for x in e["x_pos"]),
+        ])  # fmt: skip
+    return _rows(header, rows)

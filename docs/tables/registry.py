@@ -43,6 +43,7 @@ from .learning import (
     learn,
     learning_summary,
     mario_learning,
+    mario_repress_jump,
     policies_learning,
     soak,
     throughput_before_after,
@@ -325,6 +326,11 @@ TABLES: dict[str, Table] = {
     ),
     "mario_learning": Table(
         ("mario_learning.json",), mario_learning, "mario_dqn, as committed, toward the flag of World 1-1 on 2 cores"
+    ),
+    "mario_repress_jump": Table(
+        ("mario_repress_jump.json",),
+        mario_repress_jump,
+        "trained Mario policies scored with env.options.repress_jump off and on, over the same greedy episodes",
     ),
     "atari_vs_peers": Table(
         ("atari_vs_peers.json",), atari_vs_peers, "Pong: raylab, Sample Factory and RLlib side by side"
