@@ -285,7 +285,7 @@ def atari_trials(data: list[Json]) -> str:
     for run in (r for r in trials["runs"] if r["ok"]):
         overrides = trials["variants"][run["variant"]]
         game = next(o.split("=", 1)[1].removesuffix("-v5") for o in overrides if o.startswith("env.id="))
-        changed = ", ".join(f"`{o}`" for o in overrides if not o.startswith("env.id="))
+        changed = ", ".join(f"`{o}`" for o in overrides if not o.startswith(("env.id=", "stop.")))  # stop: frames
         base = recipe.get(game)
         frames = run["env_steps"] * 4  # frame skip 4: atari_appo's env
         mine = _at_frames(run.get("train_curve") or [], frames)

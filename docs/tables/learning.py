@@ -3,6 +3,7 @@ several), old against new commits, and a run with its actors killed."""
 
 from __future__ import annotations
 
+from .atari import _at_frames
 from .format import Json, _int, _ratio, _ret, _rows, _s, commit_text
 
 
@@ -448,5 +449,52 @@ def mario_repress_jump(data: list[Json]) -> str:
             f"`{e['run']}`", f"{e['checkpoint']} ({_int(e['policy_version'])})", str(e["seed"]),
             "on" if e["repress_jump"] else "off", f"{sum(e['flag_get']):.0f} of {e['episodes']}",
             ", ".join(f"{x:,.0f}" for x in e["x_pos"]),
+        ])  # fmt: skip
+    return _rows(header, rows)
+
+
+def _base_variant(trial: list[str], variants: dict[str, list[str]]) -> str | None:
+    """The learning run's variant a trial changes: the one with the most overrides, all of them the trial's."""
+    within = [name for name, overrides in variants.items() if set(overrides) <= set(trial)]
+    return max(within, key=lambda name: len(variants[name]), default=None)
+
+
+def _x_at(run: Json, steps: float) -> tuple[float, float] | None:
+    """The last periodic greedy evaluation at or before ``steps`` agent steps: (flag rate, mean x-position)."""
+    before = [e[2] for e in run.get("eval_extras") or [] if e[1] <= steps]
+    return (before[-1].get("flag_get", 0.0), before[-1].get("x_pos", 0.0)) if before else None
+
+
+def mario_trials(data: list[Json]) -> str:
+    """Recipe changes tried on mario_dqn (mario_recipe_trials.json), each a short run set beside the learning
+    table's runs (mario_learning.json) of the variant it changes, at the same agent steps: the training return (the
+    recent episodes, exploring) and the greedy evaluation (10 episodes; the trial's is its final one, fresh)."""
+    trials, table = data
+    frame_skip = 4  # the mario env's frame skip: agent steps x 4 = frames
+    header = ["trial", "changes", "of", "agent steps (time)", "training return: trial", "training return: base, per "
+              "seed", "trial ÷ base (median)", "greedy flag rate, x: trial", "greedy flag rate, x: base, per seed",
+              "frames/s: trial", "frames/s: base"]  # fmt: skip
+    rows = []
+    for run in (r for r in trials["runs"] if r["ok"]):
+        overrides = [o for o in trials["variants"][run["variant"]] if not o.startswith("stop.")]
+        base = _base_variant(overrides, table["variants"])
+        changed = [o for o in overrides if o not in (table["variants"].get(base) or [])]
+        bases = sorted((r for r in table["runs"] if r["ok"] and r["variant"] == base), key=lambda r: r["seed"])
+        frames = run["env_steps"] * frame_skip
+        mine = _at_frames(run.get("train_curve") or [], frames)
+        theirs = [_at_frames(b.get("train_curve") or [], frames) for b in bases]
+        known = sorted(t for t in theirs if t is not None)
+        median = (known[(len(known) - 1) // 2] + known[len(known) // 2]) / 2 if known else None
+        final = run.get("final_eval_extras") or {}
+        greedy = [_x_at(b, run["env_steps"]) for b in bases]
+        rows.append([
+            f"`{run['variant']}`", ", ".join(f"`{o}`" for o in changed) or "—", f"`{base}`" if base else "—",
+            f"{_int(run['env_steps'])} ({_hm(run['train_seconds'])})", "—" if mine is None else _ret(mine),
+            " / ".join("—" if t is None else _ret(t) for t in theirs) or "—",
+            "—" if mine is None or not median else _ratio(mine / median),
+            f"{final['flag_get']:.1f}, {final['x_pos']:,.0f}" if {"flag_get", "x_pos"} <= set(final) else "—",
+            " / ".join("—" if g is None else f"{g[0]:.1f}, {g[1]:,.0f}" for g in greedy) or "—",
+            _int(run.get("env_frames_per_s") or 0),
+            " / ".join(_int(b.get("env_frames_per_s") or 0) for b in bases) or "—",
         ])  # fmt: skip
     return _rows(header, rows)

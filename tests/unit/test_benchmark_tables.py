@@ -89,3 +89,35 @@ def test_module_bullets_reads_a_docstrings_variants(tmp_path):
     module = tmp_path / "m.py"
     module.write_text('"""Title.\n\n- ``a``: first,\n  continued.\n- ``b``: uses ``a``.\n\nAfter.\n"""\n')
     assert module_bullets(module) == {"a": "first, continued.", "b": "uses `a`."}
+
+
+def test_a_mario_trial_is_set_beside_the_runs_of_the_variant_it_changes():
+    from docs.tables.learning import mario_trials
+
+    def run(variant: str, seed: int, steps: int, curve: list, evals: list, final: dict | None = None) -> dict:
+        fields = {"train_curve": curve, "eval_extras": evals, "final_eval_extras": final, "env_frames_per_s": 600.0}
+        return {"variant": variant, "seed": seed, "ok": True, "env_steps": steps, "train_seconds": 2400.0, **fields}
+
+    stall = ["env.options.flag_reward=50", "env.options.stall_steps=150"]
+    table = {
+        "variants": {"default": [], "flag_reward": stall[:1], "flag_stall": stall},
+        "runs": [
+            run("flag_reward", 0, 900_000, [[1, 100, 400, 9.0], [2, 400_000, 1_600_000, 999.0]], []),
+            *(run("flag_stall", seed, 900_000, [[1, 100, 400, 1.0], [2, 390_000, 1_560_000, value],
+                                                [3, 500_000, 2_000_000, 5000.0]],
+                  [[600, 300_000, {"flag_get": 0.0, "x_pos": 800.0 + seed}],
+                   [1200, 450_000, {"flag_get": 0.1, "x_pos": 3000.0}]])
+              for seed, value in ((0, 1000.0), (1, 1400.0))),
+        ],
+    }  # fmt: skip
+    trials = {
+        "variants": {"right_only": [*stall, "env.options.actions=right_only", "stop.seconds=2400"]},
+        "runs": [
+            run("right_only", 0, 400_000, [[1, 400_000, 1_600_000, 1800.0]], [], {"flag_get": 0.2, "x_pos": 2100.0})
+        ],
+    }
+    (line,) = [row for row in mario_trials([trials, table]).splitlines() if row.startswith("| `right_only`")]
+    cells = [cell.strip() for cell in line.strip("|").split("|")]
+    assert cells[1:4] == ["`env.options.actions=right_only`", "`flag_stall`", "400,000 (40 min)"]
+    assert cells[4:7] == ["1800.0", "1000.0 / 1400.0", "1.50×"]  # 1,800 / the median of 1,000 and 1,400
+    assert cells[7:9] == ["0.2, 2,100", "0.0, 800 / 0.0, 801"]  # the bases' last greedy evaluation by 400,000 steps
