@@ -453,48 +453,78 @@ def mario_repress_jump(data: list[Json]) -> str:
     return _rows(header, rows)
 
 
+def _settings(overrides: list[str]) -> dict[str, str]:
+    """``key=value`` overrides as a dict (``stop.*`` left out: a trial's budget is not a recipe change)."""
+    pairs = (o.split("=", 1) for o in overrides if "=" in o and not o.startswith("stop."))
+    return {key.lstrip("+~"): value for key, value in pairs}
+
+
 def _base_variant(trial: list[str], variants: dict[str, list[str]]) -> str | None:
-    """The learning run's variant a trial changes: the one with the most overrides, all of them the trial's."""
-    within = [name for name, overrides in variants.items() if set(overrides) <= set(trial)]
-    return max(within, key=lambda name: len(variants[name]), default=None)
+    """The learning run's variant a trial changes: of those whose every key the trial also sets, the one whose
+    values the trial keeps most of, then the one that sets most keys (``stall_steps=300`` with ``flag_stall``'s other
+    settings changes ``flag_stall``'s 150; it is not a variant without a stall plus a stall). Two variants still
+    level are an error: the trial does not say which it changes."""
+    mine = _settings(trial)
+    near: dict[str, tuple[int, int]] = {}
+    for name, overrides in variants.items():
+        theirs = _settings(overrides)
+        if set(theirs) <= set(mine):
+            near[name] = (sum(mine[key] == value for key, value in theirs.items()), len(theirs))
+    if not near:
+        return None
+    best = max(near.values())
+    tied = [name for name, score in near.items() if score == best]
+    if len(tied) > 1:
+        raise ValueError(f"a trial ({' '.join(trial)}) is equally near the variants {tied}: name the base's settings")
+    return tied[0]
 
 
-def _x_at(run: Json, steps: float) -> tuple[float, float] | None:
-    """The last periodic greedy evaluation at or before ``steps`` agent steps: (flag rate, mean x-position)."""
-    before = [e[2] for e in run.get("eval_extras") or [] if e[1] <= steps]
-    return (before[-1].get("flag_get", 0.0), before[-1].get("x_pos", 0.0)) if before else None
+def _x_at(run: Json, steps: float) -> str:
+    """The last periodic greedy evaluation at or before ``steps`` agent steps: flag rate, mean x-position."""
+    before = [e for e in run.get("eval_extras") or [] if e[1] <= steps]
+    if not before or not {"flag_get", "x_pos"} <= set(before[-1][2]):
+        return "—"
+    _, at_steps, extras = before[-1]
+    return f"{extras['flag_get']:.1f}, {extras['x_pos']:,.0f} (at {_int(at_steps)})"
+
+
+def _per_seed(cells: list[tuple[int, str]]) -> str:
+    return "; ".join(f"seed {seed}: {text}" for seed, text in cells) or "—"
 
 
 def mario_trials(data: list[Json]) -> str:
     """Recipe changes tried on mario_dqn (mario_recipe_trials.json), each a short run set beside the learning
     table's runs (mario_learning.json) of the variant it changes, at the same agent steps: the training return (the
-    recent episodes, exploring) and the greedy evaluation (10 episodes; the trial's is its final one, fresh)."""
+    recent episodes, exploring) per seed and as a ratio to their median, and the greedy evaluation (10 episodes;
+    the trial's is its final one, fresh; the base's the last periodic one at or before the trial's steps)."""
     trials, table = data
     frame_skip = 4  # the mario env's frame skip: agent steps x 4 = frames
-    header = ["trial", "changes", "of", "agent steps (time)", "training return: trial", "training return: base, per "
-              "seed", "trial ÷ base (median)", "greedy flag rate, x: trial", "greedy flag rate, x: base, per seed",
+    header = ["trial", "changes", "of", "agent steps (time)", "training return: trial", "training return: base",
+              "trial ÷ base (median)", "greedy flag rate, x: trial (final)", "greedy flag rate, x: base (last before)",
               "frames/s: trial", "frames/s: base"]  # fmt: skip
     rows = []
-    for run in (r for r in trials["runs"] if r["ok"]):
-        overrides = [o for o in trials["variants"][run["variant"]] if not o.startswith("stop.")]
+    for run in trials["runs"]:
+        overrides = trials["variants"][run["variant"]]
         base = _base_variant(overrides, table["variants"])
-        changed = [o for o in overrides if o not in (table["variants"].get(base) or [])]
+        kept = _settings(table["variants"].get(base) or [])
+        changed = [f"`{key}={value}`" for key, value in _settings(overrides).items() if kept.get(key) != value]
+        named = [f"`{run['variant']}`", ", ".join(changed) or "—", f"`{base}`" if base else "—"]
+        if not run["ok"]:
+            rows.append([*named, "failed", *["—"] * 7])
+            continue
         bases = sorted((r for r in table["runs"] if r["ok"] and r["variant"] == base), key=lambda r: r["seed"])
-        frames = run["env_steps"] * frame_skip
-        mine = _at_frames(run.get("train_curve") or [], frames)
-        theirs = [_at_frames(b.get("train_curve") or [], frames) for b in bases]
-        known = sorted(t for t in theirs if t is not None)
+        steps = run["env_steps"]
+        mine = _at_frames(run.get("train_curve") or [], steps * frame_skip)
+        theirs = [(b["seed"], _at_frames(b.get("train_curve") or [], steps * frame_skip)) for b in bases]
+        known = sorted(t for _, t in theirs if t is not None)
         median = (known[(len(known) - 1) // 2] + known[len(known) // 2]) / 2 if known else None
         final = run.get("final_eval_extras") or {}
-        greedy = [_x_at(b, run["env_steps"]) for b in bases]
         rows.append([
-            f"`{run['variant']}`", ", ".join(f"`{o}`" for o in changed) or "—", f"`{base}`" if base else "—",
-            f"{_int(run['env_steps'])} ({_hm(run['train_seconds'])})", "—" if mine is None else _ret(mine),
-            " / ".join("—" if t is None else _ret(t) for t in theirs) or "—",
+            *named, f"{_int(steps)} ({_hm(run['train_seconds'])})", "—" if mine is None else _ret(mine),
+            _per_seed([(seed, "—" if t is None else _ret(t)) for seed, t in theirs]),
             "—" if mine is None or not median else _ratio(mine / median),
             f"{final['flag_get']:.1f}, {final['x_pos']:,.0f}" if {"flag_get", "x_pos"} <= set(final) else "—",
-            " / ".join("—" if g is None else f"{g[0]:.1f}, {g[1]:,.0f}" for g in greedy) or "—",
-            _int(run.get("env_frames_per_s") or 0),
-            " / ".join(_int(b.get("env_frames_per_s") or 0) for b in bases) or "—",
+            _per_seed([(b["seed"], _x_at(b, steps)) for b in bases]), _int(run.get("env_frames_per_s") or 0),
+            _per_seed([(b["seed"], _int(b.get("env_frames_per_s") or 0)) for b in bases]),
         ])  # fmt: skip
     return _rows(header, rows)

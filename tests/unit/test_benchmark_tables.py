@@ -91,33 +91,67 @@ def test_module_bullets_reads_a_docstrings_variants(tmp_path):
     assert module_bullets(module) == {"a": "first, continued.", "b": "uses `a`."}
 
 
-def test_a_mario_trial_is_set_beside_the_runs_of_the_variant_it_changes():
+def _mario_run(variant: str, seed: int, steps: int, curve: list, evals: list, final: dict | None = None) -> dict:
+    fields = {"train_curve": curve, "eval_extras": evals, "final_eval_extras": final, "env_frames_per_s": 600.0 + seed}
+    return {"variant": variant, "seed": seed, "ok": True, "env_steps": steps, "train_seconds": 2400.0, **fields}
+
+
+STALL = ["env.options.flag_reward=50", "env.options.stall_steps=150"]
+MARIO_TABLE = {
+    "variants": {"default": [], "flag_reward": STALL[:1], "flag_stall": STALL},
+    "runs": [
+        _mario_run("flag_reward", 0, 900_000, [[1, 100, 400, 9.0], [2, 400_000, 1_600_000, 999.0]], []),
+        *(_mario_run("flag_stall", seed, 900_000, [[1, 100, 400, 1.0], [2, 390_000, 1_560_000, value],
+                                                   [3, 500_000, 2_000_000, 5000.0]],
+                     [[300, 200_000, {"flag_get": 0.0, "x_pos": 500.0}],
+                      [600, 400_000, {"flag_get": 0.1, "x_pos": 800.0 + seed}] if seed != 2 else [600, 400_000, {}],
+                      [1200, 450_000, {"flag_get": 0.5, "x_pos": 3000.0}]])
+          for seed, value in ((0, 1000.0), (1, 1400.0), (2, 3000.0))),
+        {**_mario_run("flag_stall", 3, 0, [], []), "ok": False},
+    ],
+}  # fmt: skip
+
+
+def _mario_rows(trials: dict) -> dict[str, list[str]]:
     from docs.tables.learning import mario_trials
 
-    def run(variant: str, seed: int, steps: int, curve: list, evals: list, final: dict | None = None) -> dict:
-        fields = {"train_curve": curve, "eval_extras": evals, "final_eval_extras": final, "env_frames_per_s": 600.0}
-        return {"variant": variant, "seed": seed, "ok": True, "env_steps": steps, "train_seconds": 2400.0, **fields}
+    lines = [line for line in mario_trials([trials, MARIO_TABLE]).splitlines() if line.startswith("| `")]
+    return {cells[0]: cells for cells in ([c.strip() for c in line.strip("|").split("|")] for line in lines)}
 
-    stall = ["env.options.flag_reward=50", "env.options.stall_steps=150"]
-    table = {
-        "variants": {"default": [], "flag_reward": stall[:1], "flag_stall": stall},
+
+def test_a_mario_trial_is_set_beside_the_runs_of_the_variant_it_changes():
+    final = {"flag_get": 0.2, "x_pos": 2100.0}
+    trials = {
+        "variants": {
+            "right_only": [*STALL, "env.options.actions=right_only", "stop.seconds=2400"],
+            "longer_stall": ["env.options.flag_reward=50", "env.options.stall_steps=300"],
+            "broken": [*STALL, "algo.n_step=5"],
+        },
         "runs": [
-            run("flag_reward", 0, 900_000, [[1, 100, 400, 9.0], [2, 400_000, 1_600_000, 999.0]], []),
-            *(run("flag_stall", seed, 900_000, [[1, 100, 400, 1.0], [2, 390_000, 1_560_000, value],
-                                                [3, 500_000, 2_000_000, 5000.0]],
-                  [[600, 300_000, {"flag_get": 0.0, "x_pos": 800.0 + seed}],
-                   [1200, 450_000, {"flag_get": 0.1, "x_pos": 3000.0}]])
-              for seed, value in ((0, 1000.0), (1, 1400.0))),
+            _mario_run("right_only", 0, 400_000, [[1, 400_000, 1_600_000, 1800.0]], [], final),
+            _mario_run("longer_stall", 0, 400_000, [[1, 400_000, 1_600_000, 700.0]], [], {"flag_get": 0.0}),
+            {**_mario_run("broken", 0, 0, [], []), "ok": False},
         ],
     }  # fmt: skip
-    trials = {
-        "variants": {"right_only": [*stall, "env.options.actions=right_only", "stop.seconds=2400"]},
-        "runs": [
-            run("right_only", 0, 400_000, [[1, 400_000, 1_600_000, 1800.0]], [], {"flag_get": 0.2, "x_pos": 2100.0})
-        ],
-    }
-    (line,) = [row for row in mario_trials([trials, table]).splitlines() if row.startswith("| `right_only`")]
-    cells = [cell.strip() for cell in line.strip("|").split("|")]
-    assert cells[1:4] == ["`env.options.actions=right_only`", "`flag_stall`", "400,000 (40 min)"]
-    assert cells[4:7] == ["1800.0", "1000.0 / 1400.0", "1.50×"]  # 1,800 / the median of 1,000 and 1,400
-    assert cells[7:9] == ["0.2, 2,100", "0.0, 800 / 0.0, 801"]  # the bases' last greedy evaluation by 400,000 steps
+    rows = _mario_rows(trials)
+    right_only = rows["`right_only`"]
+    assert right_only[1:4] == ["`env.options.actions=right_only`", "`flag_stall`", "400,000 (40 min)"]
+    # each seed's return at the last point by 1.6M frames; the ratio is to their median (1,400), not their mean
+    assert right_only[4:7] == ["1800.0", "seed 0: 1000.0; seed 1: 1400.0; seed 2: 3000.0", "1.29×"]
+    # the base's last evaluation at or before 400,000 steps, "—" where it holds no x-position; the failed seed left out
+    assert right_only[7:9] == ["0.2, 2,100", "seed 0: 0.1, 800 (at 400,000); seed 1: 0.1, 801 (at 400,000); seed 2: —"]
+    assert right_only[9:] == ["600", "seed 0: 600; seed 1: 601; seed 2: 602"]
+    # a changed value of the base's is a change of that base, not a run of a variant without it
+    assert rows["`longer_stall`"][1:3] == ["`env.options.stall_steps=300`", "`flag_stall`"]
+    assert rows["`longer_stall`"][7] == "—"  # a final evaluation without its x-position
+    assert rows["`broken`"][1:4] == ["`algo.n_step=5`", "`flag_stall`", "failed"]
+
+
+def test_a_mario_trial_equally_near_two_variants_is_refused():
+    from docs.tables.learning import _base_variant
+
+    variants = {"a": ["env.options.x=1"], "b": ["env.options.y=1"]}
+    assert _base_variant(["env.options.x=1", "env.options.z=3"], variants) == "a"
+    assert _base_variant(["algo.n_step=5"], {"x": ["env.options.x=1"]}) is None
+    with pytest.raises(ValueError, match="equally near the variants"):
+        _base_variant(["env.options.x=2", "env.options.y=2"], variants)
