@@ -44,6 +44,7 @@ from .learning import (
     learning_summary,
     mario_learning,
     mario_repress_jump,
+    mario_trials,
     policies_learning,
     soak,
     throughput_before_after,
@@ -331,6 +332,11 @@ TABLES: dict[str, Table] = {
         ("mario_repress_jump.json",),
         mario_repress_jump,
         "trained Mario policies scored with env.options.repress_jump off and on, over the same greedy episodes",
+    ),
+    "mario_trials": Table(
+        ("mario_recipe_trials.json", "mario_learning.json"),
+        mario_trials,
+        "mario_dqn recipe changes, each a short run beside the learning runs of the variant it changes",
     ),
     "atari_vs_peers": Table(
         ("atari_vs_peers.json",), atari_vs_peers, "Pong: raylab, Sample Factory and RLlib side by side"
