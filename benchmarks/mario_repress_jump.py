@@ -8,7 +8,8 @@ Each evaluation is ``python -m raylab.evaluate run_dir=<run> checkpoint=<name> e
 env_options.repress_jump=<off|on>``, called in-process (each also writes its JSON under <run>/eval/, never over an
 earlier one). The policies trained with repress_jump off; "on" changes only what a jump action does on a frame
 where A has been held on the ground for two frames (raylab/envs/mario.py). ``--reuse`` keeps the evaluations
-the output already holds for the same run, checkpoint version, seed, episodes and setting.
+the output already holds for the same run directory, checkpoint name, episodes and setting (the seed is the
+run's; a checkpoint written again under the same name, as by a resumed run, is not noticed: leave --reuse off).
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@ several), old against new commits, and a run with its actors killed."""
 
 from __future__ import annotations
 
+import statistics
+
 from .atari import _at_frames
 from .format import Json, _int, _ratio, _ret, _rows, _s, commit_text
 
@@ -516,8 +518,8 @@ def mario_trials(data: list[Json]) -> str:
         steps = run["env_steps"]
         mine = _at_frames(run.get("train_curve") or [], steps * frame_skip)
         theirs = [(b["seed"], _at_frames(b.get("train_curve") or [], steps * frame_skip)) for b in bases]
-        known = sorted(t for _, t in theirs if t is not None)
-        median = (known[(len(known) - 1) // 2] + known[len(known) // 2]) / 2 if known else None
+        known = [t for _, t in theirs if t is not None]
+        median = statistics.median(known) if known else None
         final = run.get("final_eval_extras") or {}
         rows.append([
             *named, f"{_int(steps)} ({_hm(run['train_seconds'])})", "—" if mine is None else _ret(mine),
