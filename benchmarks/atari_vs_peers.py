@@ -8,9 +8,10 @@ side by side in one run: env frames/s, CPU time per frame by process role, memor
 
 Every framework trains Pong for --seconds with its own Atari example at one shape: 2 rollout workers x 16 envs,
 the Nature CNN (32x8x8/4, 64x4x4/2, 64x3x3/1, 512), frame skip 4, 84x84 gray, 4 frames stacked, on the CPU:
-- raylab: ``+experiment=pong_appo`` (``raylab_bf16``: APPO, EnvPool's ALE, the learner in bf16 autocast, the
-  rollout encoder in bf16, minibatches of 256) and, with ``--frameworks raylab ...``, ``+experiment=breakout_appo
-  env.id=Pong-v5`` (``raylab``: the same network and shape in fp32);
+- raylab: ``+experiment=pong_appo`` (``raylab_bf16``: APPO, EnvPool's ALE, the learner and the rollout encoder in
+  bf16 where the CPU computes it natively, 4 epochs of 8 minibatches of 256; 2 epochs when the committed JSONs
+  were measured) and, with ``--frameworks raylab ...``, ``+experiment=breakout_appo env.id=Pong-v5``
+  (``raylab``: then the recipe in fp32; now the same settings as pong_appo);
 - Sample Factory: its EnvPool Atari example (``sf_examples.envpool.atari.train_envpool_atari --env=atari_pong``,
   its defaults: asynchronous PPO, batch 256, 4 epochs), ``--num_workers=2 --env_agents=16`` (one patch for
   EnvPool 1.2.5 under gymnasium 0.29: ``SF_PATCH``);
@@ -53,8 +54,10 @@ RAYLAB_VARIANTS = {
     "raylab": ["+experiment=breakout_appo", "env.id=Pong-v5"],
     "raylab_bf16": ["+experiment=pong_appo", "stop.mean_return=null"],
 }
-"""raylab's runs: breakout_appo's recipe on Pong (fp32, 2 epochs of 4 minibatches of 512), and pong_appo (the same
-network and shape; the learner in bf16 autocast, the rollout encoder in bf16, 8 minibatches of 256)."""
+"""raylab's runs: breakout_appo on Pong, and pong_appo. Both are atari_appo's recipe now (4 epochs of 8 minibatches
+of 256, precision from the machine), so the two differ only in their stop. When the committed JSONs were measured
+(before 2026-11-29) breakout_appo was the fp32 recipe with 2 epochs of 4 minibatches of 512, and pong_appo made 2
+epochs of 8 minibatches of 256 with bf16 where the CPU computes it natively."""
 FRAME_SKIP = 4
 """Pong's shape above; RLlib runs Pong only, at this shape."""
 

@@ -53,18 +53,29 @@ def test_experiment_composes_and_resolves_to_its_own_settings(name, topology, tm
     assert assert_values_arrive(settings, cfg.to_dict(), f"+experiment={name} {topology}", skip) > 0
 
 
+def _picked_groups(name: str) -> list[str]:
+    """The config groups an experiment picks: its own ``override /group: option`` entries, and those of the
+    experiments it builds on (a plain entry of its defaults list names one; ``_self_`` places its own keys)."""
+    groups = []
+    for entry in yaml.safe_load((CONF / "experiment" / f"{name}.yaml").read_text()).get("defaults", []):
+        if isinstance(entry, str):
+            assert entry == "_self_" or entry in EXPERIMENTS, f"{name}: '{entry}' is not an experiment to build on"
+            groups += [] if entry == "_self_" else _picked_groups(entry)
+            continue
+        assert isinstance(entry, dict) and next(iter(entry)).startswith("override /"), entry
+        ((key, option),) = entry.items()
+        groups.append(f"{key.removeprefix('override /')}={option}")
+    return groups
+
+
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_experiment_files_only_override(name):
     path = CONF / "experiment" / f"{name}.yaml"
     text = path.read_text()
     assert text.startswith("# @package _global_"), f"{path} must start with '# @package _global_'"
     data = yaml.safe_load(text)
-    groups = []
-    for entry in data.pop("defaults", []):
-        assert isinstance(entry, dict) and next(iter(entry)).startswith("override /"), entry
-        ((key, option),) = entry.items()
-        groups.append(f"{key.removeprefix('override /')}={option}")
-    base = OmegaConf.to_container(compose(groups), resolve=False)  # the groups the experiment picks
+    data.pop("defaults", None)
+    base = OmegaConf.to_container(compose(_picked_groups(name)), resolve=False)  # the groups the experiment picks
 
     def check(node, ref, prefix):
         for key, value in node.items():
