@@ -273,8 +273,9 @@ def _greedy_at(evals: list[list[float]], steps: float) -> float | None:
 
 def atari_trials(data: list[Json]) -> str:
     """Settings tried against the Atari recipe (atari_recipe_trials.json), each run on one game for a short
-    budget and set beside the recipe's own run of that game in atari_table.json at the same frames: the training
-    return there (the recent whole games, sampled actions) and the last greedy evaluation (10 whole games)."""
+    budget and set beside the recipe's own run of that game at the same frames (atari_table_epochs2.json: the
+    table of the recipe they were tried against, 2 epochs a call): the training return there (the recent whole
+    games, sampled actions) and the last greedy evaluation (10 whole games)."""
     trials, table = data
     recipe = {r["variant"]: r for r in table["runs"] if r["ok"]}
     header = [
@@ -300,3 +301,35 @@ def atari_trials(data: list[Json]) -> str:
             _int(run["env_frames_per_s"]), "—" if base is None else _int(base["env_frames_per_s"]),
         ])  # fmt: skip
     return _rows(header, rows)
+
+
+def atari_recipe_change(data: list[Json], before: str, after: str) -> str:
+    """Two runs of the Atari table, the recipe before and after one change (each a learn JSON of the same games):
+    per game, the training return at the later run's last frames (the recent whole games, sampled actions), the
+    final greedy score (10 whole games), the wall time and the frames/s of each."""
+    old, new = data
+    earlier = {r["variant"]: r for r in old["runs"] if r["ok"]}
+    header = [
+        "game", "frames", f"training: {before}", f"training: {after}", f"{after} ÷ {before}",
+        f"greedy: {before}", f"greedy: {after}", f"wall time: {before}", f"wall time: {after}",
+        f"frames/s: {before}", f"frames/s: {after}",
+    ]  # fmt: skip
+    rows = []
+    for run in sorted((r for r in new["runs"] if r["ok"]), key=lambda r: r["variant"]):
+        base = earlier.get(run["variant"])
+        if base is None:
+            continue
+        frames = min(run["env_steps"], base["env_steps"]) * 4  # frame skip 4: atari_appo's env
+        mine = _at_frames(run.get("train_curve") or [], frames)
+        theirs = _at_frames(base.get("train_curve") or [], frames)
+        rows.append([
+            run["variant"], f"{frames / 1e6:.2f}M", "—" if theirs is None else _ret(theirs),
+            "—" if mine is None else _ret(mine), "—" if mine is None or not theirs else _ratio(mine / theirs),
+            f"{_ret(base['final_eval_return'])} ± {_ret(base['final_eval_std'])}",
+            f"{_ret(run['final_eval_return'])} ± {_ret(run['final_eval_std'])}",
+            f"{base['train_seconds'] / 60:.0f} min", f"{run['train_seconds'] / 60:.0f} min",
+            _int(base["env_frames_per_s"]), _int(run["env_frames_per_s"]),
+        ])  # fmt: skip
+    missing = sorted(name for name in earlier if not any(r["variant"] == name and r["ok"] for r in new["runs"]))
+    note = f"\nNot run again yet: {', '.join(missing)}.\n" if missing else ""
+    return _rows(header, rows) + note

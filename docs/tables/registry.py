@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from .atari import (
+    atari_recipe_change,
     atari_table,
     atari_trials,
     atari_vs_peers,
@@ -318,9 +320,14 @@ TABLES: dict[str, Table] = {
     ),
     "atari_table": Table(("atari_table.json",), atari_table, "one Atari recipe, several games, at 10M frames"),
     "atari_trials": Table(
-        ("atari_recipe_trials.json", "atari_table.json"),
+        ("atari_recipe_trials.json", "atari_table_epochs2.json"),
         atari_trials,
-        "settings tried against the Atari recipe, beside its own run at the same frames",
+        "settings tried against the Atari recipe (2 epochs), beside its own run at the same frames",
+    ),
+    "atari_epochs": Table(
+        ("atari_table_epochs2.json", "atari_table.json"),
+        partial(atari_recipe_change, before="2 epochs", after="4 epochs"),
+        "the Atari table with the recipe's 2 epochs a call and with 4",
     ),
     "atari_fifth_game": Table(
         ("atari_fifth_game.json",), atari_table, "the Atari recipe on a game nothing names, 30 minutes of training"

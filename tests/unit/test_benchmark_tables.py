@@ -155,3 +155,32 @@ def test_a_mario_trial_equally_near_two_variants_is_refused():
     assert _base_variant(["algo.n_step=5"], {"x": ["env.options.x=1"]}) is None
     with pytest.raises(ValueError, match="equally near the variants"):
         _base_variant(["env.options.x=2", "env.options.y=2"], variants)
+
+
+def _atari_run(game: str, steps: int, curve: list, greedy: float, seconds: float, fps: float, ok: bool = True):
+    return {
+        "variant": game, "seed": 0, "ok": ok, "env_steps": steps, "train_curve": curve, "final_eval_return": greedy,
+        "final_eval_std": 1.0, "train_seconds": seconds, "env_frames_per_s": fps,
+    }  # fmt: skip
+
+
+def test_a_recipe_change_sets_each_game_beside_its_earlier_run_at_the_frames_both_reached():
+    """Each game of the later table beside the same game of the earlier one, the training return read at the
+    frames both runs reached (not each run's own end), and a game the later table has not run again named."""
+    from docs.tables.atari import atari_recipe_change
+
+    old = {"runs": [
+        _atari_run("Breakout", 2_500_000, [[0, 1e6, 4e6, 10.0], [0, 2.5e6, 10e6, 50.0]], 74.4, 1860, 5330),
+        _atari_run("BeamRider", 2_500_000, [[0, 2.5e6, 10e6, 1600.0]], 2600.0, 2640, 3770),
+    ]}  # fmt: skip
+    new = {"runs": [
+        # stopped at 1M agent steps: read both at 4M frames, where the earlier run's return was 10
+        _atari_run("Breakout", 1_000_000, [[0, 5e5, 2e6, 5.0], [0, 1e6, 4e6, 30.0]], 244.3, 2520, 3970),
+        _atari_run("BeamRider", 2_500_000, [], 0.0, 10, 10, ok=False),
+    ]}  # fmt: skip
+    text = atari_recipe_change([old, new], before="2 epochs", after="4 epochs")
+    rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| Breakout")]
+    assert len(rows) == 1
+    assert rows[0][1:5] == ["4.00M", "10.0", "30.0", "3.00×"]
+    assert rows[0][5:7] == ["74.4 ± 1.00", "244.3 ± 1.00"]
+    assert "| BeamRider" not in text and "Not run again yet: BeamRider." in text
