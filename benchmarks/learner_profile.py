@@ -4,8 +4,9 @@ learner as the builders make it, on its experiment's own network and settings).
     WANDB_MODE=disabled .venv/bin/python benchmarks/learner_profile.py --repeats 3 \\
         --variant old=/tmp/raylab-fefcb63 --variant new=. --output benchmarks/learner_profile.json
 
-Workloads: ``pong_appo`` (the Nature CNN in bf16, a call of 2 chunks x 16 envs x 64 steps, 2 epochs x 8
-minibatches of 256) and ``mario_dqn`` (the dueling Nature CNN in bf16, 8 prioritized batches of 32), on random
+Workloads: ``pong_appo`` (the Nature CNN in bf16, a call of 2 chunks x 16 envs x 64 steps, 4 epochs x 8
+minibatches of 256; 2 epochs until 2026-11-29, when the committed JSON was measured) and ``mario_dqn`` (the
+dueling Nature CNN in bf16, 8 prioritized batches of 32), on random
 inputs of their shapes, torch on ``--threads`` threads. Each child warms up, then runs ``--calls`` calls under
 pyinstrument (a sample every 0.5 ms) and files every sample under the first phase function on its stack:
 

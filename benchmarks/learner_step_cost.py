@@ -11,7 +11,8 @@ link.) A variant is ``NAME=TREE[,OVERRIDE...]``: every measurement is a fresh ch
 Workloads: the learner as the builders make it (``build_learner``) for three experiments, at their own call
 shapes:
 
-- ``appo``: ``pong_appo``: a call is 2 chunks x 16 envs x 64 steps, 2 epochs x 8 minibatches of 256;
+- ``appo``: ``pong_appo``: a call is 2 chunks x 16 envs x 64 steps, 4 epochs x 8 minibatches of 256 (2 epochs
+  until 2026-11-29, when the committed JSON was measured);
 - ``ppo``: ``pong_ppo``: a round of 2 x 8 envs x 128 steps, 4 epochs x 4 minibatches of 512;
 - ``dqn``: ``mario_dqn``: a call is 8 prioritized replay batches of 32.
 

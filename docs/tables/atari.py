@@ -101,8 +101,8 @@ def atari_vs_peers(data: list[Json]) -> str:
     """benchmarks/atari_vs_peers.py: Pong (or CoinRun) frames/s, CPU per 1,000 frames by role, peak memory per
     framework."""
     (d,) = data
-    names = {"raylab": "raylab APPO (`breakout_appo`'s recipe, fp32)", "sf": "Sample Factory 2.1.1 APPO",
-             "rllib": "RLlib PPO", "raylab_bf16": "raylab APPO (`pong_appo`: bf16 learner and rollouts)"}  # fmt: skip
+    names = {"raylab": "raylab APPO (`breakout_appo` then: fp32, 2 epochs)", "sf": "Sample Factory 2.1.1 APPO",
+             "rllib": "RLlib PPO", "raylab_bf16": "raylab APPO (`pong_appo` then: bf16, 2 epochs)"}  # fmt: skip
     if d.get("game") == "coinrun":
         names.update(
             raylab="raylab APPO (`coinrun_appo`)", sf="Sample Factory 2.1.1 APPO (its EnvPool example on CoinRun)"
@@ -296,7 +296,7 @@ def atari_trials(data: list[Json]) -> str:
         rows.append([
             run["variant"], game, changed, f"{frames / 1e6:.2f}M", "—" if mine is None else _ret(mine),
             "—" if theirs is None else _ret(theirs),
-            "—" if mine is None or not theirs else _ratio(mine / theirs),
+            "—" if mine is None or theirs is None or theirs <= 0 else _ratio(mine / theirs),
             "—" if greedy is None else _ret(greedy), "—" if base_greedy is None else _ret(base_greedy),
             _int(run["env_frames_per_s"]), "—" if base is None else _int(base["env_frames_per_s"]),
         ])  # fmt: skip
@@ -305,7 +305,7 @@ def atari_trials(data: list[Json]) -> str:
 
 def atari_recipe_change(data: list[Json], before: str, after: str) -> str:
     """Two runs of the Atari table, the recipe before and after one change (each a learn JSON of the same games):
-    per game, the training return at the later run's last frames (the recent whole games, sampled actions), the
+    per game, the training return at the frames both runs reached (the recent whole games, sampled actions), the
     final greedy score (10 whole games), the wall time and the frames/s of each."""
     old, new = data
     earlier = {r["variant"]: r for r in old["runs"] if r["ok"]}
@@ -324,12 +324,15 @@ def atari_recipe_change(data: list[Json], before: str, after: str) -> str:
         theirs = _at_frames(base.get("train_curve") or [], frames)
         rows.append([
             run["variant"], f"{frames / 1e6:.2f}M", "—" if theirs is None else _ret(theirs),
-            "—" if mine is None else _ret(mine), "—" if mine is None or not theirs else _ratio(mine / theirs),
+            "—" if mine is None else _ret(mine),
+            "—" if mine is None or theirs is None or theirs <= 0 else _ratio(mine / theirs),  # Pong's start below 0
             f"{_ret(base['final_eval_return'])} ± {_ret(base['final_eval_std'])}",
             f"{_ret(run['final_eval_return'])} ± {_ret(run['final_eval_std'])}",
             f"{base['train_seconds'] / 60:.0f} min", f"{run['train_seconds'] / 60:.0f} min",
             _int(base["env_frames_per_s"]), _int(run["env_frames_per_s"]),
         ])  # fmt: skip
     missing = sorted(name for name in earlier if not any(r["variant"] == name and r["ok"] for r in new["runs"]))
+    unmatched = sorted(r["variant"] for r in new["runs"] if r["ok"] and r["variant"] not in earlier)
     note = f"\nNot run again yet: {', '.join(missing)}.\n" if missing else ""
+    note += f"\nNot in the earlier table: {', '.join(unmatched)}.\n" if unmatched else ""
     return _rows(header, rows) + note

@@ -215,7 +215,7 @@ def overlapped_workers(cpus: int, t_r: float, t_l: float) -> int:
     """The fewest workers that keep ``cpus`` cores busy when each env step costs ``t_r`` seconds of a worker and
     ``t_l`` of the learner, plus one that acts while another hands its chunk over and waits for weights (1 to
     ``cpus``). Without the spare, pong_appo on 2 cores got 1 worker and 0.93x the best rate of a sweep
-    (benchmarks/autosize_sweep.json): a lone worker stalls at every hand-over."""
+    (benchmarks/autosize_sweep.json, at 2 epochs a call): a lone worker stalls at every hand-over."""
     if t_r <= 0:
         return 1
     share = t_r / (t_r + max(t_l, 0.0))

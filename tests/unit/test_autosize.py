@@ -28,7 +28,7 @@ def test_overlapped_workers_split_the_cores_by_cost_plus_a_spare():
     # a learner three times as dear as acting: a quarter of 8 cores acts -> 2 workers, and 1 spare
     assert overlapped_workers(8, 1.0, 3.0) == 3
     assert overlapped_workers(16, 1.0, 1.0) == 9
-    # pong_appo's probe on 2 cores (0.51 ms acting, 0.99 ms learning per step): 1 + the spare
+    # pong_appo's probe on 2 cores at 2 epochs a call (0.51 ms acting, 0.99 ms learning per step): 1 + the spare
     assert overlapped_workers(2, 0.51e-3, 0.99e-3) == 2
     assert overlapped_workers(2, 3.0, 1.0) == 2  # never more than the cores
     assert overlapped_workers(16, 1.0, 0.0) == 16  # nothing to learn: every core acts

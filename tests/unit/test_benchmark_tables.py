@@ -184,3 +184,18 @@ def test_a_recipe_change_sets_each_game_beside_its_earlier_run_at_the_frames_bot
     assert rows[0][1:5] == ["4.00M", "10.0", "30.0", "3.00×"]
     assert rows[0][5:7] == ["74.4 ± 1.00", "244.3 ± 1.00"]
     assert "| BeamRider" not in text and "Not run again yet: BeamRider." in text
+
+
+def test_a_recipe_change_gives_no_ratio_against_a_negative_return_and_names_a_game_new_to_it():
+    """Pong's training return starts near -21: a ratio to a negative return would read as its opposite."""
+    from docs.tables.atari import atari_recipe_change
+
+    old = {"runs": [_atari_run("Pong", 1_000_000, [[0, 1e6, 4e6, -20.0]], -21.0, 60, 4000)]}
+    new = {"runs": [
+        _atari_run("Pong", 1_000_000, [[0, 1e6, 4e6, -10.0]], 18.0, 60, 3000),
+        _atari_run("Qbert", 1_000_000, [[0, 1e6, 4e6, 500.0]], 700.0, 60, 3000),
+    ]}  # fmt: skip
+    text = atari_recipe_change([old, new], before="a", after="b")
+    (row,) = [line.split(" | ") for line in text.splitlines() if line.startswith("| Pong")]
+    assert row[2:5] == ["-20.0", "-10.0", "—"]
+    assert "| Qbert" not in text and "Not in the earlier table: Qbert." in text
