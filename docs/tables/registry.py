@@ -357,6 +357,9 @@ TABLES: dict[str, Table] = {
     "pong_learning": Table(
         ("pong_learning.json",), pong_learning, "Pong on 2 cores: time and frames to a greedy 18, beside Sample Factory"
     ),
+    "pong_learning_epochs4": Table(
+        ("pong_learning_epochs4.json",), pong_learning, "Pong on 2 cores with the recipe's 4 epochs a call: time to 18"
+    ),
     "autosize_sweep": Table(
         ("autosize_sweep.json",), autosize_sweep, "topology.num_workers=auto against a sweep of worker counts"
     ),
