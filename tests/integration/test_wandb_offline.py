@@ -33,7 +33,9 @@ def wandb_run(tmp_path_factory, ray_session):
         mp.setenv("WANDB_API_KEY", FAKE_KEY)
         cfg = make_config(
             run_dir, "+experiment=cartpole_dqn", "logger=wandb", "logger.console=false", "logger.tensorboard=true",
-            "logger.report_every_seconds=1", "stop.seconds=8", "stop.mean_return=null", "eval.every_seconds=3",
+            # it stops on the event the tests read: the first periodic evaluation (any CartPole return is >= 0),
+            # 6 s in at the earliest (5+ history rows); stop.seconds only caps a run whose evaluation never comes
+            "logger.report_every_seconds=1", "stop.seconds=300", "stop.mean_return=0", "eval.every_seconds=6",
             "eval.episodes=2", "eval.final_episodes=2", "logger.wandb.tags=[ci,offline]", "eval.video=true",
         )  # fmt: skip
         summary = run(cfg)
@@ -45,6 +47,7 @@ def wandb_run(tmp_path_factory, ray_session):
 @pytest.mark.distributed
 def test_offline_history_has_the_dashboard_keys(wandb_run):
     run_dir, summary = wandb_run
+    assert summary.stop_reason.startswith("eval return"), summary.stop_reason  # a periodic evaluation came
     path = wandb_offline.find_run_file(run_dir)
     history = wandb_offline.history(path)
     assert len(history) >= 5
