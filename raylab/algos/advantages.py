@@ -82,9 +82,10 @@ class VTraceTargets:
     vs: torch.Tensor
     """V-trace value targets v_s."""
     pg_advantages: torch.Tensor
-    """rho_s * (r_s + gamma_s * v_{s+1} - V(x_s)) with rho clipped at ``pg_rho_bar``."""
+    """rho_s * (r_s + gamma_s * q_s - V(x_s)) with rho clipped at ``pg_rho_bar``, where
+    q_s = lam * v_{s+1} + (1 - lam) * V(x_{s+1}) (rlax's ``vtrace_td_error_and_advantage``; v_{s+1} at lam = 1)."""
     advantages: torch.Tensor
-    """r_s + gamma_s * v_{s+1} - V(x_s) without the importance weight (for a clipped-ratio surrogate)."""
+    """r_s + gamma_s * q_s - V(x_s) without the importance weight (for a clipped-ratio surrogate)."""
     rhos: torch.Tensor
     """Unclipped importance ratios pi / mu (diagnostics)."""
 
@@ -101,26 +102,28 @@ def vtrace(
     rho_bar: float = 1.0,
     c_bar: float = 1.0,
     pg_rho_bar: float = 1.0,
+    lam: float = 1.0,
 ) -> VTraceTargets:
     """IMPALA's V-trace (Espeholt et al. 2018, eq. 1 and section 4.2) over ``[T, E]``, per-episode, float32 on
     the inputs' device.
 
     ``v_s = V(x_s) + sum_t gamma^(t-s) (prod_{i<t} c_i) rho_t (r_t + gamma V(x_{t+1}) - V(x_t))``, computed
     backwards as ``v_s - V(x_s) = delta_s + gamma_s c_s (v_{s+1} - V(x_{s+1}))``, with
-    ``rho = min(rho_bar, pi/mu)`` and ``c = min(c_bar, pi/mu)``. ``values``/``next_values`` as in ``gae``.
-    With pi = mu (on-policy) v_s is the n-step bootstrapped return and the advantages are GAE with lam = 1.
+    ``rho = min(rho_bar, pi/mu)`` and ``c = lam * min(c_bar, pi/mu)`` (the paper's remark 3; rlax's ``lambda_``).
+    ``values``/``next_values`` as in ``gae``. With pi = mu (on-policy) v_s is GAE(lam)'s return and the
+    advantages are GAE(lam)'s: at lam = 1 the n-step bootstrapped return.
     """
     rewards, values, next_values = _f(rewards), _f(values), _f(next_values)
     discounts, carry = _boundaries(_t(terminated), _t(truncated), gamma)
     ratios = torch.exp(_f(target_logp) - _f(behaviour_logp))
     rhos = ratios.clamp(max=rho_bar)
-    cs = ratios.clamp(max=c_bar)
+    cs = lam * ratios.clamp(max=c_bar)
     corrections = _backward(rhos * (rewards + discounts * next_values - values), discounts * cs * carry)
     vs = values + corrections  # v_s - V(x_s) above
-    # v_{s+1} as the policy gradient sees it: next value plus its correction, unless the episode ended at s
+    # v_{s+1} - V(x_{s+1}) as the policy gradient sees it: 0 where the episode ended at s
     next_corrections = torch.zeros_like(rewards)
     next_corrections[:-1] = carry[:-1] * corrections[1:]
-    advantages = rewards + discounts * (next_values + next_corrections) - values
+    advantages = rewards + discounts * (next_values + lam * next_corrections) - values
     pg_advantages = ratios.clamp(max=pg_rho_bar) * advantages
     return VTraceTargets(vs, pg_advantages, advantages, ratios)
 

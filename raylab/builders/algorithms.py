@@ -173,7 +173,7 @@ def build_appo(model: ActorCritic, algo: APPOConfig) -> APPO:
     """The APPO objective of ``algo`` on ``model``."""
     return APPO(
         model, gamma=algo.gamma, max_policy_lag=algo.max_policy_lag, rho_bar=algo.rho_bar, c_bar=algo.c_bar,
-        **_clipped(algo),
+        lam=algo.vtrace_lambda, **_clipped(algo),
     )  # fmt: skip
 
 

@@ -196,6 +196,9 @@ class APPOConfig:
     """V-trace: truncation of the importance weights in the value targets."""
     c_bar: float = 1.0
     """V-trace: truncation of the trace-cutting coefficients."""
+    vtrace_lambda: float = 1.0
+    """V-trace's lambda (IMPALA's remark 3, rlax's ``lambda_``): the traces are lambda * min(c_bar, pi / mu), and
+    on-policy the targets and advantages are GAE(lambda)'s, as PPO's ``gae_lambda`` gives them; 1 = plain V-trace."""
     max_policy_lag: int = 16
     """Chunks acted by a policy more than this many learner updates old are dropped (and counted)."""
     chunks_per_update: int = 4
@@ -213,6 +216,7 @@ class APPOConfig:
         check(self.clip > 0, f"algo.clip must be > 0 (got {self.clip})")
         check(self.entropy_coef >= 0, f"algo.entropy_coef must be >= 0 (got {self.entropy_coef})")
         check(self.rho_bar > 0 and self.c_bar > 0, "algo.rho_bar and algo.c_bar must be > 0")
+        check(0.0 <= self.vtrace_lambda <= 1.0, f"algo.vtrace_lambda must be in [0, 1] (got {self.vtrace_lambda})")
         check(self.max_policy_lag >= 0, f"algo.max_policy_lag must be >= 0 (got {self.max_policy_lag})")
         check(self.chunks_per_update >= 1, "algo.chunks_per_update must be >= 1")
         check(self.epochs >= 1 and self.minibatches >= 1, "algo.epochs and algo.minibatches must be >= 1")

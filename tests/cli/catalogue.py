@@ -142,6 +142,7 @@ TRAIN_MODEL_ALGO = [
     Case(T, f"{PPO} algo.gae_lambda=1.5", "algo.gae_lambda must be in [0, 1] (got 1.5)", "algo"),
     Case(T, f"{PPO} algo.entropy_coef=-1", "algo.entropy_coef must be >= 0 (got -1.0)", "algo"),
     Case(T, f"{APPO} algo.entropy_coef=-0.01", "algo.entropy_coef must be >= 0 (got -0.01)", "algo"),
+    Case(T, f"{APPO} algo.vtrace_lambda=1.2", "algo.vtrace_lambda must be in [0, 1] (got 1.2)", "algo"),
     Case(T, "algo=ppo", "topology=apex_dqn runs dqn, not algo=ppo: add algo=dqn, or topology=ppo", "algo"),
     Case(T, "eval.greedy=false", "eval.greedy=false applies to algo=a3c/ppo/appo (sampling from their policy), not algo=dqn", "eval", False),
 ]  # fmt: skip

@@ -82,8 +82,11 @@ def vtrace(
     rho_bar: float = 1.0,
     c_bar: float = 1.0,
     pg_rho_bar: float = 1.0,
+    lam: float = 1.0,
 ) -> VTraceTargets:
-    """IMPALA's V-trace (Espeholt et al. 2018, eq. 1 and section 4.2) over ``[T, E]``, per-episode.
+    """IMPALA's V-trace (Espeholt et al. 2018, eq. 1 and section 4.2) over ``[T, E]``, per-episode; ``lam``
+    scales the traces, ``c = lam * min(c_bar, pi/mu)``, and the policy gradient bootstraps from
+    ``lam * v_{s+1} + (1 - lam) * V(x_{s+1})`` (rlax's ``vtrace_td_error_and_advantage``).
 
     ``v_s = V(x_s) + sum_t gamma^(t-s) (prod_{i<t} c_i) rho_t (r_t + gamma V(x_{t+1}) - V(x_t))``, computed
     backwards as ``v_s - V(x_s) = delta_s + gamma_s c_s (v_{s+1} - V(x_{s+1}))``, with
@@ -93,13 +96,13 @@ def vtrace(
     discounts, carry = _boundaries(terminated, truncated, gamma)
     ratios = np.exp(target_logp - behaviour_logp).astype(np.float32)
     rhos = np.minimum(rho_bar, ratios)
-    cs = np.minimum(c_bar, ratios)
+    cs = lam * np.minimum(c_bar, ratios)
     corrections = _backward(rhos * (rewards + discounts * next_values - values), discounts * cs, carry)  # v_s - V(x_s)
     vs = (values + corrections).astype(np.float32)
     # v_{s+1} as the policy gradient sees it: next value plus its correction, unless the episode ended at s
     next_corrections = np.zeros(rewards.shape, np.float32)
     next_corrections[:-1] = np.where(carry[:-1], corrections[1:], 0.0)
-    vs_next = next_values + next_corrections
+    vs_next = lam * (next_values + next_corrections) + (1.0 - lam) * next_values
     advantages = (rewards + discounts * vs_next - values).astype(np.float32)
     pg_advantages = np.minimum(pg_rho_bar, ratios) * advantages
     return VTraceTargets(vs, pg_advantages.astype(np.float32), advantages, ratios)

@@ -40,19 +40,47 @@ def test_gae_equals_the_numpy_one(seed, lam):
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("bars", [(1.0, 1.0, 1.0), (2.0, 0.5, 1.5)])
-def test_vtrace_equals_the_numpy_one(seed, bars):
+@pytest.mark.parametrize("lam", [1.0, 0.9, 0.0])
+def test_vtrace_equals_the_numpy_one(seed, bars, lam):
     rewards, values, next_values, terminated, truncated, behaviour, target, _ = segment(seed)
     rho_bar, c_bar, pg_rho_bar = bars
     out = advantages.vtrace(
         behaviour, target, rewards, values, next_values, terminated, truncated, 0.99, rho_bar=rho_bar, c_bar=c_bar,
-        pg_rho_bar=pg_rho_bar,
+        pg_rho_bar=pg_rho_bar, lam=lam,
     )  # fmt: skip
     want = reference.vtrace(
         behaviour, target, rewards, values, next_values, terminated, truncated, 0.99, rho_bar=rho_bar, c_bar=c_bar,
-        pg_rho_bar=pg_rho_bar,
+        pg_rho_bar=pg_rho_bar, lam=lam,
     )  # fmt: skip
     for name in ("vs", "pg_advantages", "advantages", "rhos"):
         np.testing.assert_allclose(getattr(out, name).numpy(), getattr(want, name), rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("lam", [0.0, 0.5, 0.95, 1.0])
+def test_vtrace_on_policy_is_gae_with_its_lambda(seed, lam):
+    """pi = mu: V-trace's targets are GAE(lam)'s returns and its advantages GAE(lam)'s (rlax's lambda_), across
+    terminations and truncations."""
+    rewards, values, next_values, terminated, truncated, behaviour, _, _ = segment(seed)
+    assert terminated.any() and truncated.any(), "the segment ends episodes both ways"
+    out = advantages.vtrace(behaviour, behaviour, rewards, values, next_values, terminated, truncated, 0.97, lam=lam)
+    adv, ret = advantages.gae(rewards, values, next_values, terminated, truncated, gamma=0.97, lam=lam)
+    np.testing.assert_allclose(out.vs.numpy(), ret.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out.advantages.numpy(), adv.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out.pg_advantages.numpy(), adv.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_vtrace_lambda_shortens_the_trace_off_policy():
+    """Off-policy, a smaller lam cuts more of the correction that flows back: at lam = 0 the target is the
+    one-step rho-weighted TD target, whatever follows."""
+    rewards, values, next_values, terminated, truncated, behaviour, target, _ = segment(3)
+    out = advantages.vtrace(behaviour, target, rewards, values, next_values, terminated, truncated, 0.99, lam=0.0)
+    rho = np.minimum(1.0, np.exp(target - behaviour))
+    discounts = np.where(terminated, 0.0, 0.99)
+    want = values + rho * (rewards + discounts * next_values - values)
+    np.testing.assert_allclose(out.vs.numpy(), want, rtol=1e-5, atol=1e-5)
+    full = advantages.vtrace(behaviour, target, rewards, values, next_values, terminated, truncated, 0.99, lam=1.0)
+    assert not np.allclose(full.vs.numpy(), want, atol=1e-3), "at lam = 1 the later corrections flow back"
 
 
 @pytest.mark.parametrize("seed", range(8))

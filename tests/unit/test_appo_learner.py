@@ -11,8 +11,11 @@ from tests.factories import actor_critic_learner
 from tests.unit.test_ppo_learner import fake_worker
 
 
-def learner(max_policy_lag: int = 2) -> Learner:
-    settings = {"gamma": 0.5, "entropy_coef": 0.0, "max_policy_lag": max_policy_lag, "epochs": 2, "minibatches": 2}
+def learner(max_policy_lag: int = 2, vtrace_lambda: float = 1.0) -> Learner:
+    settings = {
+        "gamma": 0.5, "entropy_coef": 0.0, "max_policy_lag": max_policy_lag, "epochs": 2, "minibatches": 2,
+        "vtrace_lambda": vtrace_lambda,
+    }  # fmt: skip
     return actor_critic_learner(
         "appo", (4,), 3, hidden=(32,), settings=settings, lr=3e-3, adam_eps=1e-5, max_grad_norm=0.5
     )
@@ -48,8 +51,10 @@ def test_a_chunk_without_behaviour_log_probs_is_refused():
         appo.update_many([chunk])
 
 
-def test_appo_learns_the_fake_task_from_lagged_chunks():
-    appo = learner(max_policy_lag=4)
+@pytest.mark.parametrize("vtrace_lambda", [1.0, 0.9])
+def test_appo_learns_the_fake_task_from_lagged_chunks(vtrace_lambda):
+    appo = learner(max_policy_lag=4, vtrace_lambda=vtrace_lambda)
+    assert appo.objective.lam == vtrace_lambda, "algo.vtrace_lambda reaches the objective"
     workers = [fake_worker(i, i) for i in range(2)]
     returns: list[float] = []
     for round_ in range(60):

@@ -5,7 +5,7 @@ Each chunk carries the behaviour policy's log-probabilities. A call drops the ch
 ``max_policy_lag`` versions ago (and counts them); the Learner joins the rest into a round, whose V-trace
 targets come from the current weights; then the clipped surrogate on the ratio pi / mu with the V-trace
 advantages ``r + gamma v_{s+1} - V(x_s)``, regressing V on ``v_s`` (Sample Factory's APPO objective), for
-``epochs x minibatches`` steps.
+``epochs x minibatches`` steps. ``lam`` < 1 is V-trace's lambda: GAE(lam)'s targets and advantages on-policy.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ class APPO(ClippedObjective):
         max_policy_lag: int,
         rho_bar: float = 1.0,
         c_bar: float = 1.0,
+        lam: float = 1.0,
         **clipped: Any,
     ):
         super().__init__(model, value_clip=None, normalize_advantages=True, **clipped)
@@ -38,6 +39,7 @@ class APPO(ClippedObjective):
         self.max_policy_lag = max_policy_lag
         self.rho_bar = rho_bar
         self.c_bar = c_bar
+        self.lam = lam
         self.dropped_chunks = 0
         """Chunks dropped so far for being more than max_policy_lag versions old."""
 
@@ -56,7 +58,7 @@ class APPO(ClippedObjective):
         v = round_values(self.model, r)
         targets = vtrace(
             r.log_probs, v.log_probs, r.rewards, v.values, v.next_values, v.terminated, v.truncated, self.gamma,
-            rho_bar=self.rho_bar, c_bar=self.c_bar,
+            rho_bar=self.rho_bar, c_bar=self.c_bar, lam=self.lam,
         )  # fmt: skip
         return self._targets(v, r.log_probs, targets.advantages, targets.vs, {"rho_mean": targets.rhos.mean()})
 
