@@ -83,7 +83,8 @@ class VTraceTargets:
     """V-trace value targets v_s."""
     pg_advantages: torch.Tensor
     """rho_s * (r_s + gamma_s * q_s - V(x_s)) with rho clipped at ``pg_rho_bar``, where
-    q_s = lam * v_{s+1} + (1 - lam) * V(x_{s+1}) (rlax's ``vtrace_td_error_and_advantage``; v_{s+1} at lam = 1)."""
+    q_s = lam * v_{s+1} + (1 - lam) * V(x_{s+1}) (rlax's ``vtrace_td_error_and_advantage``; v_{s+1} at lam = 1),
+    and q_s = V(x_{s+1}) where the episode ended at s (a truncation's last value; nothing after a termination)."""
     advantages: torch.Tensor
     """r_s + gamma_s * q_s - V(x_s) without the importance weight (for a clipped-ratio surrogate)."""
     rhos: torch.Tensor
@@ -109,9 +110,9 @@ def vtrace(
 
     ``v_s = V(x_s) + sum_t gamma^(t-s) (prod_{i<t} c_i) rho_t (r_t + gamma V(x_{t+1}) - V(x_t))``, computed
     backwards as ``v_s - V(x_s) = delta_s + gamma_s c_s (v_{s+1} - V(x_{s+1}))``, with
-    ``rho = min(rho_bar, pi/mu)`` and ``c = lam * min(c_bar, pi/mu)`` (the paper's remark 3; rlax's ``lambda_``).
-    ``values``/``next_values`` as in ``gae``. With pi = mu (on-policy) v_s is GAE(lam)'s return and the
-    advantages are GAE(lam)'s: at lam = 1 the n-step bootstrapped return.
+    ``rho = min(rho_bar, pi/mu)`` and ``c = lam * min(c_bar, pi/mu)`` (the paper's remark 2; rlax's ``lambda_``).
+    ``values``/``next_values`` as in ``gae``. With pi = mu (on-policy) and the bars >= 1, v_s is GAE(lam)'s
+    return and the advantages are GAE(lam)'s: at lam = 1 the n-step bootstrapped return.
     """
     rewards, values, next_values = _f(rewards), _f(values), _f(next_values)
     discounts, carry = _boundaries(_t(terminated), _t(truncated), gamma)

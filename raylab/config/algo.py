@@ -197,8 +197,9 @@ class APPOConfig:
     c_bar: float = 1.0
     """V-trace: truncation of the trace-cutting coefficients."""
     vtrace_lambda: float = 1.0
-    """V-trace's lambda (IMPALA's remark 3, rlax's ``lambda_``): the traces are lambda * min(c_bar, pi / mu), and
-    on-policy the targets and advantages are GAE(lambda)'s, as PPO's ``gae_lambda`` gives them; 1 = plain V-trace."""
+    """V-trace's lambda (IMPALA's remark 2, rlax's ``lambda_``): the traces are lambda * min(c_bar, pi / mu), and
+    on-policy (with rho_bar, c_bar >= 1) the targets and advantages are GAE(lambda)'s, as PPO's ``gae_lambda`` gives
+    them; 1 = plain V-trace."""
     max_policy_lag: int = 16
     """Chunks acted by a policy more than this many learner updates old are dropped (and counted)."""
     chunks_per_update: int = 4

@@ -63,9 +63,9 @@ class VTraceTargets:
     vs: np.ndarray
     """V-trace value targets v_s."""
     pg_advantages: np.ndarray
-    """rho_s * (r_s + gamma_s * v_{s+1} - V(x_s)) with rho clipped at ``pg_rho_bar``."""
+    """rho_s * (r_s + gamma_s * q_s - V(x_s)) with rho clipped at ``pg_rho_bar``; q_s as in ``vtrace``."""
     advantages: np.ndarray
-    """r_s + gamma_s * v_{s+1} - V(x_s) without the importance weight (for a clipped-ratio surrogate)."""
+    """r_s + gamma_s * q_s - V(x_s) without the importance weight (for a clipped-ratio surrogate)."""
     rhos: np.ndarray
     """Unclipped importance ratios pi / mu (diagnostics)."""
 
@@ -86,12 +86,13 @@ def vtrace(
 ) -> VTraceTargets:
     """IMPALA's V-trace (Espeholt et al. 2018, eq. 1 and section 4.2) over ``[T, E]``, per-episode; ``lam``
     scales the traces, ``c = lam * min(c_bar, pi/mu)``, and the policy gradient bootstraps from
-    ``lam * v_{s+1} + (1 - lam) * V(x_{s+1})`` (rlax's ``vtrace_td_error_and_advantage``).
+    ``q_s = lam * v_{s+1} + (1 - lam) * V(x_{s+1})`` (rlax's ``vtrace_td_error_and_advantage``), or V(x_{s+1})
+    alone where the episode ended at s.
 
     ``v_s = V(x_s) + sum_t gamma^(t-s) (prod_{i<t} c_i) rho_t (r_t + gamma V(x_{t+1}) - V(x_t))``, computed
     backwards as ``v_s - V(x_s) = delta_s + gamma_s c_s (v_{s+1} - V(x_{s+1}))``, with
-    ``rho = min(rho_bar, pi/mu)`` and ``c = min(c_bar, pi/mu)``. ``values``/``next_values`` as in ``gae``.
-    With pi = mu (on-policy) v_s is the n-step bootstrapped return and the advantages are GAE with lam = 1.
+    ``rho = min(rho_bar, pi/mu)``. ``values``/``next_values`` as in ``gae``. With pi = mu (on-policy) and the
+    bars >= 1, v_s is GAE(lam)'s return and the advantages are GAE(lam)'s.
     """
     discounts, carry = _boundaries(terminated, truncated, gamma)
     ratios = np.exp(target_logp - behaviour_logp).astype(np.float32)
@@ -99,7 +100,7 @@ def vtrace(
     cs = lam * np.minimum(c_bar, ratios)
     corrections = _backward(rhos * (rewards + discounts * next_values - values), discounts * cs, carry)  # v_s - V(x_s)
     vs = (values + corrections).astype(np.float32)
-    # v_{s+1} as the policy gradient sees it: next value plus its correction, unless the episode ended at s
+    # v_{s+1} - V(x_{s+1}) as the policy gradient sees it: 0 where the episode ended at s
     next_corrections = np.zeros(rewards.shape, np.float32)
     next_corrections[:-1] = np.where(carry[:-1], corrections[1:], 0.0)
     vs_next = lam * (next_values + next_corrections) + (1.0 - lam) * next_values

@@ -79,6 +79,8 @@ def test_vtrace_lambda_shortens_the_trace_off_policy():
     discounts = np.where(terminated, 0.0, 0.99)
     want = values + rho * (rewards + discounts * next_values - values)
     np.testing.assert_allclose(out.vs.numpy(), want, rtol=1e-5, atol=1e-5)
+    one_step = rewards + discounts * next_values - values  # the policy gradient's too: q_s = V(x_{s+1})
+    np.testing.assert_allclose(out.advantages.numpy(), one_step, rtol=1e-5, atol=1e-5)
     full = advantages.vtrace(behaviour, target, rewards, values, next_values, terminated, truncated, 0.99, lam=1.0)
     assert not np.allclose(full.vs.numpy(), want, atol=1e-3), "at lam = 1 the later corrections flow back"
 

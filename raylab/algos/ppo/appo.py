@@ -4,8 +4,9 @@ Ray, no optimizer, no data path: the Learner runs every step).
 Each chunk carries the behaviour policy's log-probabilities. A call drops the chunks acted more than
 ``max_policy_lag`` versions ago (and counts them); the Learner joins the rest into a round, whose V-trace
 targets come from the current weights; then the clipped surrogate on the ratio pi / mu with the V-trace
-advantages ``r + gamma v_{s+1} - V(x_s)``, regressing V on ``v_s`` (Sample Factory's APPO objective), for
-``epochs x minibatches`` steps. ``lam`` < 1 is V-trace's lambda: GAE(lam)'s targets and advantages on-policy.
+advantages ``r + gamma q_s - V(x_s)``, regressing V on ``v_s`` (Sample Factory's APPO objective), for
+``epochs x minibatches`` steps. ``q_s = lam v_{s+1} + (1 - lam) V(x_{s+1})``: ``lam`` < 1 is V-trace's lambda,
+whose targets and advantages are GAE(lam)'s on-policy; at 1, q_s = v_{s+1}.
 """
 
 from __future__ import annotations
