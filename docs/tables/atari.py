@@ -272,10 +272,10 @@ def _greedy_at(evals: list[list[float]], steps: float) -> float | None:
 
 
 def atari_trials(data: list[Json]) -> str:
-    """Settings tried against the Atari recipe (atari_recipe_trials.json), each run on one game for a short
-    budget and set beside the recipe's own run of that game at the same frames (atari_table_epochs2.json: the
-    table of the recipe they were tried against, 2 epochs a call): the training return there (the recent whole
-    games, sampled actions) and the last greedy evaluation (10 whole games)."""
+    """Settings tried against the Atari recipe (a learn JSON of trials), each run on one game for a short
+    budget and set beside the recipe's own run of that game at the same frames (the second JSON: the table of
+    the recipe they were tried against): the training return there (the recent whole games, sampled actions)
+    and the last greedy evaluation (10 whole games)."""
     trials, table = data
     recipe = {r["variant"]: r for r in table["runs"] if r["ok"]}
     header = [

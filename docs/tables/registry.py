@@ -324,6 +324,11 @@ TABLES: dict[str, Table] = {
         atari_trials,
         "settings tried against the Atari recipe (2 epochs), beside its own run at the same frames",
     ),
+    "atari_trials_epochs4": Table(
+        ("atari_recipe_trials_epochs4.json", "atari_table.json"),
+        atari_trials,
+        "settings tried against the Atari recipe (4 epochs), beside its own run at the same frames",
+    ),
     "atari_epochs": Table(
         ("atari_table_epochs2.json", "atari_table.json"),
         partial(atari_recipe_change, before="2 epochs", after="4 epochs"),
