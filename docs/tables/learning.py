@@ -464,13 +464,15 @@ def _settings(overrides: list[str]) -> dict[str, str]:
 def _base_variant(trial: list[str], variants: dict[str, list[str]]) -> str | None:
     """The learning run's variant a trial changes: of those whose every key the trial also sets, the one whose
     values the trial keeps most of, then the one that sets most keys (``stall_steps=300`` with ``flag_stall``'s other
-    settings changes ``flag_stall``'s 150; it is not a variant without a stall plus a stall). Two variants still
-    level are an error: the trial does not say which it changes."""
+    settings changes ``flag_stall``'s 150; it is not a variant without a stall plus a stall). A variant with the
+    trial's very settings is left out: the trial changes nothing of it (a long run made of a trial that did well is
+    that trial again, not its base). Two variants still level are an error: the trial does not say which it
+    changes."""
     mine = _settings(trial)
     near: dict[str, tuple[int, int]] = {}
     for name, overrides in variants.items():
         theirs = _settings(overrides)
-        if set(theirs) <= set(mine):
+        if set(theirs) <= set(mine) and theirs != mine:
             near[name] = (sum(mine[key] == value for key, value in theirs.items()), len(theirs))
     if not near:
         return None

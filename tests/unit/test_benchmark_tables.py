@@ -153,6 +153,9 @@ def test_a_mario_trial_equally_near_two_variants_is_refused():
     variants = {"a": ["env.options.x=1"], "b": ["env.options.y=1"]}
     assert _base_variant(["env.options.x=1", "env.options.z=3"], variants) == "a"
     assert _base_variant(["algo.n_step=5"], {"x": ["env.options.x=1"]}) is None
+    # a long run made with the trial's own settings is the trial again, not the variant it changes
+    same = {"a": ["env.options.x=1"], "a_lr": ["env.options.x=1", "learner.lr=0.1"]}
+    assert _base_variant(["env.options.x=1", "learner.lr=0.1"], same) == "a"
     with pytest.raises(ValueError, match="equally near the variants"):
         _base_variant(["env.options.x=2", "env.options.y=2"], variants)
 
