@@ -3,7 +3,7 @@ against Sample Factory and RLlib."""
 
 from __future__ import annotations
 
-from .format import Json, _int, _pct, _ratio, _ret, _rows, _sentence, _sig
+from .format import Json, _int, _pct, _ratio, _ret, _rows, _sentence, _sig, fps_cells, run_cpu
 
 INFERENCE_LABELS = {
     "fp32": "fp32 (ms)",
@@ -293,12 +293,14 @@ def atari_trials(data: list[Json]) -> str:
         theirs = _at_frames(base.get("train_curve") or [], frames) if base else None
         greedy = run["final_eval_return"]
         base_greedy = _greedy_at(base.get("evals") or [], run["env_steps"]) if base else None
+        fps = fps_cells([(run["env_frames_per_s"], run_cpu(run, trials))]
+                        + ([(base["env_frames_per_s"], run_cpu(base, table))] if base else []))  # fmt: skip
         rows.append([
             run["variant"], game, changed, f"{frames / 1e6:.2f}M", "—" if mine is None else _ret(mine),
             "—" if theirs is None else _ret(theirs),
             "—" if mine is None or theirs is None or theirs <= 0 else _ratio(mine / theirs),
             "—" if greedy is None else _ret(greedy), "—" if base_greedy is None else _ret(base_greedy),
-            _int(run["env_frames_per_s"]), "—" if base is None else _int(base["env_frames_per_s"]),
+            fps[0], fps[1] if base else "—",
         ])  # fmt: skip
     return _rows(header, rows)
 

@@ -72,6 +72,19 @@ def commit_text(commit: str | None) -> str:
     return commit or "not recorded"
 
 
+def run_cpu(run: Json, report: Json) -> str:
+    """The CPU a learn table's run trained on: the machine stamp kept with a run read back from an earlier
+    invocation, else the file's own (the invocation that trained it)."""
+    return str((run.get("recorded") or report.get("machine") or {}).get("cpu") or "not recorded")
+
+
+def fps_cells(cells: list[tuple[float, str]]) -> list[str]:
+    """Frames/s figures (value, CPU) set side by side: each names its CPU when they were not all measured on
+    the same one, since a rate moves with the host."""
+    named = len({cpu for _, cpu in cells}) > 1
+    return [f"{_int(fps)} ({cpu})" if named else _int(fps) for fps, cpu in cells]
+
+
 def module_bullets(path: Path) -> dict[str, str]:
     """``{name: text}`` of the ``- ``name``: text`` items in a module's docstring (read with ast, nothing
     imported): a benchmark's variants described where they are defined."""

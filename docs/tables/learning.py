@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 
 from .atari import _at_frames
-from .format import Json, _int, _ratio, _ret, _rows, _s, commit_text
+from .format import Json, _int, _ratio, _ret, _rows, _s, commit_text, fps_cells, run_cpu
 
 
 def learn(data: list[Json]) -> str:
@@ -523,12 +523,14 @@ def mario_trials(data: list[Json]) -> str:
         known = [t for _, t in theirs if t is not None]
         median = statistics.median(known) if known else None
         final = run.get("final_eval_extras") or {}
+        fps = fps_cells([(run.get("env_frames_per_s") or 0, run_cpu(run, trials))]
+                        + [(b.get("env_frames_per_s") or 0, run_cpu(b, table)) for b in bases])  # fmt: skip
         rows.append([
             *named, f"{_int(steps)} ({_hm(run['train_seconds'])})", "—" if mine is None else _ret(mine),
             _per_seed([(seed, "—" if t is None else _ret(t)) for seed, t in theirs]),
             "—" if mine is None or not median else _ratio(mine / median),
             f"{final['flag_get']:.1f}, {final['x_pos']:,.0f}" if {"flag_get", "x_pos"} <= set(final) else "—",
-            _per_seed([(b["seed"], _x_at(b, steps)) for b in bases]), _int(run.get("env_frames_per_s") or 0),
-            _per_seed([(b["seed"], _int(b.get("env_frames_per_s") or 0)) for b in bases]),
+            _per_seed([(b["seed"], _x_at(b, steps)) for b in bases]), fps[0],
+            _per_seed([(b["seed"], cell) for b, cell in zip(bases, fps[1:], strict=True)]),
         ])  # fmt: skip
     return _rows(header, rows)

@@ -147,6 +147,27 @@ def test_a_mario_trial_is_set_beside_the_runs_of_the_variant_it_changes():
     assert rows["`broken`"][1:4] == ["`algo.n_step=5`", "`flag_stall`", "failed"]
 
 
+def test_frames_per_second_name_their_cpu_only_when_the_runs_trained_on_different_ones():
+    from docs.tables.format import fps_cells, run_cpu
+
+    run = _mario_run("right_only", 0, 400_000, [[1, 400_000, 1_600_000, 1800.0]], [])
+    trials = {"variants": {"right_only": [*STALL, "env.options.actions=right_only"]}, "runs": [run]}
+    assert _mario_rows(trials)["`right_only`"][9:] == ["600", "seed 0: 600; seed 1: 601; seed 2: 602"]
+    # a trial trained on another host than its bases: every rate says which, since a rate moves with the host
+    base = {**MARIO_TABLE, "machine": {"cpu": "AMD EPYC"}}
+    trials = {**trials, "machine": {"cpu": "Intel Xeon"}}
+    from docs.tables.learning import mario_trials
+
+    row = next(line for line in mario_trials([trials, base]).splitlines() if line.startswith("| `right_only`"))
+    assert row.rstrip(" |").endswith(
+        "600 (Intel Xeon) | seed 0: 600 (AMD EPYC); seed 1: 601 (AMD EPYC); seed 2: 602 (AMD EPYC)"
+    )
+    # a run read back from an earlier invocation keeps that invocation's stamp, not the file's newest one
+    assert run_cpu({"recorded": {"cpu": "AMD EPYC"}}, {"machine": {"cpu": "Intel Xeon"}}) == "AMD EPYC"
+    assert run_cpu({}, {}) == "not recorded"
+    assert fps_cells([(3970.4, "a"), (5330.0, "a")]) == ["3,970", "5,330"]
+
+
 def test_a_mario_trial_equally_near_two_variants_is_refused():
     from docs.tables.learning import _base_variant
 
