@@ -75,7 +75,8 @@ def commit_text(commit: str | None) -> str:
 def run_cpu(run: Json, report: Json) -> str:
     """The CPU a learn table's run trained on: the machine stamp kept with a run read back from an earlier
     invocation, else the file's own (the invocation that trained it)."""
-    return str((run.get("recorded") or report.get("machine") or {}).get("cpu") or "not recorded")
+    cpu = str((run.get("recorded") or report.get("machine") or {}).get("cpu") or "not recorded")
+    return " ".join(cpu.replace("(R)", "").replace("(TM)", "").removesuffix(" Processor").split())
 
 
 def fps_cells(cells: list[tuple[float, str]]) -> list[str]:
