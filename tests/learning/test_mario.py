@@ -10,16 +10,20 @@ import pytest
 from raylab.train import run
 from tests.conftest import make_config
 
-pytestmark = [pytest.mark.slow, pytest.mark.distributed, pytest.mark.usefixtures("ray_session")]
-
 X_POS = 900
+GUARD_SECONDS = 5400  # stop.seconds: the run's own guard; pytest-timeout's 900 s default would end it first
+
+pytestmark = [
+    pytest.mark.slow, pytest.mark.distributed, pytest.mark.usefixtures("ray_session"),
+    pytest.mark.timeout(GUARD_SECONDS + 600),  # the guard, then start-up, the final checkpoint and Ray's teardown
+]  # fmt: skip
 
 
 def test_a_short_mario_run_carries_the_greedy_policy_past_its_start(tmp_path):
     summary = run(
         make_config(
             tmp_path, "+experiment=mario_dqn", "logger.console=false", "seed=0", "stop.env_steps=null",
-            "stop.seconds=5400", "stop.eval_extras=null", f"+stop.eval_extras.x_pos={X_POS}",
+            f"stop.seconds={GUARD_SECONDS}", "stop.eval_extras=null", f"+stop.eval_extras.x_pos={X_POS}",
             "eval.every_seconds=120", "eval.episodes=5", "eval.confirm_episodes=5", "eval.final_episodes=0",
         )
     )  # fmt: skip
