@@ -265,9 +265,12 @@ def _at_frames(curve: list[list[float]], frames: float) -> float | None:
     return before[-1] if before else None
 
 
-def _greedy_at(evals: list[list[float]], steps: float) -> float | None:
-    """The last periodic greedy evaluation (time, steps, return, ...) at or before ``steps`` agent steps."""
-    before = [e[2] for e in evals if e[1] <= steps]
+def _greedy_at(run: Json, steps: float) -> float | None:
+    """The last greedy evaluation of ``run`` at or before ``steps`` agent steps: its final one (10 whole games at
+    its end) when it ended there, else the last periodic one (time, steps, return, ...)."""
+    if run["env_steps"] <= steps and run.get("final_eval_return") is not None:
+        return run["final_eval_return"]
+    before = [e[2] for e in run.get("evals") or [] if e[1] <= steps]
     return before[-1] if before else None
 
 
@@ -275,12 +278,12 @@ def atari_trials(data: list[Json]) -> str:
     """Settings tried against the Atari recipe (a learn JSON of trials), each run on one game for a short
     budget and set beside the recipe's own run of that game at the same frames (the second JSON: the table of
     the recipe they were tried against): the training return there (the recent whole games, sampled actions)
-    and the last greedy evaluation (10 whole games)."""
+    and the recipe's last greedy evaluation by then (10 whole games; its final one for a trial run to its end)."""
     trials, table = data
     recipe = {r["variant"]: r for r in table["runs"] if r["ok"]}
     header = [
         "trial", "game", "changed", "frames", "training: trial", "training: recipe", "trial ÷ recipe",
-        "greedy: trial (final)", "greedy: recipe (last before)", "frames/s: trial", "frames/s: recipe",
+        "greedy: trial (final)", "greedy: recipe (last by then)", "frames/s: trial", "frames/s: recipe",
     ]  # fmt: skip
     rows = []
     for run in (r for r in trials["runs"] if r["ok"]):
@@ -292,7 +295,7 @@ def atari_trials(data: list[Json]) -> str:
         mine = _at_frames(run.get("train_curve") or [], frames)
         theirs = _at_frames(base.get("train_curve") or [], frames) if base else None
         greedy = run["final_eval_return"]
-        base_greedy = _greedy_at(base.get("evals") or [], run["env_steps"]) if base else None
+        base_greedy = _greedy_at(base, run["env_steps"]) if base else None
         fps = fps_cells([(run["env_frames_per_s"], run_cpu(run, trials))]
                         + ([(base["env_frames_per_s"], run_cpu(base, table))] if base else []))  # fmt: skip
         rows.append([

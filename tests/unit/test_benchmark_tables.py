@@ -224,3 +224,26 @@ def test_a_recipe_change_gives_no_ratio_against_a_negative_return_and_names_a_ga
     (row,) = [line.split(" | ") for line in text.splitlines() if line.startswith("| Pong")]
     assert row[2:5] == ["-20.0", "-10.0", "—"]
     assert "| Qbert" not in text and "Not in the earlier table: Qbert." in text
+
+
+def test_an_atari_trial_run_to_the_recipes_end_sits_beside_the_recipes_final_greedy_score():
+    """A trial stopped early is set beside the recipe's last periodic evaluation before its frames; one run to the
+    recipe's own end, beside the recipe's final evaluation (its 10 games at the end), not a periodic one before."""
+    from docs.tables.atari import atari_trials
+
+    def curve(end: float) -> list:
+        return [[0, s, 4 * s, s / 1e4] for s in (5e5, 1e6, 2e6, end)]
+
+    recipe = _atari_run("SpaceInvaders", 2_500_000, curve(2.5e6), 604.0, 2900, 3823)
+    recipe["evals"] = [[100, 1e6, 460.0], [200, 2.27e6, 564.0]]
+    short = _atari_run("Short", 1_000_000, curve(1e6), 500.0, 1800, 3186)
+    full = _atari_run("Full", 2_500_608, curve(2.5e6), 759.0, 3000, 3322)
+    trials = {
+        "variants": {"Short": ["env.id=SpaceInvaders-v5", "algo.minibatches=4"],
+                     "Full": ["env.id=SpaceInvaders-v5", "learner.lr_schedule=linear", "stop.seconds=null"]},
+        "runs": [short, full],
+    }  # fmt: skip
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in atari_trials([trials, {"runs": [recipe]}]).splitlines()}
+    assert rows["| Short"][2:9] == ["`algo.minibatches=4`", "4.00M", "100.0", "100.0", "1.00×", "500.0", "460.0"]
+    full_row = ["`learner.lr_schedule=linear`", "10.00M", "250.0", "250.0", "1.00×", "759.0", "604.0"]
+    assert rows["| Full"][2:9] == full_row  # the recipe's final score, not its periodic 564 at 2.27M steps
