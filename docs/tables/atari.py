@@ -311,7 +311,8 @@ def atari_trials(data: list[Json]) -> str:
 def atari_recipe_change(data: list[Json], before: str, after: str) -> str:
     """Two runs of the Atari table, the recipe before and after one change (each a learn JSON of the same games):
     per game, the training return at the frames both runs reached (the recent whole games, sampled actions), the
-    final greedy score (10 whole games), the wall time and the frames/s of each."""
+    final greedy score (10 whole games), the wall time and the frames/s of each (with its CPU when the two runs
+    trained on different ones)."""
     old, new = data
     earlier = {r["variant"]: r for r in old["runs"] if r["ok"]}
     header = [
@@ -334,7 +335,7 @@ def atari_recipe_change(data: list[Json], before: str, after: str) -> str:
             f"{_ret(base['final_eval_return'])} ± {_ret(base['final_eval_std'])}",
             f"{_ret(run['final_eval_return'])} ± {_ret(run['final_eval_std'])}",
             f"{base['train_seconds'] / 60:.0f} min", f"{run['train_seconds'] / 60:.0f} min",
-            _int(base["env_frames_per_s"]), _int(run["env_frames_per_s"]),
+            *fps_cells([(base["env_frames_per_s"], run_cpu(base, old)), (run["env_frames_per_s"], run_cpu(run, new))]),
         ])  # fmt: skip
     missing = sorted(name for name in earlier if not any(r["variant"] == name and r["ok"] for r in new["runs"]))
     unmatched = sorted(r["variant"] for r in new["runs"] if r["ok"] and r["variant"] not in earlier)

@@ -337,6 +337,11 @@ TABLES: dict[str, Table] = {
     "atari_fifth_game": Table(
         ("atari_fifth_game.json",), atari_table, "the Atari recipe on a game nothing names, 30 minutes of training"
     ),
+    "atari_fifth_game_epochs": Table(
+        ("atari_fifth_game_epochs2.json", "atari_fifth_game.json"),
+        partial(atari_recipe_change, before="2 epochs", after="4 epochs"),
+        "the game nothing names, 30 minutes of training with the recipe's 2 epochs a call and with 4",
+    ),
     "mario_learning": Table(
         ("mario_learning.json",), mario_learning, "mario_dqn, as committed, toward the flag of World 1-1 on 2 cores"
     ),

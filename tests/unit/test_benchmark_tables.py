@@ -209,6 +209,13 @@ def test_a_recipe_change_sets_each_game_beside_its_earlier_run_at_the_frames_bot
     assert rows[0][1:5] == ["4.00M", "10.0", "30.0", "3.00×"]
     assert rows[0][5:7] == ["74.4 ± 1.00", "244.3 ± 1.00"]
     assert "| BeamRider" not in text and "Not run again yet: BeamRider." in text
+    # the same games on two hosts: each frames/s names its CPU, since a rate moves with the host
+    text = atari_recipe_change(
+        [{**old, "machine": {"cpu": "AMD EPYC"}}, {**new, "machine": {"cpu": "Intel(R) Xeon(R) Processor"}}],
+        before="2 epochs", after="4 epochs",
+    )  # fmt: skip
+    (row,) = [line.split(" | ") for line in text.splitlines() if line.startswith("| Breakout")]
+    assert row[-2:] == ["5,330 (AMD EPYC)", "3,970 (Intel Xeon) |"]
 
 
 def test_a_recipe_change_gives_no_ratio_against_a_negative_return_and_names_a_game_new_to_it():
