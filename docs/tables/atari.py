@@ -265,12 +265,21 @@ def _at_frames(curve: list[list[float]], frames: float) -> float | None:
     return before[-1] if before else None
 
 
-def _greedy_at(run: Json, steps: float) -> float | None:
-    """The last greedy evaluation of ``run`` at or before ``steps`` agent steps: its final one (10 whole games at
-    its end) when it ended there, else the last periodic one (time, steps, return, ...)."""
-    if run["env_steps"] <= steps and run.get("final_eval_return") is not None:
+def _budget(run: Json) -> str | None:
+    """The step budget a run stopped at (``stop.env_steps=2500000``), None for a run stopped by anything else."""
+    clause = str(run.get("stop_reason") or "").rpartition(">= ")[2]
+    return clause if clause.startswith("stop.env_steps=") else None
+
+
+def _greedy_at(run: Json, trial: Json) -> float | None:
+    """The last greedy evaluation of ``run`` by the agent steps ``trial`` reached: ``run``'s final one (10 whole
+    games at its end) when the trial got there too (as many steps, or stopped by the same budget: the last
+    rollout may overshoot it by a different amount), else its last periodic one (time, steps, return, ...)."""
+    budget = _budget(run)
+    reached = run["env_steps"] <= trial["env_steps"] or (budget is not None and budget == _budget(trial))
+    if reached and run.get("final_eval_return") is not None:
         return run["final_eval_return"]
-    before = [e[2] for e in run.get("evals") or [] if e[1] <= steps]
+    before = [e[2] for e in run.get("evals") or [] if e[1] <= trial["env_steps"]]
     return before[-1] if before else None
 
 
@@ -295,7 +304,7 @@ def atari_trials(data: list[Json]) -> str:
         mine = _at_frames(run.get("train_curve") or [], frames)
         theirs = _at_frames(base.get("train_curve") or [], frames) if base else None
         greedy = run["final_eval_return"]
-        base_greedy = _greedy_at(base, run["env_steps"]) if base else None
+        base_greedy = _greedy_at(base, run) if base else None
         fps = fps_cells([(run["env_frames_per_s"], run_cpu(run, trials))]
                         + ([(base["env_frames_per_s"], run_cpu(base, table))] if base else []))  # fmt: skip
         rows.append([

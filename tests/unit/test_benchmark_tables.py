@@ -254,3 +254,11 @@ def test_an_atari_trial_run_to_the_recipes_end_sits_beside_the_recipes_final_gre
     assert rows["| Short"][2:9] == ["`algo.minibatches=4`", "4.00M", "100.0", "100.0", "1.00×", "500.0", "460.0"]
     full_row = ["`learner.lr_schedule=linear`", "10.00M", "250.0", "250.0", "1.00×", "759.0", "604.0"]
     assert rows["| Full"][2:9] == full_row  # the recipe's final score, not its periodic 564 at 2.27M steps
+    # a trial stopped by the recipe's budget a rollout short of the recipe's overshoot still reached its end
+    budget = "stop.env_steps=2500000"
+    recipe = {**recipe, "env_steps": 2_500_608, "stop_reason": f"env steps 2500608 >= {budget}"}
+    full = {**full, "env_steps": 2_500_352, "stop_reason": f"env steps 2500352 >= {budget}"}
+    short = {**short, "stop_reason": "1800 s >= stop.seconds=1800"}
+    text = atari_trials([{**trials, "runs": [short, full]}, {"runs": [recipe]}])
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in text.splitlines()}
+    assert rows["| Full"][8] == "604.0" and rows["| Short"][8] == "460.0"
