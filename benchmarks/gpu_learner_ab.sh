@@ -1,37 +1,69 @@
 #!/usr/bin/env bash
-# The learner on a GPU machine, an older raylab tree against this one in one run (under 9 minutes), for the
-# GPU table of docs/benchmarks/throughput.md ("The learner on a GPU"):
-#   1. the learner alone on pong_appo's and mario_dqn's real networks (benchmarks/learner_step_cost.py --real),
-#      OLD and NEW alternating, NEW also compiled with CUDA graphs (compile_mode=reduce-overhead), in fp32 (what
-#      precision=auto picks on a GPU) and in bf16 (AMP + compile);
-#   2. 90 s of pong_appo with 14 rollout actors each, OLD then NEW then OLD then NEW;
-#   nvidia-smi sampled every second throughout, each phase's start and end marked beside it.
+# One GPU call (under 9 minutes): an older raylab tree against this one, the learner alone and end to end, with
+# central inference beside them, for docs/benchmarks/gpu.md. In order, each phase skipped when the deadline
+# (DEADLINE_S seconds from the start, default 540) leaves it too little time:
+#   1. the machine's env-only limit: 1, 14 and 16 processes stepping pong_appo's vector env (env_limit.py);
+#   2. the learner alone on pong_appo's real network (learner_step_cost.py --real): OLD eager fp32, NEW eager
+#      fp32, NEW compiled with CUDA graphs (learner.compile=true: compile_mode auto), NEW bf16 + compile;
+#   3. pong_appo with 14 runners and one central inference actor on the GPU (topology.inference=central, learner
+#      compiled), a greedy evaluation of 10 games every 15 s, stopping at a mean of 18 (or at 110 s);
+#   4. pong_appo with 14 rollout actors acting themselves, NEW (learner compiled) then OLD (the OLD tree's own
+#      command), 60 s each, no evaluation;
+#   5. the learner alone on mario_dqn's network, as 2;
+#   6. the frame path table at 1, 2 and 14 workers, local against central (central_inference.py), if time is left.
+# nvidia-smi is sampled every second throughout, each phase's start and end marked beside it; everything is
+# packed into $PACK (a .tgz) after every phase, so a call cut short still brings back what it measured.
 # Run from the checkout of NEW, with raylab's dependencies importable (the offline bundle's run-on-gpu.sh):
-#   bash BUNDLE/run-on-gpu.sh bash benchmarks/gpu_learner_ab.sh OLD_TREE OUT_DIR
+#   bash BUNDLE/run-on-gpu.sh bash benchmarks/gpu_learner_ab.sh OLD_TREE OUT_DIR [PACK]
 # OLD_TREE: an older checkout (git archive <commit> raylab conf | tar -x, with raylab/conf -> ../conf).
-# Afterwards, here: python benchmarks/gpu_learner_ab.py OUT_DIR (the table, with the GPU's busy share per run).
+# Afterwards, here: python benchmarks/gpu_learner_ab.py OUT_DIR (one JSON, with the GPU's busy share per phase).
 set -uo pipefail
-old=$(cd "$1" && pwd); out=$(mkdir -p "$2" && cd "$2" && pwd)
+old=$(cd "$1" && pwd); out=$(mkdir -p "$2" && cd "$2" && pwd); pack=${3:-}
 export WANDB_MODE=disabled PYTHONUNBUFFERED=1
+t0=$(date +%s); deadline=$((t0 + ${DEADLINE_S:-540}))
 nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 1000 > "$out/smi.csv" &
 smi=$!
 mark() { echo "$(date +%s.%N) $1" >> "$out/marks.txt"; }
-nproc > "$out/nproc.txt"; nvidia-smi -L > "$out/gpu.txt"; git rev-parse HEAD > "$out/new_commit.txt" 2>/dev/null
-mark learner_start
-timeout 260 python3 benchmarks/learner_step_cost.py --real --repeats 2 --warmup 3 --calls 8 --obs frames \
-  --workloads appo dqn --variant "old=$old,learner.device=cuda" --variant "new=.,learner.device=cuda" \
-  --variant "new_compile=.,learner.device=cuda,learner.compile=true,learner.compile_mode=reduce-overhead" \
-  --variant "new_bf16_compile=.,learner.device=cuda,learner.precision=bf16,learner.compile=true,learner.compile_mode=reduce-overhead" \
-  --output "$out/learner_step_cost_cuda.json" > "$out/learner.log" 2>&1
-mark learner_end
-for name in old new old new; do
-  tree=$([ "$name" = old ] && echo "$old" || pwd)
-  mark "pong_${name}_start"
-  (cd "$tree" && PYTHONPATH="$tree:${PYTHONPATH:-}" timeout 130 python3 -m raylab.train +experiment=pong_appo \
-    topology.num_workers=14 learner.device=cuda learner.num_gpus=1 ray.num_cpus=16 stop.seconds=90 \
-    stop.mean_return=null eval.every_seconds=null "hydra.run.dir=$out/pong_${name}_$(date +%s)") \
-    > "$out/pong_${name}.log" 2>&1
-  mark "pong_${name}_end"
-done
-kill $smi
-ls -la "$out"
+save() { [ -n "$pack" ] && tar -czf "$pack.tmp" --exclude='*.pt' --exclude='checkpoints' -C "$out" . && mv "$pack.tmp" "$pack"; }
+# phase NAME MIN_S MAX_S CMD...: run CMD under a timeout of MAX_S, cut to the deadline; skipped under MIN_S left
+phase() {
+  local name=$1 min=$2 max=$3; shift 3
+  local left=$((deadline - $(date +%s)))
+  if [ "$left" -lt "$min" ]; then echo "$name skipped: ${left}s left" | tee -a "$out/skipped.txt"; return; fi
+  [ "$left" -lt "$max" ] && max=$left
+  mark "${name}_start"; echo "== $name (<= ${max}s) $(date -u +%T)"
+  timeout -k 5 "$max" bash -c '"$@"' _ "$@" > "$out/$name.log" 2>&1; echo "$name exit $?" >> "$out/exits.txt"
+  mark "${name}_end"; tail -n 4 "$out/$name.log"; save
+}
+nproc > "$out/nproc.txt"; nvidia-smi -L > "$out/gpu.txt"; lscpu > "$out/lscpu.txt" 2>&1
+python3 -c "import torch, sys; print(sys.version, torch.__version__, torch.version.cuda)" > "$out/versions.txt" 2>&1
+git rev-parse HEAD > "$out/new_commit.txt" 2>/dev/null || cat .commit > "$out/new_commit.txt" 2>/dev/null
+# DEVICE=cpu WORKERS=1: a rehearsal of the mechanics on a machine without a GPU
+dev=${DEVICE:-cuda}; gpus=$([ "$dev" = cuda ] && echo 1 || echo 0)
+pong="+experiment=pong_appo topology.num_workers=${WORKERS:-14}"
+train() {  # train TREE RUN_NAME OVERRIDES...: raylab.train in TREE, its run directory under OUT_DIR
+  local tree=$1 name=$2; shift 2
+  (cd "$tree" && PYTHONPATH="$tree:${PYTHONPATH:-}" python3 -m raylab.train "$@" "hydra.run.dir=$out/run_$name")
+}
+step_cost() {  # step_cost WORKLOAD
+  python3 benchmarks/learner_step_cost.py --real --repeats 1 --warmup 3 --calls 8 --obs frames --workloads "$1" \
+    --variant "old=$old,learner.device=$dev" --variant "new=.,learner.device=$dev" \
+    --variant "new_compile=.,learner.device=$dev,learner.compile=true" \
+    --variant "new_bf16_compile=.,learner.device=$dev,learner.precision=bf16,learner.compile=true" \
+    --output "$out/learner_step_cost_$1.json"
+}
+export -f train step_cost; export old out dev
+phase env_limit 30 75 python3 benchmarks/env_limit.py +experiment=pong_appo --processes 1 14 16 --seconds 8 \
+  --output "$out/env_limit.json"
+phase learner_appo 60 110 step_cost appo
+phase pong_central 60 135 train . central $pong topology.inference=central learner.compile=true ray.num_cpus=$((${WORKERS:-14} + 4)) \
+  stop.seconds=110 stop.mean_return=18 eval.every_seconds=15 eval.episodes=10 eval.final_episodes=10
+phase pong_new 45 85 train . new $pong learner.device=$dev learner.num_gpus=$gpus learner.compile=true ray.num_cpus=$((${WORKERS:-14} + 2)) \
+  stop.seconds=60 stop.mean_return=null eval.every_seconds=null eval.final_episodes=0
+phase pong_old 45 85 train "$old" old $pong learner.device=$dev learner.num_gpus=$gpus ray.num_cpus=$((${WORKERS:-14} + 2)) \
+  stop.seconds=60 stop.mean_return=null eval.every_seconds=null eval.final_episodes=0
+phase learner_dqn 45 90 step_cost dqn
+phase frame_path 40 90 python3 benchmarks/central_inference.py --workloads pong --workers 1 2 ${WORKERS:-14} --seconds 5 \
+  --rounds 1 --output "$out/central_inference.json"
+kill $smi; save
+echo "done in $(( $(date +%s) - t0 ))s"; ls -la "$out"
