@@ -6,7 +6,7 @@ trees compared in one run.
 
 (/tmp/raylab-fefcb63: ``git worktree add /tmp/raylab-fefcb63 fefcb63`` with its ``raylab/conf -> ../conf``
 link.) A variant is ``NAME=TREE[,OVERRIDE...]``: every measurement is a fresh child process with
-``PYTHONPATH=TREE``, so each imports its own raylab; the overrides are added to the workload's.
+``PYTHONPATH=TREE`` (before the caller's), so each imports its own raylab; the overrides are added to the workload's.
 
 Workloads: the learner as the builders make it (``build_learner``) for three experiments, at their own call
 shapes:
@@ -187,7 +187,8 @@ def parse_variants(texts: list[str]) -> dict[str, tuple[str, list[str]]]:
 
 def child_output(script: str, tree: str, options: list[str]) -> dict[str, Any]:
     """Run ``script child OPTIONS`` in a fresh process importing raylab from ``tree``; its last stdout line's JSON."""
-    env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve()), "WANDB_MODE": "disabled"}
+    path = [str(Path(tree).resolve()), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "WANDB_MODE": "disabled"}  # TREE first
     cmd = [sys.executable, str(Path(script).resolve()), "child", *options]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tree)
     if proc.returncode:
