@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict, deque
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -87,14 +87,35 @@ class PolicyProgress:
         }
 
 
+class _Report(NamedTuple):
+    """One timing report: seconds per timing key, spread evenly over the wall-clock span it covered,
+    ``[end - length, end]`` (``end``: when it arrived)."""
+
+    end: float
+    length: float
+    seconds: dict[str, float]
+    worker: int | None
+    """A rollout report's worker (its rollout/wait_s is that worker's wait); None for other actors."""
+
+    def inside(self, then: float, now: float) -> float:
+        """The fraction of the span inside ``[then, now]``; a zero-length span counts wholly if it ends inside."""
+        if self.length <= 0:
+            return float(then <= self.end <= now)
+        return max(0.0, min(self.end, now) - max(self.end - self.length, then)) / self.length
+
+
 class Progress:
     """Everything the driver counts. Rates in a row cover the interval since the previous row."""
 
-    def __init__(self, frames_per_step: int = 1, policies: Sequence[str] = ()):
-        """``policies``: the names of a run's several policies (none: one policy, no per-policy keys)."""
+    def __init__(
+        self, frames_per_step: int = 1, policies: Sequence[str] = (), clock: Callable[[], float] = time.perf_counter
+    ):
+        """``policies``: the names of a run's several policies (none: one policy, no per-policy keys);
+        ``clock``: the seconds every time here is read from (tests drive it)."""
         self.frames_per_step = frames_per_step
         self.policies = {name: PolicyProgress() for name in policies}
-        self.start = time.perf_counter()
+        self.clock = clock
+        self.start = clock()
         self.seconds_offset = 0.0
         """Training seconds of the run this one resumes."""
         self.env_steps = 0
@@ -121,7 +142,9 @@ class Progress:
         self._lags: list[int] = []
         self._interval_returns: list[float] = []
         self._timings: defaultdict[str, float] = defaultdict(float)
-        self._worker_wait: defaultdict[int, float] = defaultdict(float)
+        """Seconds per timing key that arrived in the interval (reported as timing/<key>)."""
+        self._reports: list[_Report] = []
+        """The interval's timing reports, with the spans they covered (what shares are made of)."""
         self.actor_counts: dict[str, int] = {}
         """Actors per timing prefix (rollout, learner, replay, server, driver): a stage's share of an
         interval is its seconds over (count x interval). A prefix not listed counts as one actor."""
@@ -132,15 +155,15 @@ class Progress:
 
     def restart_clock(self) -> None:
         """Start timing now (after actors are up), so throughput excludes start-up."""
-        self.start = time.perf_counter()
+        self.start = self.clock()
         self._mark = (self.start, self.env_steps, self.updates, self.samples)
 
     def stop_clock(self) -> None:
         if self.end is None:
-            self.end = time.perf_counter()
+            self.end = self.clock()
 
     def _now(self) -> float:
-        return self.end if self.end is not None else time.perf_counter()
+        return self.end if self.end is not None else self.clock()
 
     @property
     def seconds(self) -> float:
@@ -183,9 +206,7 @@ class Progress:
             self._epsilons[stats.worker_id] = stats.epsilon
         for key, values in stats.episodes.extras.items():
             self.extras.setdefault(key, deque(maxlen=100)).extend(values.tolist())
-        for name, secs in stats.timings.items():
-            self._timings[f"rollout/{name}_s"] += secs
-        self._worker_wait[stats.worker_id] += stats.timings.get("wait", 0.0)
+        self._report({f"rollout/{name}_s": secs for name, secs in stats.timings.items()}, stats.worker_id)
         for ret, length in zip(stats.episodes.returns.tolist(), stats.episodes.lengths.tolist(), strict=True):
             self.episodes += 1
             self.returns.append(ret)
@@ -198,7 +219,7 @@ class Progress:
                 self.best_window_mean = max(self.best_window_mean, float(np.mean(self._window)))
 
     def add_time(self, stage: str, seconds: float) -> None:
-        self._timings[stage] += seconds
+        self._report({stage: seconds})
 
     def add_learner(self, stats: LearnerStats, policy: str | None = None) -> None:
         """``policy``: which of several policies' learners made the call."""
@@ -214,14 +235,21 @@ class Progress:
         timings = stats.timings or {}
         # stages are disjoint so that shares stack: the wait for the next prefetched batch happens inside
         # the update call but is reported as learner/batch_wait_s, not as update time
-        self._timings["learner/update_s"] += stats.seconds - timings.get("batch_wait_s", 0.0)
-        for name, secs in timings.items():
-            self._timings[f"learner/{name}"] += secs
+        self._report(
+            {"learner/update_s": stats.seconds - timings.get("batch_wait_s", 0.0)}
+            | {f"learner/{name}": secs for name, secs in timings.items()}
+        )
 
     def add_timings(self, prefix: str, timings: dict[str, float]) -> None:
         """Seconds per stage of another actor type (e.g. prefix "replay", stages add_s, sample_s)."""
-        for name, secs in timings.items():
-            self._timings[f"{prefix}/{name}"] += secs
+        self._report({f"{prefix}/{name}": secs for name, secs in timings.items()})
+
+    def _report(self, seconds: dict[str, float], worker: int | None = None) -> None:
+        """A report of seconds per timing key, arriving now. Its stages are disjoint and ran back to back up to
+        now (a learner call's: the wait before it, the call, the publish), so it covered their sum."""
+        for key, secs in seconds.items():
+            self._timings[key] += secs
+        self._reports.append(_Report(self._now(), max(sum(seconds.values()), 0.0), seconds, worker))
 
     def add_eval(self, result: EvalResult) -> None:
         self.last_eval = result
@@ -290,22 +318,34 @@ class Progress:
         if replay_size is not None and self.env_steps > steps0:
             row["replay/samples_per_insert"] = (self.samples - samples0) / (self.env_steps - steps0)
         row.update({f"timing/{k}": v for k, v in self._timings.items()})
-        row.update(self._shares(dt))
+        row.update(self._shares(then, now))
         self._lags.clear()
         self._interval_returns.clear()
         self._timings.clear()
-        self._worker_wait.clear()
+        self._reports.clear()
         return row
 
-    def _shares(self, dt: float) -> dict[str, float]:
+    def _shares(self, then: float, now: float) -> dict[str, float]:
         """share/<actor>/<stage>: the interval's seconds in a stage over (actors of that type x interval);
         wait/worker_<i>_share: the share of the interval worker i sat waiting (for the driver, the rate
-        limiter, the learner, or A3C's parameter server)."""
+        limiter, the learner, or A3C's parameter server). A report's seconds count in the part of its span
+        inside the interval (a call that outlasts the interval does not fill more than all of it); the part
+        before ``then`` fell in intervals already reported and counts in no share."""
+        dt = max(now - then, 1e-9)
+        stages: defaultdict[str, float] = defaultdict(float)
+        worker_wait: dict[int, float] = {}
+        for report in self._reports:
+            part = report.inside(then, now)
+            for key, secs in report.seconds.items():
+                stages[key] += secs * part
+            if report.worker is not None:
+                wait = report.seconds.get("rollout/wait_s", 0.0) * part
+                worker_wait[report.worker] = worker_wait.get(report.worker, 0.0) + wait
         out = {}
-        for key, secs in self._timings.items():
+        for key, secs in stages.items():
             actor, _, stage = key.partition("/")
             out[f"share/{actor}/{stage.removesuffix('_s')}"] = secs / (max(self.actor_counts.get(actor, 1), 1) * dt)
-        waits = {i: secs / dt for i, secs in sorted(self._worker_wait.items())}
+        waits = {i: secs / dt for i, secs in sorted(worker_wait.items())}
         for i, share in waits.items():
             out[f"wait/worker_{i}_share"] = share
         if waits:

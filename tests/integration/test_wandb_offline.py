@@ -35,8 +35,8 @@ def wandb_run(tmp_path_factory, ray_session):
             run_dir, "+experiment=cartpole_dqn", "logger=wandb", "logger.console=false", "logger.tensorboard=true",
             # it stops on the event the tests read: the first periodic evaluation (any CartPole return is >= 0),
             # 16 s in at the earliest (5+ history rows); stop.seconds only caps a run whose evaluation never comes.
-            # Reports every 3 s: a chunk's or a learner call's seconds land in the interval its report reaches, and
-            # on a loaded machine one of them can outlast half of a 1-s interval (a share of 1.5+ there)
+            # Reports every 3 s. A chunk's or a learner call's seconds are spread over the span it covered
+            # (raylab/driver/progress.py); before that, a call that outlasted its interval read 1.5 and 4.7 here
             "logger.report_every_seconds=3", "stop.seconds=300", "stop.mean_return=0", "eval.every_seconds=16",
             "eval.episodes=2", "eval.final_episodes=2", "logger.wandb.tags=[ci,offline]", "eval.video=true",
         )  # fmt: skip

@@ -100,31 +100,70 @@ def _rollout(worker: int, steps: int, timings: dict[str, float]) -> RolloutStats
     return RolloutStats(worker_id=worker, num_steps=steps, policy_version=0, episodes=Episodes(), timings=timings)
 
 
+class _Clock:
+    """A Progress clock the test moves by hand."""
+
+    t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
 def test_progress_turns_stage_seconds_into_shares_per_actor_and_worker_wait():
-    progress = Progress()
+    clock = _Clock()
+    progress = Progress(clock=clock)
     progress.actor_counts = {"rollout": 2, "learner": 1, "replay": 1}
     progress.restart_clock()
+    clock.t = 1.0  # each report covers the sum of its stages up to its arrival: all of them inside [0, 2]
     progress.add_rollout(_rollout(0, 100, {"env": 0.4, "inference": 0.1, "wait": 0.3}), learner_version=0)
     progress.add_rollout(_rollout(1, 100, {"env": 0.2, "inference": 0.1, "wait": 0.6}), learner_version=0)
+    clock.t = 1.5
     progress.add_learner(
         LearnerStats(updates=4, samples=400, version=4, metrics={}, seconds=0.8,
                      timings={"batch_wait_s": 0.2, "wait_s": 0.1, "publish_s": 0.01})
     )  # fmt: skip
     progress.add_timings("replay", {"add_s": 0.05, "sample_s": 0.1})
-    time.sleep(0.02)
-    progress.stop_clock()
-    dt = progress.seconds
+    clock.t = 2.0
     row = progress.row(replay_size=200)
-    assert row["share/rollout/env"] == pytest.approx(0.6 / (2 * dt))
-    assert row["share/rollout/wait"] == pytest.approx(0.9 / (2 * dt))
+    assert row["share/rollout/env"] == pytest.approx(0.6 / (2 * 2.0))
+    assert row["share/rollout/wait"] == pytest.approx(0.9 / (2 * 2.0))
     assert row["timing/learner/update_s"] == pytest.approx(0.6)  # the batch wait inside the call is its own stage
-    assert row["share/learner/update"] == pytest.approx(0.6 / dt)
-    assert row["share/learner/batch_wait"] == pytest.approx(0.2 / dt)
-    assert row["share/replay/sample"] == pytest.approx(0.1 / dt)
-    assert row["wait/worker_0_share"] == pytest.approx(0.3 / dt)
-    assert row["wait/worker_1_share"] == pytest.approx(0.6 / dt)
-    assert row["wait/worker_max_share"] == pytest.approx(0.6 / dt)
+    assert row["share/learner/update"] == pytest.approx(0.6 / 2.0)
+    assert row["share/learner/batch_wait"] == pytest.approx(0.2 / 2.0)
+    assert row["share/learner/wait"] == pytest.approx(0.1 / 2.0)
+    assert row["share/replay/sample"] == pytest.approx(0.1 / 2.0)
+    assert row["wait/worker_0_share"] == pytest.approx(0.3 / 2.0)
+    assert row["wait/worker_1_share"] == pytest.approx(0.6 / 2.0)
+    assert row["wait/worker_max_share"] == pytest.approx(0.6 / 2.0)
     assert row["replay/samples_per_insert"] == pytest.approx(400 / 200)
     # the next interval starts from zero
+    clock.t = 3.0
     later = progress.row(replay_size=200)
-    assert not any(k.startswith(("share/", "wait/")) for k in later)
+    assert not any(k.startswith(("share/", "timing/", "wait/")) for k in later)
+
+
+def test_progress_spreads_a_report_over_the_span_it_covered():
+    """A 4.5-s learner call (or chunk) reported in a 3-s interval fills at most all of it, not 1.5 of it."""
+    clock = _Clock()
+    progress = Progress(clock=clock)
+    progress.actor_counts = {"rollout": 1, "learner": 1}
+    progress.restart_clock()
+    clock.t = 3.0
+    progress.row()
+    clock.t = 6.0  # both covered [1.5, 6]: 3 of their 4.5 s lie in this row's interval [3, 6]
+    progress.add_learner(LearnerStats(updates=1, samples=32, version=1, metrics={}, seconds=4.5))
+    progress.add_rollout(_rollout(0, 100, {"wait": 4.0, "env": 0.5}), learner_version=0)
+    row = progress.row()
+    assert row["timing/learner/update_s"] == pytest.approx(4.5)  # timing/ keys: the seconds that arrived
+    assert row["share/learner/update"] == pytest.approx(1.0)
+    assert row["share/rollout/wait"] == pytest.approx(4.0 * (3 / 4.5) / 3)
+    assert row["share/rollout/wait"] + row["share/rollout/env"] == pytest.approx(1.0)
+    assert row["wait/worker_0_share"] == pytest.approx(4.0 * (3 / 4.5) / 3)
+    # a report wholly inside an interval counts wholly; one of no length, where it arrived
+    clock.t = 7.0
+    progress.add_learner(LearnerStats(updates=1, samples=32, version=2, metrics={}, seconds=0.5))
+    progress.add_time("driver/wait_s", 0.0)
+    clock.t = 9.0
+    row = progress.row()
+    assert row["share/learner/update"] == pytest.approx(0.5 / 3)
+    assert row["share/driver/wait"] == 0.0
