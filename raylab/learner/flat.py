@@ -73,6 +73,8 @@ class FlatParams:
         for p in self.params:
             p.grad = self.grad[offset : offset + p.numel()].view_as(p)
             offset += p.numel()
+        self.static = False
+        """Whether the buffers are marked static for CUDA graphs (``mark_static``): new moments are marked too."""
         self.bind_optimizer_state()
 
     def bind_optimizer_state(self) -> None:
@@ -104,6 +106,17 @@ class FlatParams:
         self.exp_avg, self.exp_avg_sq, self.steps = m, v, steps
         self.step = steps[0].clone()
         """Adam's step count, one tensor for the flat step (the per-parameter ``steps`` follow it: ``sync``)."""
+        if self.static:
+            self.mark_static()
+
+    def mark_static(self) -> None:
+        """Tell torch.compile that the buffers the step writes in place keep their addresses, so that CUDA graphs
+        (compile_mode reduce-overhead) capture the clip and Adam step too: Inductor skips capturing a graph that
+        mutates inputs it does not know are static ("skipping cudagraphs due to mutated inputs", seen on an
+        H200). Again after ``bind_optimizer_state`` made new moments."""
+        self.static = True
+        for tensor in (self.flat, self.grad, self.exp_avg, self.exp_avg_sq, self.step, self.lr):
+            torch._dynamo.mark_static_address(tensor)
 
     def sync(self, from_optimizer: bool = False) -> None:
         """Make the per-parameter step counts of the optimizer's state equal the flat step's (before a state

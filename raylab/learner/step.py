@@ -119,6 +119,8 @@ class AutogradStep:
             self._rows_loss = torch.compile(self._plain_gathered_loss, mode=compile_mode, dynamic=False)
             if not scaler.is_enabled():  # GradScaler's step has data-dependent control flow: keep it eager
                 self._apply = torch.compile(self._clip_and_adam_math, mode=compile_mode, dynamic=False)
+                if self.cuda_graphs:
+                    flat.mark_static()
 
     def _gathered_loss(self, data: dict[str, torch.Tensor], rows: torch.Tensor) -> LossOutput:
         return self.objective.loss(self._finish(self._gather(data, rows)))

@@ -145,3 +145,21 @@ def test_no_host_sync_inside_a_call_but_the_one_at_its_end(algo):
 
     learner._autograd.step = strict  # type: ignore[method-assign]
     assert learner.update_many(data).updates > 0
+
+
+def test_buffers_the_step_writes_are_marked_static_for_cuda_graphs_and_stay_so_after_a_load():
+    """CUDA graphs capture the compiled clip and Adam step only when the buffers it writes in place are static
+    inputs (an H200 run logged "skipping cudagraphs due to mutated inputs" without this); a checkpoint's load
+    makes new moments, which must be marked as well."""
+
+    def marked(flat: FlatParams) -> list[bool]:
+        buffers = (flat.flat, flat.grad, flat.exp_avg, flat.exp_avg_sq, flat.step, flat.lr)
+        return [getattr(t, "_dynamo_static_input_type", None) is not None for t in buffers]
+
+    model, flat, _, _ = flat_and_reference()
+    assert not any(marked(flat))
+    flat.mark_static()
+    assert all(marked(flat))
+    flat.optimizer.load_state_dict(copy.deepcopy(flat.optimizer.state_dict()))
+    flat.bind_optimizer_state()
+    assert all(marked(flat))
