@@ -54,7 +54,7 @@ from .learning import (
 from .memory import memory_minigrid, memory_popgym, memory_r2d2, memory_stateless
 from .peers import appo_vs_peers, e2e_cartpole, e2e_mario, ppo_vs_rllib
 from .recurrent import recurrent_cost
-from .throughput import a3c_scaling, arena, envs, sampling, sampling_revisions, sampling_sink_weights
+from .throughput import a3c_scaling, arena, envs, gpu_learner_ab, sampling, sampling_revisions, sampling_sink_weights
 
 
 @dataclass(frozen=True)
@@ -217,6 +217,12 @@ TABLES: dict[str, Table] = {
     ),
     "a3c_scaling": Table(("a3c_scaling.json",), a3c_scaling, "A3C worker scaling"),
     "a3c_scaling_16core": Table(("a3c_scaling_16core.json",), a3c_scaling, "A3C worker scaling on 16 cores"),
+    "gpu_learner_ab": Table(
+        ("gpu_learner_ab.json",), gpu_learner_ab, "pong_appo with 14 rollout actors on an H200: learners and inference"
+    ),
+    "learner_step_cost_h200": Table(
+        ("learner_step_cost_h200.json",), learner_step_cost, "the learner per optimizer step on an H200, real networks"
+    ),
     "e2e_cartpole": Table(("e2e_cartpole.json",), e2e_cartpole, "apex_dqn end to end against RLlib DQN"),
     "e2e_mario": Table(("e2e_mario.json", "e2e_mario_free.json"), e2e_mario, "apex_dqn end to end on Mario"),
     "envs": Table(("envs.json",), envs, "raw env throughput"),

@@ -174,3 +174,64 @@ def a3c_scaling(data: list[Json]) -> str:
         + f". C++ reference: {seed['source'].split(': ', 1)[-1]}, on its own machine.\n"
     )
     return _rows(header, rows) + notes
+
+
+GPU_RUNS = {
+    "old": "fefcb63, per-actor inference",
+    "new": "today's learner (compiled), per-actor inference",
+    "central": "today's learner (compiled), central inference",
+}
+"""benchmarks/gpu_learner_ab.sh's Pong runs, in the table's order, with their column heads."""
+
+
+def gpu_learner_ab(data: list[Json]) -> str:
+    """benchmarks/gpu_learner_ab.json: pong_appo with 14 rollout actors on a GPU machine, an older learner against
+    today's, per-actor against central inference, and the machine's env-only limit."""
+    (d,) = data
+    runs = {name: d["runs"][name] for name in GPU_RUNS if name in d["runs"]}
+    phases = d["phases"]
+
+    def share(key: str) -> list[str]:
+        return [_pct(r[key]) if r.get(key) is not None else "—" for r in runs.values()]
+
+    def busy(name: str) -> str:
+        p = phases.get(f"pong_{name}", {})
+        return "—" if p.get("gpu_busy_median") is None else f"{p['gpu_busy_median']:.0f} % ({p['gpu_busy_p90']:.0f} %)"
+
+    def evals(r: Json) -> str:
+        last = r["evals"][-1] if r["evals"] else None
+        return "none" if last is None else f"{last['return_mean']:.1f} at {last['time_s']:.0f} s"
+
+    rows = [
+        ["env frames/s", *(_int(r["env_frames_per_s"]) for r in runs.values())],
+        ["optimizer steps/s (minibatches of 256)", *(_int(r["updates_per_s"]) for r in runs.values())],
+        ["rollout actors parked (waiting for the learner)", *(f"{r['parked_workers']:g}" for r in runs.values())],
+        ["learner: updating", *share("share/learner/update")],
+        ["learner: waiting for chunks", *share("share/learner/wait")],
+        ["rollout actor: env", *share("share/rollout/env")],
+        ["rollout actor: inference (central: waiting on the inference actor)", *share("share/rollout/inference")],
+        ["rollout actor: waiting for the driver", *share("share/rollout/wait")],
+        ["GPU busy, median (p90) of 1-s samples", *(busy(n) for n in runs)],
+        ["first optimizer step", *(f"{r['first_update_row_s']:.0f} s" for r in runs.values())],
+        ["training return at the end", *(f"{r['last_training_return']:.1f} at {r['last_row']['time_s']:.0f} s"
+                                         for r in runs.values())],
+        ["greedy evaluation (10 games), last", *(evals(r) for r in runs.values())],
+    ]  # fmt: skip
+    limit = d.get("env_limit")
+    cells = ", ".join(f"{row['processes']}: {_int(row['frames_per_s'])}" for row in limit["rows"]) if limit else ""
+    path = d.get("frame_path_agent_steps_per_s") or {}
+    m = d["machine"]
+    notes = (
+        f"\nMedians over each run's rows once the learner trains, the first and the last row left out. Measured "
+        f"{m['date']} on {m['gpu'].split(' (')[0].removeprefix('GPU 0: ')} with {m['cores']} cores ({m['cpu']}). "
+        f"The machine's env-only limit, the sum of P processes stepping Pong's 16-env vector with random actions "
+        f"(benchmarks/env_limit.py), in frames/s per P: {cells}."
+    )
+    if path:
+        notes += (
+            " The frame path script reached only "
+            + ", ".join(f"`{k}` {_int(v * 4)} frames/s" for k, v in path.items())
+            + " before the call's deadline."
+        )
+    head = ["", *GPU_RUNS.values()][: len(runs) + 1]
+    return _rows(head, rows) + notes + "\n"
