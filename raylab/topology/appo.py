@@ -63,7 +63,10 @@ class APPOTopology(RolloutFlow):
             self.parked.append(job.worker)
 
     def gauges(self, driver: Driver) -> dict[str, float]:
-        return {"queue/rollouts_in_flight": len(driver.in_flight(Rollout)), "queue/parked_workers": len(self.parked)}
+        return {
+            "queue/rollouts_in_flight": len(driver.in_flight(Rollout)), "queue/parked_workers": len(self.parked),
+            **self.inference_gauges(driver),
+        }  # fmt: skip
 
     def trained(self, driver: Driver, job: Update, stats: LearnerStats) -> None:
         self.on_learner(driver, job.lane, stats)

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from raylab.driver.loop import Call, Driver
 from raylab.plan import PolicyPlan
+from raylab.rollout.inference import InferenceStats
 from raylab.types import LearnerStats, RolloutStats
 
 
@@ -39,6 +40,7 @@ class JobsFlow(Protocol):
     """What the jobs call back on their flow (raylab.topology.rollout_flow.RolloutFlow)."""
 
     workers: list[Any]
+    inference_stats: dict[int, InferenceStats]
 
     def sample(self, driver: Driver, worker: int) -> None: ...
     def inference_of(self, worker: int, chosen: int | None = None) -> str: ...
@@ -68,6 +70,21 @@ class Rollout(Call):
         self.flow.rollout_lost(driver, self.worker)
         flow, worker = self.flow, self.worker
         driver.when_back(flow.workers[worker], self.kind, self.name, lambda: flow.sample(driver, worker))
+
+
+@dataclass
+class InferenceStatsCall(Call):
+    """Central inference: an inference actor's batches since its last poll (raylab.rollout.inference), for the
+    run's inference/* gauges; a failed poll is dropped (its runners count the actor's restart)."""
+
+    flow: JobsFlow
+    index: int
+
+    def done(self, driver: Driver, stats: InferenceStats) -> None:
+        self.flow.inference_stats[self.index] = stats
+
+    def failed(self, driver: Driver, err: BaseException) -> None:
+        pass
 
 
 @dataclass

@@ -3,6 +3,9 @@ inference (Ray) to a confirmed 475 on one seed each. The slow tier runs the full
 PPO with per-actor inference, APPO on EnvPool's CartPole), and apex_dqn to 475 with its actors killed
 (tests/distributed/test_faults.py)."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 from raylab.train import run
@@ -89,7 +92,8 @@ def test_ppo_solves_cartpole(tmp_path):
 def test_central_inference_solves_cartpole(tmp_path, experiment):
     """topology.inference=central: the rollout actors step their envs in two halves and an inference actor acts
     for both, through shared memory; the run reaches a confirmed greedy 475 as with per-actor inference (PPO's
-    rounds stay on-policy: the inference actor holds each round's weights before its first sample)."""
+    rounds stay on-policy: the inference actor holds each round's weights before its first sample). Its metrics
+    carry the inference actor's batches (inference/*), polled while it runs."""
     cfg = make_config(tmp_path, f"+experiment={experiment}", "topology.inference=central", "logger.console=false",
                       "seed=0")  # fmt: skip
     summary = run(cfg)
@@ -97,6 +101,14 @@ def test_central_inference_solves_cartpole(tmp_path, experiment):
     assert summary.benchmark["evals"][-1]["return_mean"] >= 475
     assert summary.eval_return_mean is not None and summary.eval_return_mean >= 450
     assert summary.benchmark["restarts"]["restarts/inference"] == 0
+    rows = [json.loads(line) for line in (Path(cfg.run_dir) / "metrics.jsonl").read_text().splitlines()]
+    polled = [r for r in rows if "inference/rows_per_batch" in r]
+    assert polled, "no metrics row carries the inference actor's batches"
+    split = cfg.topology.envs_per_worker // cfg.topology.splits  # the rows of one request
+    for r in polled:
+        assert r["inference/requests_per_batch"] >= 1 and r["inference/batches_per_s"] > 0
+        assert r["inference/rows_per_batch"] == pytest.approx(split * r["inference/requests_per_batch"])
+        assert 0 < r["inference/busy"] <= 1
 
 
 @pytest.mark.slow
