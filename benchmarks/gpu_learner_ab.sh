@@ -9,7 +9,7 @@
 #      compiled), a greedy evaluation of 10 games every 15 s, stopping at a mean of 18 (or at 110 s);
 #   4. pong_appo with 14 rollout actors acting themselves, NEW (learner compiled) then OLD (the OLD tree's own
 #      command), 60 s each, no evaluation;
-#   5. the learner alone on mario_dqn's network, as 2;
+#   5. the learner alone on mario_dqn's network, as 2 (needs nes-py: keep its sdist in the offline bundle);
 #   6. the frame path table at 1, 2 and 14 workers, local against central (central_inference.py), if time is left.
 # nvidia-smi is sampled every second throughout, each phase's start and end marked beside it; everything is
 # packed into $PACK (a .tgz) after every phase, so a call cut short still brings back what it measured.
