@@ -7,7 +7,7 @@ can sample here, the ceiling the frame path table's rows are read against.
 
 Each process builds the env as a rollout actor does (``make_vector_env`` with topology.envs_per_worker), takes
 one step, waits for the others at a barrier, then steps for ``--seconds``. Frames/s are agent steps/s times the
-env's frame skip (Atari: 4). Process counts run in the order given, once each.
+env's frame skip (env.frame_skip; Atari: 4). Process counts run in the order given, once each.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from typing import Any
 
 
 def _child(overrides: list[str], seconds: float, barrier: Any, results: Any) -> None:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # before numpy and torch load: one thread, as an actor
     import numpy as np
 
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     from raylab.config import resolve
     from raylab.envs.registry import make_vector_env
     from raylab.train import compose
@@ -42,7 +42,7 @@ def _child(overrides: list[str], seconds: float, barrier: Any, results: Any) -> 
         venv.step(rng.integers(0, n, venv.num_envs))
         steps += venv.num_envs
     venv.close()
-    results.put(steps / elapsed)
+    results.put((steps / elapsed, cfg.env.frame_skip))
 
 
 def measure(overrides: list[str], processes: int, seconds: float) -> dict[str, Any]:
@@ -51,7 +51,7 @@ def measure(overrides: list[str], processes: int, seconds: float) -> dict[str, A
     procs = [ctx.Process(target=_child, args=(overrides, seconds, barrier, results)) for _ in range(processes)]
     for p in procs:
         p.start()
-    rates: list[float] = []
+    rates: list[tuple[float, int]] = []
     deadline = time.monotonic() + seconds + 180
     while len(rates) < processes:
         try:
@@ -64,7 +64,9 @@ def measure(overrides: list[str], processes: int, seconds: float) -> dict[str, A
                 raise SystemExit(f"env_limit: a child failed (exit codes {failed}) or ran past its time") from None
     for p in procs:
         p.join()
-    return {"processes": processes, "agent_steps_per_s": sum(rates), "per_process": sorted(rates)}
+    steps = sum(rate for rate, _ in rates)
+    return {"processes": processes, "agent_steps_per_s": steps, "frames_per_s": steps * rates[0][1],
+            "frame_skip": rates[0][1], "per_process": sorted(rate for rate, _ in rates)}  # fmt: skip
 
 
 def main() -> int:
@@ -72,17 +74,19 @@ def main() -> int:
     p.add_argument("overrides", nargs="*", default=["+experiment=pong_appo"])
     p.add_argument("--processes", type=int, nargs="+", default=[1, os.cpu_count() or 1])
     p.add_argument("--seconds", type=float, default=10.0)
-    p.add_argument("--frame-skip", type=int, default=4)
     p.add_argument("--output", default="/tmp/env_limit.json")
     args = p.parse_args()
-    rows = []
-    for count in args.processes:
+    report: dict[str, Any] = {
+        "benchmark": "env_limit",
+        "overrides": args.overrides,
+        "cores": os.cpu_count(),
+        "rows": [],
+    }
+    for count in args.processes:  # the file is written after each row: a later count's failure keeps the earlier
         row = measure(args.overrides, count, args.seconds)
-        row["frames_per_s"] = row["agent_steps_per_s"] * args.frame_skip
-        rows.append(row)
+        report["rows"].append(row)
+        Path(args.output).write_text(json.dumps(report, indent=2) + "\n")
         print(f"{count:3d} processes: {row['frames_per_s']:,.0f} frames/s", flush=True)
-    report = {"benchmark": "env_limit", "overrides": args.overrides, "cores": os.cpu_count(), "rows": rows}
-    Path(args.output).write_text(json.dumps(report, indent=2) + "\n")
     return 0
 
 

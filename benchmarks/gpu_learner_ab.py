@@ -19,6 +19,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+RAY = "2.60.0"
+"""The offline bundle's Ray (benchmarks/learner_step_cost.py's machine record on that machine says the same)."""
 STARTUP_S = 20.0
 """nvidia-smi samples this long after a phase's start are not counted (Ray's and the actors' start-up)."""
 SHARES = (
@@ -83,6 +85,26 @@ def _run(metrics: Path) -> dict[str, Any]:
     }
 
 
+def _machine(text: Any, start: float) -> dict[str, Any]:
+    """The machine in the keys every table reads (docs/tables/format.py machine_line), from the call's files."""
+    words = (text("versions.txt") or "").split()  # "3.12.3 (main, ...) [GCC ...] 2.11.0+cu130 13.0"
+    python, torch = (words[0], words[-2]) if len(words) >= 3 else ("", "")
+    cpu = next(
+        (ln.split(":", 1)[1].strip() for ln in (text("lscpu.txt") or "").splitlines() if ln.startswith("Model name")),
+        None,
+    )
+    return {
+        "date": datetime.datetime.fromtimestamp(start, datetime.UTC).strftime("%Y-%m-%dT%H:%M"),
+        "cpu": cpu,
+        "cores": int(text("nproc.txt") or 0),
+        "cuda": (text("gpu.txt") or "").split(" (UUID")[0].removeprefix("GPU 0: ") or None,
+        "python": python or None,
+        "torch": torch or None,
+        "ray": RAY,
+        "git_commit": (text("new_commit.txt") or "")[:7] or None,
+    }
+
+
 def _frame_path(log: Path) -> dict[str, float]:
     """The frame path rows central_inference.py printed before it stopped: agent steps/s per variant."""
     found = re.findall(r"round \d+ (\w+): ([\d,]+) agent steps/s", log.read_text()) if log.exists() else []
@@ -120,20 +142,7 @@ def main() -> None:
     text = lambda name: (out / name).read_text().strip() if (out / name).exists() else None  # noqa: E731
     report = {
         "benchmark": "gpu_learner_ab",
-        "machine": {
-            "gpu": text("gpu.txt"),
-            "cores": int(text("nproc.txt") or 0),
-            "versions": text("versions.txt"),
-            "cpu": next(
-                (
-                    ln.split(":", 1)[1].strip()
-                    for ln in (text("lscpu.txt") or "").splitlines()
-                    if ln.startswith("Model name")
-                ),
-                None,
-            ),
-            "date": datetime.datetime.fromtimestamp(marks[0][0], datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        },
+        "machine": _machine(text, marks[0][0]),
         "new_commit": text("new_commit.txt"),
         "env_limit": json.loads((out / "env_limit.json").read_text()) if (out / "env_limit.json").exists() else None,
         "phases": phases,

@@ -6,9 +6,10 @@
 #   2. the learner alone on pong_appo's real network (learner_step_cost.py --real): OLD eager fp32, NEW eager
 #      fp32, NEW compiled with CUDA graphs (learner.compile=true: compile_mode auto), NEW bf16 + compile;
 #   3. pong_appo with 14 runners and one central inference actor on the GPU (topology.inference=central, learner
-#      compiled), a greedy evaluation of 10 games every 15 s, stopping at a mean of 18 (or at 110 s);
+#      compiled), a greedy evaluation of 10 games every 15 s, stopping at a mean of 18 (or at 100 s);
 #   4. pong_appo with 14 rollout actors acting themselves, NEW (learner compiled) then OLD (the OLD tree's own
-#      command), 60 s each, no evaluation;
+#      command), 50 s each, no evaluation;
+#   (each run's time limit leaves ~45 s beyond its stop.seconds for Ray's start, a cold compile and the exit)
 #   5. the learner alone on mario_dqn's network, as 2 (needs nes-py: keep its sdist in the offline bundle);
 #   6. the frame path table at 1, 2 and 14 workers, local against central (central_inference.py), if time is left.
 # nvidia-smi is sampled every second throughout, each phase's start and end marked beside it; everything is
@@ -56,12 +57,12 @@ export -f train step_cost; export old out dev
 phase env_limit 30 75 python3 benchmarks/env_limit.py +experiment=pong_appo --processes 1 14 16 --seconds 8 \
   --output "$out/env_limit.json"
 phase learner_appo 60 110 step_cost appo
-phase pong_central 60 135 train . central $pong topology.inference=central learner.compile=true ray.num_cpus=$((${WORKERS:-14} + 4)) \
-  stop.seconds=110 stop.mean_return=18 eval.every_seconds=15 eval.episodes=10 eval.final_episodes=10
-phase pong_new 45 85 train . new $pong learner.device=$dev learner.num_gpus=$gpus learner.compile=true ray.num_cpus=$((${WORKERS:-14} + 2)) \
-  stop.seconds=60 stop.mean_return=null eval.every_seconds=null eval.final_episodes=0
-phase pong_old 45 85 train "$old" old $pong learner.device=$dev learner.num_gpus=$gpus ray.num_cpus=$((${WORKERS:-14} + 2)) \
-  stop.seconds=60 stop.mean_return=null eval.every_seconds=null eval.final_episodes=0
+phase pong_central 60 150 train . central $pong topology.inference=central learner.compile=true ray.num_cpus=$((${WORKERS:-14} + 4)) \
+  stop.seconds=100 stop.mean_return=18 eval.every_seconds=15 eval.episodes=10 eval.final_episodes=10
+phase pong_new 45 95 train . new $pong learner.device=$dev learner.num_gpus=$gpus learner.compile=true ray.num_cpus=$((${WORKERS:-14} + 2)) \
+  stop.seconds=50 stop.mean_return=null eval.every_seconds=null eval.final_episodes=0
+phase pong_old 45 95 train "$old" old $pong learner.device=$dev learner.num_gpus=$gpus ray.num_cpus=$((${WORKERS:-14} + 2)) \
+  stop.seconds=50 stop.mean_return=null eval.every_seconds=null eval.final_episodes=0
 phase learner_dqn 45 90 step_cost dqn
 phase frame_path 40 90 python3 benchmarks/central_inference.py --workloads pong --workers 1 2 ${WORKERS:-14} --seconds 5 \
   --rounds 1 --output "$out/central_inference.json"

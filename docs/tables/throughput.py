@@ -3,7 +3,7 @@ sink's weights, raw env throughput per pipeline stage, the multi-snake arena, an
 
 from __future__ import annotations
 
-from .format import Json, _int, _pct, _ratio, _rows, _sentence, _sig
+from .format import Json, _int, _pct, _ratio, _rows, _sentence, _sig, machine_line
 
 
 def sampling(data: list[Json]) -> str:
@@ -198,6 +198,10 @@ def gpu_learner_ab(data: list[Json]) -> str:
         p = phases.get(f"pong_{name}", {})
         return "—" if p.get("gpu_busy_median") is None else f"{p['gpu_busy_median']:.0f} % ({p['gpu_busy_p90']:.0f} %)"
 
+    def ended(name: str) -> str:
+        code = phases.get(f"pong_{name}", {}).get("exit")
+        return {0: "its own stop", 124: "the call's time limit for it"}.get(code, f"exit {code}")
+
     def evals(r: Json) -> str:
         last = r["evals"][-1] if r["evals"] else None
         return "none" if last is None else f"{last['return_mean']:.1f} at {last['time_s']:.0f} s"
@@ -216,14 +220,14 @@ def gpu_learner_ab(data: list[Json]) -> str:
         ["training return at the end", *(f"{r['last_training_return']:.1f} at {r['last_row']['time_s']:.0f} s"
                                          for r in runs.values())],
         ["greedy evaluation (10 games), last", *(evals(r) for r in runs.values())],
+        ["ended by", *(ended(n) for n in runs)],
     ]  # fmt: skip
     limit = d.get("env_limit")
     cells = ", ".join(f"{row['processes']}: {_int(row['frames_per_s'])}" for row in limit["rows"]) if limit else ""
     path = d.get("frame_path_agent_steps_per_s") or {}
-    m = d["machine"]
     notes = (
         f"\nMedians over each run's rows once the learner trains, the first and the last row left out. Measured "
-        f"{m['date']} on {m['gpu'].split(' (')[0].removeprefix('GPU 0: ')} with {m['cores']} cores ({m['cpu']}). "
+        f"{machine_line(d)}. "
         f"The machine's env-only limit, the sum of P processes stepping Pong's 16-env vector with random actions "
         f"(benchmarks/env_limit.py), in frames/s per P: {cells}."
     )

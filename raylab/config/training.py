@@ -251,9 +251,11 @@ class LearnerConfig:
     precision: Literal["fp32", "bf16", "fp16", "auto"] = "fp32"
     """Mixed precision: bf16 autocast (CPU or CUDA), fp16 autocast with a GradScaler (CUDA only). bf16 pays on a
     CPU that computes it natively (AVX512-BF16 or AMX: 1.8x fp32 for mario_dqn's CNN); on an AVX2-only CPU it is
-    emulated and ran 18x slower than fp32 (benchmarks/learner_cpu_avx2.json); on an H100 these small CNNs are
-    launch-bound and AMP ran at 0.76-0.92x fp32 (benchmarks/learner_cuda_dqn.json): there, keep fp32 (TF32) and
-    use learner.compile. ``auto``: bf16 on a CPU with native bf16, fp32 elsewhere (raylab/models/precision.py)."""
+    emulated and ran 18x slower than fp32 (benchmarks/learner_cpu_avx2.json). On a GPU these small CNNs are
+    launch-bound: eager AMP ran at 0.76-0.92x fp32 on an H100 (benchmarks/learner_cuda_dqn.json, an older
+    learner), and with learner.compile bf16 made 1.17x compiled fp32's steps on an H200 for pong_appo's CNN
+    (benchmarks/learner_step_cost_h200.json). ``auto``: bf16 on a CPU with native bf16, fp32 elsewhere
+    (raylab/models/precision.py)."""
     compile: bool = False
     """torch.compile the update: a minibatch's gather, its finish (advantages normalized) and the loss, forward
     and (through AOTAutograd) backward, at static shapes; then the clip and the Adam step on the flat buffers."""

@@ -145,6 +145,8 @@ class Progress:
         """Seconds per timing key that arrived in the interval (reported as timing/<key>)."""
         self._reports: list[_Report] = []
         """The interval's timing reports, with the spans they covered (what shares are made of)."""
+        self._chains: dict[str, list[int]] = {}
+        """Per rollout worker and per learner, its reports of the interval (indices into ``_reports``) in order."""
         self.actor_counts: dict[str, int] = {}
         """Actors per timing prefix (rollout, learner, replay, server, driver): a stage's share of an
         interval is its seconds over (count x interval). A prefix not listed counts as one actor."""
@@ -206,7 +208,8 @@ class Progress:
             self._epsilons[stats.worker_id] = stats.epsilon
         for key, values in stats.episodes.extras.items():
             self.extras.setdefault(key, deque(maxlen=100)).extend(values.tolist())
-        self._report({f"rollout/{name}_s": secs for name, secs in stats.timings.items()}, stats.worker_id)
+        timings = {f"rollout/{name}_s": secs for name, secs in stats.timings.items()}
+        self._report(timings, stats.worker_id, actor=f"rollout/{stats.worker_id}")
         for ret, length in zip(stats.episodes.returns.tolist(), stats.episodes.lengths.tolist(), strict=True):
             self.episodes += 1
             self.returns.append(ret)
@@ -237,19 +240,33 @@ class Progress:
         # the update call but is reported as learner/batch_wait_s, not as update time
         self._report(
             {"learner/update_s": stats.seconds - timings.get("batch_wait_s", 0.0)}
-            | {f"learner/{name}": secs for name, secs in timings.items()}
+            | {f"learner/{name}": secs for name, secs in timings.items()},
+            actor=f"learner/{policy or ''}",
         )
 
     def add_timings(self, prefix: str, timings: dict[str, float]) -> None:
         """Seconds per stage of another actor type (e.g. prefix "replay", stages add_s, sample_s)."""
         self._report({f"{prefix}/{name}": secs for name, secs in timings.items()})
 
-    def _report(self, seconds: dict[str, float], worker: int | None = None) -> None:
+    def _report(self, seconds: dict[str, float], worker: int | None = None, actor: str | None = None) -> None:
         """A report of seconds per timing key, arriving now. Its stages are disjoint and ran back to back up to
-        now (a learner call's: the wait before it, the call, the publish), so it covered their sum."""
+        now (a learner call's: the wait before it, the call, the publish), so it covered their sum. ``actor``:
+        one rollout worker or one learner, which works on one thing at a time: when its reports arrive together
+        (the driver was busy), the earlier ones covered the time before the later ones, and are moved there."""
         for key, secs in seconds.items():
             self._timings[key] += secs
-        self._reports.append(_Report(self._now(), max(sum(seconds.values()), 0.0), seconds, worker))
+        report = _Report(self._now(), max(sum(seconds.values()), 0.0), seconds, worker)
+        if actor is not None:
+            chain = self._chains.setdefault(actor, [])
+            start = report.end - report.length
+            for i in reversed(chain):
+                earlier = self._reports[i]
+                if earlier.end <= start:
+                    break
+                self._reports[i] = earlier._replace(end=start)
+                start -= earlier.length
+            chain.append(len(self._reports))
+        self._reports.append(report)
 
     def add_eval(self, result: EvalResult) -> None:
         self.last_eval = result
@@ -323,6 +340,7 @@ class Progress:
         self._interval_returns.clear()
         self._timings.clear()
         self._reports.clear()
+        self._chains.clear()
         return row
 
     def _shares(self, then: float, now: float) -> dict[str, float]:

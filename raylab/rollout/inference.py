@@ -67,6 +67,8 @@ class InferenceServer:
         """Held while the policy acts or loads weights."""
         self._stats = InferenceStats()
         self._since = time.perf_counter()
+        self._stats_lock = threading.Lock()
+        """Held while a batch's figures are added and while ``stats`` reads (and resets) them."""
         self._thread = threading.Thread(target=self._serve, name="raylab-inference", daemon=True)
         self._thread.start()
 
@@ -93,10 +95,11 @@ class InferenceServer:
         return self.policy.version
 
     def stats(self, reset: bool = False) -> InferenceStats:
-        now = time.perf_counter()
-        out = InferenceStats(**{**vars(self._stats), "seconds": now - self._since, "version": self.policy.version})
-        if reset:
-            self._stats, self._since = InferenceStats(), now
+        with self._stats_lock:
+            now = time.perf_counter()
+            out = InferenceStats(**{**vars(self._stats), "seconds": now - self._since, "version": self.policy.version})
+            if reset:
+                self._stats, self._since = InferenceStats(), now
         return out
 
     def _serve(self) -> None:
@@ -119,11 +122,12 @@ class InferenceServer:
         with self._acting:
             actions = self.policy.act(obs)
             log_probs, version = self.policy.last_log_probs, self.policy.version
-        stats = self._stats
-        stats.acting_s += time.perf_counter() - start
-        stats.batches += 1
-        stats.requests += len(batch)
-        stats.rows += len(obs)
+        with self._stats_lock:
+            stats = self._stats
+            stats.acting_s += time.perf_counter() - start
+            stats.batches += 1
+            stats.requests += len(batch)
+            stats.rows += len(obs)
         row = 0
         for request in batch:
             n = len(request.obs)

@@ -5,6 +5,7 @@ Rollout: a chunk in flight from rollout actor i   done -> flow.arrived     faile
 Update:  a learner call in flight                 done -> flow.trained     failed / the learner died
                                                                            -> restored from the latest
                                                                               checkpoint, flow.dropped
+InferenceStatsCall: an inference actor's poll     done -> flow.inference_stats    failed -> dropped
 
 A flow (raylab.topology.rollout_flow) has one ``Lane`` per policy of its plan (raylab.plan.PolicyPlan; one
 when the run has no ``policies``): a learner actor, its newest weights and version. A Rollout carries one

@@ -108,8 +108,9 @@ class RolloutFlow(Flow):
 
     def inference_gauges(self, driver: Driver) -> dict[str, float]:
         """Central inference, from each inference actor's latest poll: rows (observations) per batch acted on,
-        requests per batch, batches per second (all actors) and the share of time acting (their mean). A
-        runner that waits on its inference actor while these stay low waits on the transport, not the policy."""
+        requests per batch, batches per second (all actors) and the share of time acting (their mean; an idle
+        actor counts, at 0). A runner that waits on its inference actor while it is not busy waits on the
+        transport, not the policy."""
         if not self.inference:
             return {}
         if time.monotonic() >= self._poll_due:
@@ -120,13 +121,13 @@ class RolloutFlow(Flow):
                     name = f"inference_{k}"
                     driver.submit(InferenceStatsCall(client.stats(True), "inference", name, driver.restarts.tag(name),
                                                      flow=self, index=k))  # fmt: skip
-        polls = [s for s in self.inference_stats.values() if s.batches]
+        polls = list(self.inference_stats.values())
         if not polls:
             return {}
         batches = sum(s.batches for s in polls)
-        return {
-            "inference/rows_per_batch": sum(s.rows for s in polls) / batches,
-            "inference/requests_per_batch": sum(s.requests for s in polls) / batches,
+        return {  # an idle poll counts: 0 batches/s and busy 0 (no batch: 0 rows and requests per batch)
+            "inference/rows_per_batch": sum(s.rows for s in polls) / batches if batches else 0.0,
+            "inference/requests_per_batch": sum(s.requests for s in polls) / batches if batches else 0.0,
             "inference/batches_per_s": sum(s.batches / s.seconds for s in polls if s.seconds),
             "inference/busy": sum(s.busy for s in polls) / len(polls),
         }

@@ -103,12 +103,13 @@ def test_central_inference_solves_cartpole(tmp_path, experiment):
     assert summary.benchmark["restarts"]["restarts/inference"] == 0
     rows = [json.loads(line) for line in (Path(cfg.run_dir) / "metrics.jsonl").read_text().splitlines()]
     polled = [r for r in rows if "inference/rows_per_batch" in r]
-    assert polled, "no metrics row carries the inference actor's batches"
+    acting = [r for r in polled if r["inference/batches_per_s"] > 0]
+    assert acting, "no metrics row carries the inference actor's batches"
     split = cfg.topology.envs_per_worker // cfg.topology.splits  # the rows of one request
-    for r in polled:
-        assert r["inference/requests_per_batch"] >= 1 and r["inference/batches_per_s"] > 0
+    for r in acting:
+        assert r["inference/requests_per_batch"] >= 1 and r["inference/busy"] > 0
         assert r["inference/rows_per_batch"] == pytest.approx(split * r["inference/requests_per_batch"])
-        assert 0 < r["inference/busy"] <= 1
+    assert all(0 <= r["inference/busy"] <= 1 for r in polled)
 
 
 @pytest.mark.slow

@@ -156,10 +156,40 @@ def test_buffers_the_step_writes_are_marked_static_for_cuda_graphs_and_stay_so_a
         buffers = (flat.flat, flat.grad, flat.exp_avg, flat.exp_avg_sq, flat.step, flat.lr)
         return [getattr(t, "_dynamo_static_input_type", None) is not None for t in buffers]
 
-    model, flat, _, _ = flat_and_reference()
+    _, flat, _, _ = flat_and_reference()
     assert not any(marked(flat))
     flat.mark_static()
     assert all(marked(flat))
     flat.optimizer.load_state_dict(copy.deepcopy(flat.optimizer.state_dict()))
     flat.bind_optimizer_state()
     assert all(marked(flat))
+
+
+def test_a_compiled_clip_and_adam_on_static_buffers_equals_eager_across_a_load():
+    """The compiled step reads and writes the marked buffers in place (traced here with aot_eager: Dynamo and
+    AOTAutograd as on a GPU, without Inductor's code generation) and gives eager's parameters and moments,
+    also after a checkpoint's load gave it new moments."""
+    _, flat, ref, _ = flat_and_reference(max_norm=0.05)
+    ref_flat = FlatParams(list(ref.parameters()), torch.optim.Adam(ref.parameters(), lr=1e-2, eps=1e-5, fused=True))
+    flat.mark_static()
+
+    def clip_and_adam(f: FlatParams) -> torch.Tensor:
+        norm = f.clip_(0.05)
+        f.adam_math()
+        return norm
+
+    compiled = torch.compile(clip_and_adam, backend="aot_eager", dynamic=False)
+    gen = torch.Generator().manual_seed(0)
+    for step in range(6):
+        grad = torch.randn(flat.size, generator=gen)
+        flat.grad.copy_(grad)
+        ref_flat.grad.copy_(grad)
+        torch.testing.assert_close(compiled(flat), clip_and_adam(ref_flat))
+        torch.testing.assert_close(flat.flat, ref_flat.flat)
+        torch.testing.assert_close(flat.exp_avg_sq, ref_flat.exp_avg_sq)
+        if step == 2:  # a checkpoint's load: new moment buffers, re-marked
+            for f in (flat, ref_flat):
+                f.sync()
+                f.optimizer.load_state_dict(copy.deepcopy(f.optimizer.state_dict()))
+                f.bind_optimizer_state()
+    assert float(flat.step) == 6.0

@@ -167,3 +167,23 @@ def test_progress_spreads_a_report_over_the_span_it_covered():
     row = progress.row()
     assert row["share/learner/update"] == pytest.approx(0.5 / 3)
     assert row["share/driver/wait"] == 0.0
+
+
+def test_reports_of_one_actor_that_arrive_together_are_laid_end_to_end():
+    """A learner's (or a worker's) reports that reach a busy driver at once covered successive spans: two 2-s
+    calls arriving together at t=6 ran over [2, 6], so the interval [3, 6] holds 3 s of them, not 4."""
+    clock = _Clock()
+    progress = Progress(clock=clock)
+    progress.actor_counts = {"rollout": 2, "learner": 1}
+    progress.restart_clock()
+    clock.t = 3.0
+    progress.row()
+    clock.t = 6.0
+    for version in (1, 2):
+        progress.add_learner(LearnerStats(updates=1, samples=32, version=version, metrics={}, seconds=2.0))
+    for worker in (0, 0, 1):  # worker 0's two chunks ran one after the other; worker 1's beside them
+        progress.add_rollout(_rollout(worker, 100, {"env": 2.0}), learner_version=0)
+    row = progress.row()
+    assert row["share/learner/update"] == pytest.approx(1.0)
+    assert row["share/rollout/env"] == pytest.approx((3.0 + 2.0) / (2 * 3))
+    assert row["timing/learner/update_s"] == pytest.approx(4.0)
