@@ -142,14 +142,20 @@ def test_progress_turns_stage_seconds_into_shares_per_actor_and_worker_wait():
     assert not any(k.startswith(("share/", "timing/", "wait/")) for k in later)
 
 
-def test_progress_spreads_a_report_over_the_span_it_covered():
-    """A 4.5-s learner call (or chunk) reported in a 3-s interval fills at most all of it, not 1.5 of it."""
+def _after_a_first_row(workers: int) -> tuple[_Clock, Progress]:
+    """A Progress on a fake clock with ``workers`` rollout actors and one learner, its first row written at t=3."""
     clock = _Clock()
     progress = Progress(clock=clock)
-    progress.actor_counts = {"rollout": 1, "learner": 1}
+    progress.actor_counts = {"rollout": workers, "learner": 1}
     progress.restart_clock()
     clock.t = 3.0
     progress.row()
+    return clock, progress
+
+
+def test_progress_spreads_a_report_over_the_span_it_covered():
+    """A 4.5-s learner call (or chunk) reported in a 3-s interval fills at most all of it, not 1.5 of it."""
+    clock, progress = _after_a_first_row(workers=1)
     clock.t = 6.0  # both covered [1.5, 6]: 3 of their 4.5 s lie in this row's interval [3, 6]
     progress.add_learner(LearnerStats(updates=1, samples=32, version=1, metrics={}, seconds=4.5))
     progress.add_rollout(_rollout(0, 100, {"wait": 4.0, "env": 0.5}), learner_version=0)
@@ -172,12 +178,7 @@ def test_progress_spreads_a_report_over_the_span_it_covered():
 def test_reports_of_one_actor_that_arrive_together_are_laid_end_to_end():
     """A learner's (or a worker's) reports that reach a busy driver at once covered successive spans: two 2-s
     calls arriving together at t=6 ran over [2, 6], so the interval [3, 6] holds 3 s of them, not 4."""
-    clock = _Clock()
-    progress = Progress(clock=clock)
-    progress.actor_counts = {"rollout": 2, "learner": 1}
-    progress.restart_clock()
-    clock.t = 3.0
-    progress.row()
+    clock, progress = _after_a_first_row(workers=2)
     clock.t = 6.0
     for version in (1, 2):
         progress.add_learner(LearnerStats(updates=1, samples=32, version=version, metrics={}, seconds=2.0))
