@@ -128,7 +128,7 @@ class ApexDQNTopology(ReplayFlow):
         return {
             "replay/inserted": self.added, "queue/rollouts_in_flight": len(driver.in_flight(Rollout)),
             "queue/learner_calls": len(driver.in_flight(ApexUpdate)), "queue/parked_workers": len(self.parked),
-            **self.inference_gauges(driver),
+            **self.polls.gauges(driver),
         }  # fmt: skip
 
     def latest_weights(self, driver: Driver) -> list[Any]:

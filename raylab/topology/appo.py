@@ -65,7 +65,7 @@ class APPOTopology(RolloutFlow):
     def gauges(self, driver: Driver) -> dict[str, float]:
         return {
             "queue/rollouts_in_flight": len(driver.in_flight(Rollout)), "queue/parked_workers": len(self.parked),
-            **self.inference_gauges(driver),
+            **self.polls.gauges(driver),
         }  # fmt: skip
 
     def trained(self, driver: Driver, job: Update, stats: LearnerStats) -> None:

@@ -5,7 +5,6 @@ Rollout: a chunk in flight from rollout actor i   done -> flow.arrived     faile
 Update:  a learner call in flight                 done -> flow.trained     failed / the learner died
                                                                            -> restored from the latest
                                                                               checkpoint, flow.dropped
-InferenceStatsCall: an inference actor's poll     done -> flow.inference_stats    failed -> dropped
 
 A flow (raylab.topology.rollout_flow) has one ``Lane`` per policy of its plan (raylab.plan.PolicyPlan; one
 when the run has no ``policies``): a learner actor, its newest weights and version. A Rollout carries one
@@ -19,7 +18,6 @@ from typing import Any, Protocol
 
 from raylab.driver.loop import Call, Driver
 from raylab.plan import PolicyPlan
-from raylab.rollout.inference import InferenceStats
 from raylab.types import LearnerStats, RolloutStats
 
 
@@ -41,7 +39,6 @@ class JobsFlow(Protocol):
     """What the jobs call back on their flow (raylab.topology.rollout_flow.RolloutFlow)."""
 
     workers: list[Any]
-    inference_stats: dict[int, InferenceStats]
 
     def sample(self, driver: Driver, worker: int) -> None: ...
     def inference_of(self, worker: int, chosen: int | None = None) -> str: ...
@@ -71,21 +68,6 @@ class Rollout(Call):
         self.flow.rollout_lost(driver, self.worker)
         flow, worker = self.flow, self.worker
         driver.when_back(flow.workers[worker], self.kind, self.name, lambda: flow.sample(driver, worker))
-
-
-@dataclass
-class InferenceStatsCall(Call):
-    """Central inference: an inference actor's batches since its last poll (raylab.rollout.inference), for the
-    run's inference/* gauges; a failed poll is dropped (its runners count the actor's restart)."""
-
-    flow: JobsFlow
-    index: int
-
-    def done(self, driver: Driver, stats: InferenceStats) -> None:
-        self.flow.inference_stats[self.index] = stats
-
-    def failed(self, driver: Driver, err: BaseException) -> None:
-        pass
 
 
 @dataclass

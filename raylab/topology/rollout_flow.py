@@ -3,13 +3,12 @@ per policy, what they start, load, checkpoint and restore; its jobs are in rayla
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from raylab.driver.loop import Driver, Flow
 from raylab.plan import RolloutPlan
-from raylab.rollout.inference import InferenceStats
-from raylab.topology.jobs import InferenceStatsCall, Lane, Rollout, Update
+from raylab.topology.inference_polls import InferencePolls
+from raylab.topology.jobs import Lane, Rollout, Update
 from raylab.types import LearnerStats, RolloutStats
 
 
@@ -40,9 +39,7 @@ class RolloutFlow(Flow):
         """topology.inference=central: the inference actors, which hold the newest weights instead of the workers."""
         self._sent: Any = None
         """The weights ref last sent to the inference actors."""
-        self.inference_stats: dict[int, InferenceStats] = {}
-        """Each inference actor's latest poll (``inference_gauges``)."""
-        self._poll_due = 0.0
+        self.polls = InferencePolls(self.inference)
         clients.update({f"inference_{k}": client for k, client in enumerate(self.inference)})
         self.workers = [spawn(spec.bind(clients)) for spec in self.plan.workers]
         return {
@@ -101,36 +98,7 @@ class RolloutFlow(Flow):
         return {"policies": {name: {"learner_restarts": n} for name, n in restarts.items()}}
 
     def gauges(self, driver: Driver) -> dict[str, float]:
-        return self.inference_gauges(driver)
-
-    INFERENCE_POLL_S = 2.0
-    """How often the inference actors are asked for their batches (answered without blocking the driver)."""
-
-    def inference_gauges(self, driver: Driver) -> dict[str, float]:
-        """Central inference, from each inference actor's latest poll: rows (observations) per batch acted on,
-        requests per batch, batches per second (all actors) and the share of time acting (their mean; an idle
-        actor counts, at 0). A runner that waits on its inference actor while it is not busy waits on the
-        transport, not the policy."""
-        if not self.inference:
-            return {}
-        if time.monotonic() >= self._poll_due:
-            self._poll_due = time.monotonic() + self.INFERENCE_POLL_S
-            polled = {job.index for job in driver.in_flight(InferenceStatsCall)}
-            for k, client in enumerate(self.inference):
-                if k not in polled:
-                    name = f"inference_{k}"
-                    driver.submit(InferenceStatsCall(client.stats(True), "inference", name, driver.restarts.tag(name),
-                                                     flow=self, index=k))  # fmt: skip
-        polls = list(self.inference_stats.values())
-        if not polls:
-            return {}
-        batches = sum(s.batches for s in polls)
-        return {  # an idle poll counts: 0 batches/s and busy 0 (no batch: 0 rows and requests per batch)
-            "inference/rows_per_batch": sum(s.rows for s in polls) / batches if batches else 0.0,
-            "inference/requests_per_batch": sum(s.requests for s in polls) / batches if batches else 0.0,
-            "inference/batches_per_s": sum(s.batches / s.seconds for s in polls if s.seconds),
-            "inference/busy": sum(s.busy for s in polls) / len(polls),
-        }
+        return self.polls.gauges(driver)  # central inference's inference/* (none without it)
 
     def inference_of(self, worker: int, chosen: int | None = None) -> str:
         """The name of the inference actor that acts for worker ``worker`` (central inference): the one it
