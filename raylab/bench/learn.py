@@ -25,6 +25,7 @@ from typing import Any
 from raylab.bench import plots
 from raylab.bench.checks import output_file
 from raylab.bench.machine import machine_info
+from raylab.bench.same_settings import move_other_settings_aside, same_recorded_runs, settings
 from raylab.errors import ConfigError
 from raylab.metrics.numbers import fmt_return
 
@@ -69,7 +70,9 @@ def add_parser(commands: Any) -> None:
         "again (e.g. after the baseline measurement of an earlier invocation failed); such runs keep the "
         "process_seconds --output recorded for them, and have none where it did not. A run whose directory is "
         "gone but which --output already records, finished, with the same overrides, is kept from there; so are "
-        "the output's runs of variants this invocation does not name",
+        "the output's runs of variants this invocation does not name. A run read back must have run with the settings "
+        "its overrides resolve to now (a recipe changed under the same overrides is run again: its directory moved "
+        "aside with --restart-unfinished, refused without it)",
     )
     p.add_argument(
         "--restart-unfinished",
@@ -101,9 +104,17 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         if not args.reuse:
             raise ConfigError("--restart-unfinished goes with --reuse (finished runs read back): add --reuse")
         move_unfinished_aside(runs_dir, names)
+    every_override = {name: [*overrides, *extra] for name, extra in variants}
+    moved: set[str] = set()
+    if args.reuse:  # a finished run of another recipe is not this table's, though its overrides read the same
+        planned_runs = [
+            (f"{name}_seed{seed}", every_override[name], seed) for seed in args.seeds for name in every_override
+        ]
+        moved = move_other_settings_aside(runs_dir, planned_runs, args.restart_unfinished)
     check_no_runs_over(runs_dir, names, args.reuse)
     earlier = earlier_report(output, overrides) if args.reuse else {}
-    recorded = recorded_runs(earlier, dict(variants))
+    recorded = same_recorded_runs(recorded_runs(earlier, dict(variants)), every_override)
+    recorded = {(v, seed): r for (v, seed), r in recorded.items() if f"{v}_seed{seed}" not in moved}
     planned = {(name, seed) for seed in args.seeds for name, _ in variants}
     kept = [r for key, r in recorded.items() if key not in planned]  # other variants' and other seeds' runs
     named = {name for name, _ in variants}
@@ -384,6 +395,7 @@ def read_run(variant: str, seed: int, run_dir: Path, process_seconds: float | No
     if process_seconds is None:
         result["reused"] = True
     bm = json.loads((run_dir / "benchmark_metrics.json").read_text())
+    result["config"] = settings(bm.get("config") or {})  # what it ran with: a later --reuse checks it
     stop = bm["config"]["stop"]
     target = stop["mean_return"]
     extras_target: dict[str, float] = dict(stop.get("eval_extras") or {})  # Mario's flag_get: 0.8

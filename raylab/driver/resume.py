@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from raylab.config.diff import first_difference, select, without_missing
 from raylab.errors import ConfigError, RaylabError
 from raylab.learner.checkpoint import load_checkpoint
 from raylab.replay.snapshot import snapshot_path
@@ -127,42 +128,17 @@ def check_compatible(saved: dict[str, Any], new: dict[str, Any], path: Path) -> 
     policy_keys = [f"policies.{name}.{section}" for name in names for section in ("algo", "model", "replay")]
     for key in (*MUST_MATCH, *policy_keys):
         if key.startswith("policies."):  # free-form overrides: compared as they are (none: {})
-            old_value, new_value = _select(saved, key) or {}, _select(new, key) or {}
+            old_value, new_value = select(saved, key) or {}, select(new, key) or {}
         else:
-            old_value, new_value = _without_missing(_select(saved, key), _select(new, key))
+            old_value, new_value = without_missing(select(saved, key), select(new, key))
         if key == "policy_mapping" and old_value == new_value:
             old_value, new_value = list((old_value or {}).items()), list((new_value or {}).items())
         if old_value != new_value:
-            diff = _first_difference(old_value, new_value, key)
+            diff = first_difference(old_value, new_value, key)
             raise ConfigError(
                 f"cannot resume from {path}: {diff[0]} was {diff[1]!r}, now {diff[2]!r}: resume with the "
                 f"checkpoint's value (or start a new run without resume=)"
             )
-
-
-def _without_missing(old: Any, new: Any) -> tuple[Any, Any]:
-    """``new`` without the keys ``old`` (a saved config) lacks, recursively: keys added since it was written."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        kept = {k: _without_missing(old[k], v)[1] for k, v in new.items() if k in old}
-        return old, kept
-    if old is None and new == {}:  # a mapping the saved config does not have at all, left empty
-        return new, new
-    return old, new
-
-
-def _select(config: dict[str, Any], dotted: str) -> Any:
-    value: Any = config
-    for part in dotted.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
-
-
-def _first_difference(old: Any, new: Any, key: str) -> tuple[str, Any, Any]:
-    if isinstance(old, dict) and isinstance(new, dict):
-        for sub in sorted(set(old) | set(new)):
-            if old.get(sub) != new.get(sub):
-                return _first_difference(old.get(sub), new.get(sub), f"{key}.{sub}")
-    return key, old, new
 
 
 # -- RNG states (the driver's; the learner keeps its own in its state dict) --------------------------------

@@ -30,7 +30,12 @@ def finished(run_dir: Path, score: float) -> None:
 
 
 def invoke(
-    tmp_path: Path, games: list[str], ran: list[str], stop_at: str | None = None, seeds: tuple[int, ...] = (0,)
+    tmp_path: Path,
+    games: list[str],
+    ran: list[str],
+    stop_at: str | None = None,
+    seeds: tuple[int, ...] = (0,),
+    restart: bool = True,
 ) -> int:
     """``make bench-atari-table ATARI_GAMES=<games>`` with a fake trainer that records which games it ran, scores
     each by its name's length, and is stopped (KeyboardInterrupt) when it reaches ``stop_at``."""
@@ -45,7 +50,7 @@ def invoke(
     args = argparse.Namespace(
         variant=[f"{g}=env.id={g}-v5" for g in games], source=[], seeds=list(seeds),
         output=str(tmp_path / "table.json"), runs_dir=str(tmp_path / "runs"), random_episodes=0,
-        against_random=False, reuse=True, restart_unfinished=True,
+        against_random=False, reuse=True, restart_unfinished=restart,
     )  # fmt: skip
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(learn, "run_one", run_one)
@@ -117,3 +122,47 @@ def test_a_seed_this_invocation_leaves_out_and_the_random_baselines_stay(tmp_pat
     ]
     assert report["seeds"] == [0, 1] and report["summary"]["Breakout"]["runs"] == 2
     assert report["random_policy"] == {"Breakout": {"episodes": 10, "return_mean": 1.2}}
+
+
+def test_a_finished_run_of_another_recipe_under_the_same_overrides_is_not_read_back(tmp_path):
+    """The recipe a table names changed since a game ran (a new default in conf/experiment/atari_appo.yaml): the
+    table's overrides read the same, the run's own settings do not. Its directory is moved aside and the game run
+    again with --restart-unfinished, refused in one line without it; its record in the JSON is run again."""
+    ran: list[str] = []
+    invoke(tmp_path, ["Breakout", "BeamRider"], ran)
+    old = tmp_path / "runs" / "Breakout_seed0"
+    metrics = json.loads((old / "benchmark_metrics.json").read_text())
+    metrics["config"]["algo"] = {"vtrace_lambda": 0.5}  # what the recipe said when it ran
+    (old / "benchmark_metrics.json").write_text(json.dumps(metrics))
+    args = {"restart": False}
+    with pytest.raises(ConfigError, match=r"ran with other settings .*algo\.vtrace_lambda was 0\.5, now 1\.0.*"):
+        invoke(tmp_path, ["Breakout", "BeamRider"], ran, **args)
+    assert ran == ["Breakout", "BeamRider"] and sorted(p.name for p in (tmp_path / "runs").iterdir()) == [
+        "BeamRider_seed0", "Breakout_seed0",
+    ]  # fmt: skip
+    invoke(tmp_path, ["Breakout", "BeamRider"], ran)
+    assert ran == ["Breakout", "BeamRider", "Breakout"]  # BeamRider read back, Breakout run again
+    (aside,) = (tmp_path / "runs").glob("Breakout_seed0.other-settings-*")
+    assert json.loads((aside / "benchmark_metrics.json").read_text()) == metrics  # nothing lost
+    # the machine that ran them is gone: the JSON's records alone, one of them of the old recipe
+    for run_dir in (tmp_path / "runs").iterdir():
+        run_dir.rename(tmp_path / f"elsewhere-{run_dir.name}")
+    report = json.loads((tmp_path / "table.json").read_text())
+    (beamrider,) = (r for r in report["runs"] if r["variant"] == "BeamRider")
+    beamrider["config"]["algo"] = {"vtrace_lambda": 0.5}
+    (tmp_path / "table.json").write_text(json.dumps(report))
+    invoke(tmp_path, ["Breakout", "BeamRider"], ran)
+    assert ran == ["Breakout", "BeamRider", "Breakout", "BeamRider"]
+
+
+def test_a_record_from_before_records_kept_their_settings_is_kept_unchecked(tmp_path, capsys):
+    ran: list[str] = []
+    invoke(tmp_path, ["Breakout"], ran)
+    (tmp_path / "runs" / "Breakout_seed0").rename(tmp_path / "elsewhere")
+    report = json.loads((tmp_path / "table.json").read_text())
+    del report["runs"][0]["config"]
+    (tmp_path / "table.json").write_text(json.dumps(report))
+    invoke(tmp_path, ["Breakout"], ran)
+    assert ran == ["Breakout"] and "Breakout seed 0: recorded without its settings, kept unchecked" in (
+        capsys.readouterr().out
+    )
