@@ -25,7 +25,7 @@ from typing import Any
 from raylab.bench import plots
 from raylab.bench.checks import output_file
 from raylab.bench.machine import machine_info
-from raylab.bench.same_settings import move_other_settings_aside, same_recorded_runs, settings
+from raylab.bench.same_settings import SettingsCheck, refuse_or_move_aside, settings
 from raylab.errors import ConfigError
 from raylab.metrics.numbers import fmt_return
 
@@ -72,13 +72,15 @@ def add_parser(commands: Any) -> None:
         "gone but which --output already records, finished, with the same overrides, is kept from there; so are "
         "the output's runs of variants this invocation does not name. A run read back must have run with the settings "
         "its overrides resolve to now (a recipe changed under the same overrides is run again: its directory moved "
-        "aside with --restart-unfinished, refused without it)",
+        "aside with --restart-unfinished, refused without it); a variant of --source is not checked",
     )
     p.add_argument(
         "--restart-unfinished",
         action="store_true",
         help="with --reuse: a run an earlier invocation left unfinished (stopped, killed) is moved aside to "
-        "<its dir>.unfinished-<time> and run again, so a long table resumes run by run (nothing is deleted)",
+        "<its dir>.unfinished-<time> and run again, so a long table resumes run by run; a finished one that ran "
+        "with other settings than its overrides resolve to now, to <its dir>.other-settings-<time> (nothing is "
+        "deleted)",
     )
     p.set_defaults(func=run)
 
@@ -100,22 +102,21 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     output = Path(args.output)
     runs_dir = Path(args.runs_dir or Path("outputs") / "bench" / output.stem)
     names = [f"{name}_seed{seed}" for seed in args.seeds for name, _ in variants]
-    if args.restart_unfinished:
-        if not args.reuse:
-            raise ConfigError("--restart-unfinished goes with --reuse (finished runs read back): add --reuse")
-        move_unfinished_aside(runs_dir, names)
-    every_override = {name: [*overrides, *extra] for name, extra in variants}
-    moved: set[str] = set()
-    if args.reuse:  # a finished run of another recipe is not this table's, though its overrides read the same
-        planned_runs = [
-            (f"{name}_seed{seed}", every_override[name], seed) for seed in args.seeds for name in every_override
-        ]
-        moved = move_other_settings_aside(runs_dir, planned_runs, args.restart_unfinished)
-    check_no_runs_over(runs_dir, names, args.reuse)
-    earlier = earlier_report(output, overrides) if args.reuse else {}
-    recorded = same_recorded_runs(recorded_runs(earlier, dict(variants)), every_override)
-    recorded = {(v, seed): r for (v, seed), r in recorded.items() if f"{v}_seed{seed}" not in moved}
+    if args.restart_unfinished and not args.reuse:
+        raise ConfigError("--restart-unfinished goes with --reuse (finished runs read back): add --reuse")
+    earlier = earlier_report(output, overrides) if args.reuse else {}  # refused before anything is changed
     planned = {(name, seed) for seed in args.seeds for name, _ in variants}
+    # a finished run of another recipe is not this table's, though its overrides read the same (a variant run from
+    # another tree with --source resolves its settings there, and is not checked)
+    check = SettingsCheck({name: [*overrides, *extra] for name, extra in variants if name not in sources})
+    stale = check.other_run_dirs(runs_dir, sorted(planned)) if args.reuse else {}
+    refuse_or_move_aside(runs_dir, stale, args.restart_unfinished)
+    if args.restart_unfinished:
+        move_unfinished_aside(runs_dir, names)
+    check_no_runs_over(runs_dir, names, args.reuse)
+    gone = {key for key in planned if not (runs_dir / f"{key[0]}_seed{key[1]}" / "benchmark_metrics.json").exists()}
+    recorded = check.same_records(recorded_runs(earlier, dict(variants)), gone)
+    recorded = {(v, seed): r for (v, seed), r in recorded.items() if f"{v}_seed{seed}" not in stale}
     kept = [r for key, r in recorded.items() if key not in planned]  # other variants' and other seeds' runs
     named = {name for name, _ in variants}
     kept_variants = {name: extra for name, extra in (earlier.get("variants") or {}).items() if name not in named}

@@ -12,16 +12,19 @@ from typing import Any
 import pytest
 
 from raylab.bench import learn
+from raylab.bench.same_settings import settings_for
 from raylab.errors import ConfigError
 
 OVERRIDES = ["+experiment=atari_appo"]
 
 
-def finished(run_dir: Path, score: float) -> None:
-    """A finished run's benchmark_metrics.json, greedy score ``score``."""
+def finished(run_dir: Path, score: float, overrides: list[str], seed: int) -> None:
+    """A finished run's benchmark_metrics.json, greedy score ``score``, its config the one ``overrides`` resolve to
+    (as ``raylab.train`` writes it)."""
     run_dir.mkdir(parents=True)
+    config = json.loads(json.dumps({**settings_for(overrides, seed).values, "run_dir": str(run_dir)}))
     report = {
-        "config": {"stop": {"mean_return": None}}, "evals": [{"time_s": 5.0, "env_steps": 100, "return_mean": score}],
+        "config": config, "evals": [{"time_s": 5.0, "env_steps": 100, "return_mean": score}],
         "duration_hours": 10 / 3600, "stop_reason": "env steps", "total_timesteps": 1000, "total_updates": 10,
         "throughput": {"agent_steps_per_s": 100.0, "learner_updates_per_s": 1.0},
         "eval": {"return_mean": score, "return_std": 0.5, "episodes": 10},
@@ -44,7 +47,7 @@ def invoke(
         if variant == stop_at:
             raise KeyboardInterrupt
         ran.append(variant)
-        finished(run_dir, float(len(variant)))
+        finished(run_dir, float(len(variant)), overrides, seed)
         return learn.read_run(variant, seed, run_dir, 1.0)
 
     args = argparse.Namespace(
@@ -144,6 +147,8 @@ def test_a_finished_run_of_another_recipe_under_the_same_overrides_is_not_read_b
     assert ran == ["Breakout", "BeamRider", "Breakout"]  # BeamRider read back, Breakout run again
     (aside,) = (tmp_path / "runs").glob("Breakout_seed0.other-settings-*")
     assert json.loads((aside / "benchmark_metrics.json").read_text()) == metrics  # nothing lost
+    report = json.loads((tmp_path / "table.json").read_text())
+    assert all(r["config"]["env"]["id"] == f"{r['variant']}-v5" for r in report["runs"])  # kept for the next check
     # the machine that ran them is gone: the JSON's records alone, one of them of the old recipe
     for run_dir in (tmp_path / "runs").iterdir():
         run_dir.rename(tmp_path / f"elsewhere-{run_dir.name}")
@@ -166,3 +171,20 @@ def test_a_record_from_before_records_kept_their_settings_is_kept_unchecked(tmp_
     assert ran == ["Breakout"] and "Breakout seed 0: recorded without its settings, kept unchecked" in (
         capsys.readouterr().out
     )
+
+
+def test_a_seed_this_invocation_does_not_run_is_kept_and_a_moved_runs_record_is_not(tmp_path):
+    ran: list[str] = []
+    invoke(tmp_path, ["Breakout"], ran, seeds=(0, 1))
+    report = json.loads((tmp_path / "table.json").read_text())
+    for record in report["runs"]:
+        del record["config"]  # recorded before records kept their settings
+    (tmp_path / "table.json").write_text(json.dumps(report))
+    metrics = tmp_path / "runs" / "Breakout_seed0" / "benchmark_metrics.json"
+    stale = json.loads(metrics.read_text())
+    stale["config"]["algo"]["epochs"] = 9  # seed 0's directory says so
+    metrics.write_text(json.dumps(stale))
+    invoke(tmp_path, ["Breakout"], ran)  # seed 0 only
+    assert ran == ["Breakout", "Breakout", "Breakout"]  # seed 0 again, though its record had no settings
+    report = json.loads((tmp_path / "table.json").read_text())
+    assert sorted(r["seed"] for r in report["runs"]) == [0, 1]  # seed 1 is not this invocation's to judge
