@@ -351,3 +351,33 @@ def atari_recipe_change(data: list[Json], before: str, after: str) -> str:
     note = f"\nNot run again yet: {', '.join(missing)}.\n" if missing else ""
     note += f"\nNot in the earlier table: {', '.join(unmatched)}.\n" if unmatched else ""
     return _rows(header, rows) + note
+
+
+def pong_recipe_change(data: list[Json], before: str, after: str) -> str:
+    """Pong timed to a greedy 18 (confirmed over 30 games) before and after one change to the recipe: the earlier
+    run from benchmarks/pong_learning.py's JSON (raylab's runs), the later from a learn JSON of ``+experiment=
+    pong_appo`` with the change; per run, the time and frames to 18, that evaluation's score, the greedy
+    evaluations on the way, the frames/s (with the CPU when they differ) and the optimizer steps a second."""
+    old, new = data
+    rows: list[tuple[str, int, float | None, float | None, float | None, list[float], float, str, float]] = []
+    for run in (r for r in old["results"]["runs"] if r["framework"] == "raylab"):
+        hit = next((e for e in run["evals"] if e[2] >= old["results"]["target"]), None)
+        rows.append((before, run["seed"], run["seconds_to_target"] if run["reached"] else None,
+                     run["frames_to_target"] if run["reached"] else None, hit[2] if hit else None,
+                     [e[2] for e in run["evals"]], run["frames_per_s"], run_cpu({}, old),
+                     run["updates"] / run["train_s"]))  # fmt: skip
+    for run in (r for r in new["runs"] if r["ok"]):
+        hit = next((e for e in run["evals"] if e[2] >= run["target"]), None) if run["reached"] else None
+        rows.append((after, run["seed"], run["target_hit_seconds"], None if hit is None else 4 * hit[1],
+                     hit[2] if hit else None, [e[2] for e in run["evals"]], run["env_frames_per_s"],
+                     run_cpu(run, new), run["updates_per_s"]))  # fmt: skip
+    header = ["recipe", "seed", "greedy >= 18 at", "frames then", "that evaluation (30 games)",
+              "greedy evaluations (10 games; the last with the 20 that confirm it)", "frames/s",
+              "optimizer steps/s"]  # fmt: skip
+    fps = fps_cells([(row[6], row[7]) for row in rows])
+    return _rows(header, [
+        [name, str(seed), "not reached" if at is None else f"{at / 60:.1f} min",
+         "—" if frames is None else f"{frames / 1e6:.2f}M", "—" if score is None else _ret(score),
+         ", ".join(str(round(e)) for e in evals), fps[i], f"{steps:.1f}"]
+        for i, (name, seed, at, frames, score, evals, _, _, steps) in enumerate(rows)
+    ])  # fmt: skip

@@ -19,6 +19,7 @@ from .atari import (
     frame_path,
     frame_path_ab,
     pong_learning,
+    pong_recipe_change,
     transport_dedup,
 )
 from .components import (
@@ -375,6 +376,11 @@ TABLES: dict[str, Table] = {
     ),
     "pong_learning_epochs4": Table(
         ("pong_learning_epochs4.json",), pong_learning, "Pong on 2 cores with the recipe's 4 epochs a call: time to 18"
+    ),
+    "pong_lambda": Table(
+        ("pong_learning_epochs4.json", "pong_lambda95.json"),
+        partial(pong_recipe_change, before="λ 1 (the recipe)", after="λ 0.95"),
+        "Pong on 2 cores to a greedy 18 with V-trace's λ at 1 (the recipe) and at 0.95",
     ),
     "autosize_sweep": Table(
         ("autosize_sweep.json",), autosize_sweep, "topology.num_workers=auto against a sweep of worker counts"
