@@ -115,8 +115,10 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         move_unfinished_aside(runs_dir, names)
     check_no_runs_over(runs_dir, names, args.reuse)
     gone = {key for key in planned if not (runs_dir / f"{key[0]}_seed{key[1]}" / "benchmark_metrics.json").exists()}
-    recorded = check.same_records(recorded_runs(earlier, dict(variants)), gone)
-    recorded = {(v, seed): r for (v, seed), r in recorded.items() if f"{v}_seed{seed}" not in stale}
+    recorded = {
+        key: r for key, r in recorded_runs(earlier, dict(variants)).items() if f"{key[0]}_seed{key[1]}" not in stale
+    }
+    recorded = check.same_records(recorded, gone)  # a moved run's record went with it, unjudged
     kept = [r for key, r in recorded.items() if key not in planned]  # other variants' and other seeds' runs
     named = {name for name, _ in variants}
     kept_variants = {name: extra for name, extra in (earlier.get("variants") or {}).items() if name not in named}

@@ -173,7 +173,7 @@ def test_a_record_from_before_records_kept_their_settings_is_kept_unchecked(tmp_
     )
 
 
-def test_a_seed_this_invocation_does_not_run_is_kept_and_a_moved_runs_record_is_not(tmp_path):
+def test_a_seed_this_invocation_does_not_run_is_kept_and_a_moved_runs_record_is_not(tmp_path, capsys):
     ran: list[str] = []
     invoke(tmp_path, ["Breakout"], ran, seeds=(0, 1))
     report = json.loads((tmp_path / "table.json").read_text())
@@ -186,5 +186,6 @@ def test_a_seed_this_invocation_does_not_run_is_kept_and_a_moved_runs_record_is_
     metrics.write_text(json.dumps(stale))
     invoke(tmp_path, ["Breakout"], ran)  # seed 0 only
     assert ran == ["Breakout", "Breakout", "Breakout"]  # seed 0 again, though its record had no settings
+    assert "Breakout seed 0: recorded without its settings" not in capsys.readouterr().out  # not said kept
     report = json.loads((tmp_path / "table.json").read_text())
     assert sorted(r["seed"] for r in report["runs"]) == [0, 1]  # seed 1 is not this invocation's to judge
