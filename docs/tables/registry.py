@@ -326,18 +326,23 @@ TABLES: dict[str, Table] = {
         "frames sent once: a Pong chunk's bytes and CPU, plain and deduplicated",
     ),
     "atari_table": Table(("atari_table.json",), atari_table, "one Atari recipe, several games, at 10M frames"),
+    "atari_lambda": Table(
+        ("atari_table_lambda1.json", "atari_table.json"),
+        partial(atari_recipe_change, before="λ 1", after="λ 0.95"),
+        "the Atari table with V-trace's λ at 1, the recipe's before, and at 0.95",
+    ),
     "atari_trials": Table(
         ("atari_recipe_trials.json", "atari_table_epochs2.json"),
         atari_trials,
         "settings tried against the Atari recipe (2 epochs), beside its own run at the same frames",
     ),
     "atari_trials_epochs4": Table(
-        ("atari_recipe_trials_epochs4.json", "atari_table.json"),
+        ("atari_recipe_trials_epochs4.json", "atari_table_lambda1.json"),
         atari_trials,
-        "settings tried against the Atari recipe (4 epochs), beside its own run at the same frames",
+        "settings tried against the Atari recipe (4 epochs, λ 1), beside its own run at the same frames",
     ),
     "atari_epochs": Table(
-        ("atari_table_epochs2.json", "atari_table.json"),
+        ("atari_table_epochs2.json", "atari_table_lambda1.json"),
         partial(atari_recipe_change, before="2 epochs", after="4 epochs"),
         "the Atari table with the recipe's 2 epochs a call and with 4",
     ),
@@ -345,9 +350,14 @@ TABLES: dict[str, Table] = {
         ("atari_fifth_game.json",), atari_table, "the Atari recipe on a game nothing names, 30 minutes of training"
     ),
     "atari_fifth_game_epochs": Table(
-        ("atari_fifth_game_epochs2.json", "atari_fifth_game.json"),
+        ("atari_fifth_game_epochs2.json", "atari_fifth_game_lambda1.json"),
         partial(atari_recipe_change, before="2 epochs", after="4 epochs"),
         "the game nothing names, 30 minutes of training with the recipe's 2 epochs a call and with 4",
+    ),
+    "atari_fifth_game_lambda": Table(
+        ("atari_fifth_game_lambda1.json", "atari_fifth_game.json"),
+        partial(atari_recipe_change, before="λ 1", after="λ 0.95"),
+        "the game nothing names, 30 minutes of training with V-trace's λ at 1 and at 0.95",
     ),
     "mario_learning": Table(
         ("mario_learning.json",), mario_learning, "mario_dqn, as committed, toward the flag of World 1-1 on 2 cores"
