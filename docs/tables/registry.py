@@ -55,7 +55,16 @@ from .learning import (
 from .memory import memory_minigrid, memory_popgym, memory_r2d2, memory_stateless
 from .peers import appo_vs_peers, e2e_cartpole, e2e_mario, ppo_vs_rllib
 from .recurrent import recurrent_cost
-from .throughput import a3c_scaling, arena, envs, gpu_learner_ab, sampling, sampling_revisions, sampling_sink_weights
+from .throughput import (
+    a3c_scaling,
+    arena,
+    envs,
+    gpu_learner_ab,
+    sampling,
+    sampling_revisions,
+    sampling_sink_weights,
+    timed_variants,
+)
 
 
 @dataclass(frozen=True)
@@ -331,6 +340,12 @@ TABLES: dict[str, Table] = {
         partial(atari_recipe_change, before="λ 1", after="λ 0.95"),
         "the Atari table with V-trace's λ at 1, the recipe's before, and at 0.95",
     ),
+    "atari_lambda_speed": Table(
+        ("atari_lambda_speed.json",), timed_variants, "the Atari recipe's frames/s at λ 1 and 0.95, alternating runs"
+    ),
+    "coinrun_learner_threads": Table(
+        ("coinrun_appo_learner_threads.json",), timed_variants, "coinrun_appo's learner on 1 torch thread and on 2"
+    ),
     "atari_trials": Table(
         ("atari_recipe_trials.json", "atari_table_epochs2.json"),
         atari_trials,
@@ -389,8 +404,8 @@ TABLES: dict[str, Table] = {
     ),
     "pong_lambda": Table(
         ("pong_learning_epochs4.json", "pong_lambda95.json"),
-        partial(pong_recipe_change, before="λ 1 (the recipe)", after="λ 0.95"),
-        "Pong on 2 cores to a greedy 18 with V-trace's λ at 1 (the recipe) and at 0.95",
+        partial(pong_recipe_change, before="λ 1 (the recipe before)", after="λ 0.95 (the recipe now)"),
+        "Pong on 2 cores to a greedy 18 with V-trace's λ at 1 (the recipe before) and at 0.95 (the recipe now)",
     ),
     "autosize_sweep": Table(
         ("autosize_sweep.json",), autosize_sweep, "topology.num_workers=auto against a sweep of worker counts"

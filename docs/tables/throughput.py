@@ -3,6 +3,8 @@ sink's weights, raw env throughput per pipeline stage, the multi-snake arena, an
 
 from __future__ import annotations
 
+import statistics
+
 from .format import Json, _int, _pct, _ratio, _rows, _sentence, _sig, machine_line
 
 
@@ -239,3 +241,27 @@ def gpu_learner_ab(data: list[Json]) -> str:
         )
     head = ["", *GPU_RUNS.values()][: len(runs) + 1]
     return _rows(head, rows) + notes + "\n"
+
+
+def timed_variants(data: list[Json]) -> str:
+    """``benchmarks/timed_variants.py``: config variants under ``bench timed``, alternating and repeated; per
+    variant the median env frames/s, its ratio to the first variant, each run's frames/s in the order they ran, the
+    median updates a second over the timed budget and the median CPU used."""
+    (d,) = data
+    first = next(iter(d["variants"]))
+    medians = d["median_average_fps"]
+    header = ["variant", "overrides", "runs", "env frames/s (median)", f"÷ {first}", "each run (in order)",
+              "updates/s over the budget (median)", "CPU used (median)"]  # fmt: skip
+    rows = []
+    for name, extra in d["variants"].items():
+        runs = sorted((r for r in d["runs"] if r["variant"] == name), key=lambda r: r["repeat"])
+        updates = statistics.median(r["total_updates"] / (d["minutes"] * 60) for r in runs)
+        rows.append([
+            name, " ".join(f"`{o}`" for o in extra) or "—", str(len(runs)), _int(medians[name]),
+            _ratio(medians[name] / medians[first]), ", ".join(_int(r["average_fps"]) for r in runs),
+            f"{updates:.1f}", f"{statistics.median(r['cpu_utilization'] for r in runs):.0%}",
+        ])  # fmt: skip
+    base = " ".join(f"`{o}`" for o in d["overrides"])
+    shape = f"{d['minutes']:g} minutes of training a run ({d['mode']}), each a fresh process"
+    note = f"\n{base}, {shape}, the variants alternating.\n"
+    return _rows(header, rows) + note

@@ -262,3 +262,25 @@ def test_an_atari_trial_run_to_the_recipes_end_sits_beside_the_recipes_final_gre
     text = atari_trials([{**trials, "runs": [short, full]}, {"runs": [recipe]}])
     rows = {line.split(" | ")[0]: line.split(" | ") for line in text.splitlines()}
     assert rows["| Full"][8] == "604.0" and rows["| Short"][8] == "460.0"
+
+
+def test_timed_variants_quote_each_variants_median_and_its_ratio_to_the_first():
+    from docs.tables.throughput import timed_variants
+
+    ran = [  # (variant, repeat, frames/s, updates, CPU), in the order they ran: the variants alternate
+        ("a", 0, 1000.0, 600, 0.90), ("b", 0, 1500.0, 600, 0.80), ("a", 1, 1200.0, 900, 0.95),
+        ("b", 1, 1800.0, 660, 0.70), ("a", 2, 900.0, 300, 0.50),
+    ]  # fmt: skip
+    runs = [
+        {"variant": v, "repeat": i, "average_fps": fps, "total_updates": n, "cpu_utilization": cpu}
+        for v, i, fps, n, cpu in reversed(ran)  # the JSON's order is not the table's
+    ]
+    data = {
+        "variants": {"a": ["x=1"], "b": ["x=2"]}, "overrides": ["+experiment=e"], "minutes": 1.0, "mode": "parallel",
+        "median_average_fps": {"a": 1000.0, "b": 1650.0}, "runs": runs,
+    }  # fmt: skip
+    text = timed_variants([data])
+    rows = [line.split(" | ") for line in text.splitlines()[2:4]]
+    assert rows[0][1:] == ["`x=1`", "3", "1,000", "1.00×", "1,000, 1,200, 900", "10.0", "90% |"]
+    assert rows[1][1:] == ["`x=2`", "2", "1,650", "1.65×", "1,500, 1,800", "10.5", "75% |"]  # even: the mean of two
+    assert "`+experiment=e`, 1 minutes of training a run (parallel)" in text
