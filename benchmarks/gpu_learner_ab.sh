@@ -20,25 +20,7 @@
 # Afterwards, here: python benchmarks/gpu_learner_ab.py OUT_DIR (one JSON, with the GPU's busy share per phase).
 set -uo pipefail
 old=$(cd "$1" && pwd); out=$(mkdir -p "$2" && cd "$2" && pwd); pack=${3:-}
-export WANDB_MODE=disabled PYTHONUNBUFFERED=1
-t0=$(date +%s); deadline=$((t0 + ${DEADLINE_S:-540}))
-nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 1000 > "$out/smi.csv" &
-smi=$!
-mark() { echo "$(date +%s.%N) $1" >> "$out/marks.txt"; }
-save() { [ -n "$pack" ] && tar -czf "$pack.tmp" --exclude='*.pt' --exclude='checkpoints' -C "$out" . && mv "$pack.tmp" "$pack"; }
-# phase NAME MIN_S MAX_S CMD...: run CMD under a timeout of MAX_S, cut to the deadline; skipped under MIN_S left
-phase() {
-  local name=$1 min=$2 max=$3; shift 3
-  local left=$((deadline - $(date +%s)))
-  if [ "$left" -lt "$min" ]; then echo "$name skipped: ${left}s left" | tee -a "$out/skipped.txt"; return; fi
-  [ "$left" -lt "$max" ] && max=$left
-  mark "${name}_start"; echo "== $name (<= ${max}s) $(date -u +%T)"
-  timeout -k 5 "$max" bash -c '"$@"' _ "$@" > "$out/$name.log" 2>&1; echo "$name exit $?" >> "$out/exits.txt"
-  mark "${name}_end"; tail -n 4 "$out/$name.log"; save
-}
-nproc > "$out/nproc.txt"; nvidia-smi -L > "$out/gpu.txt"; lscpu > "$out/lscpu.txt" 2>&1
-python3 -c "import torch, sys; print(sys.version, torch.__version__, torch.version.cuda)" > "$out/versions.txt" 2>&1
-git rev-parse HEAD > "$out/new_commit.txt" 2>/dev/null || cat .commit > "$out/new_commit.txt" 2>/dev/null
+. "$(dirname "$0")/gpu_phases.sh"
 # DEVICE=cpu WORKERS=1: a rehearsal of the mechanics on a machine without a GPU
 dev=${DEVICE:-cuda}; gpus=$([ "$dev" = cuda ] && echo 1 || echo 0)
 pong="+experiment=pong_appo topology.num_workers=${WORKERS:-14}"
@@ -66,5 +48,4 @@ phase pong_old 45 95 train "$old" old $pong learner.device=$dev learner.num_gpus
 phase learner_dqn 45 90 step_cost dqn
 phase frame_path 40 90 python3 benchmarks/central_inference.py --workloads pong --workers 1 2 ${WORKERS:-14} --seconds 5 \
   --rounds 1 --output "$out/central_inference.json"
-kill $smi; save
-echo "done in $(( $(date +%s) - t0 ))s"; ls -la "$out"
+finish
