@@ -26,7 +26,8 @@ dev=${DEVICE:-cuda}; gpus=$([ "$dev" = cuda ] && echo 1 || echo 0)
 pong="+experiment=pong_appo topology.num_workers=${WORKERS:-14}"
 train() {  # train TREE RUN_NAME OVERRIDES...: raylab.train in TREE, its run directory under OUT_DIR
   local tree=$1 name=$2; shift 2
-  (cd "$tree" && PYTHONPATH="$tree:${PYTHONPATH:-}" python3 -m raylab.train "$@" "hydra.run.dir=$out/run_$name")
+  local commit; commit=$([ "$tree" = . ] && echo "${RAYLAB_COMMIT:-}")  # the old tree's stamp is not this one's
+  (cd "$tree" && RAYLAB_COMMIT=$commit PYTHONPATH="$tree:${PYTHONPATH:-}" python3 -m raylab.train "$@" "hydra.run.dir=$out/run_$name")
 }
 step_cost() {  # step_cost WORKLOAD
   python3 benchmarks/learner_step_cost.py --real --repeats 1 --warmup 3 --calls 8 --obs frames --workloads "$1" \

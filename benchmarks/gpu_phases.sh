@@ -27,3 +27,4 @@ finish() { [ -n "$smi" ] && kill "$smi"; save; echo "done in $(( $(date +%s) - t
 nproc > "$out/nproc.txt"; lscpu > "$out/lscpu.txt" 2>&1
 python3 -c "import torch, sys; print(sys.version, torch.__version__, torch.version.cuda)" > "$out/versions.txt" 2>&1
 git rev-parse HEAD > "$out/new_commit.txt" 2>/dev/null || cat .commit > "$out/new_commit.txt" 2>/dev/null
+export RAYLAB_COMMIT=${RAYLAB_COMMIT:-$(cat "$out/new_commit.txt")}  # the JSONs' stamp where the tree has no git

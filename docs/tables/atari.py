@@ -317,6 +317,75 @@ def atari_trials(data: list[Json]) -> str:
     return _rows(header, rows)
 
 
+def _machine(run: Json, report: Json) -> str:
+    """Where a learn table's run trained: its GPU (or none), cores and rollout actors."""
+    m = run.get("recorded") or report.get("machine") or {}
+    workers = (run.get("config") or {}).get("topology", {}).get("num_workers", "?")  # the run's resolved settings
+    return f"{m.get('cuda') or 'no GPU'}, {m.get('cores', '?')} cores, {workers} actors"
+
+
+def atari_machines(data: list[Json]) -> str:
+    """The Atari recipe on a larger machine (the machine's settings only: actors, the learner's device and
+    precision), set beside the Atari table's run of each game (the last JSON): the frames and wall time each
+    reached, its frames/s, the greedy score at its end (10 whole games) and by 10M frames (its final one for a
+    run stopped by the 10M-frame budget, else its last periodic one by then), the training return at 10M
+    frames (the recent whole games, sampled actions), and CleanRL's figure at 40M frames."""
+    *larger, table = data
+    base = {r["variant"]: r for r in table["runs"] if r["ok"]}
+    ten_m = 2_500_000  # agent steps: 10M frames at frame skip 4
+    header = [
+        "game", "machine", "frames", "training time", "frames/s", "greedy at the end", "greedy by 10M frames",
+        "training return at 10M frames", "CleanRL at 40M frames", "greedy at the end ÷ CleanRL",
+    ]  # fmt: skip
+    rows = []
+    for report in larger:
+        for run in (r for r in report["runs"] if r["ok"]):
+            overrides = report["variants"][run["variant"]]
+            game = next(o.split("=", 1)[1].removesuffix("-v5") for o in overrides if o.startswith("env.id="))
+            envpool, _, jax_figure, mean = CLEANRL_PPO_ATARI.get(game, ("—", "—", "—", None))
+            for r, rep in ((base.get(game), table), (run, report)):
+                if r is None:
+                    continue
+                by_10m = _greedy_at(r, {"env_steps": ten_m, "stop_reason": "stop.env_steps=2500000"})
+                train = _at_frames(r.get("train_curve") or [], 4 * ten_m)
+                rows.append([
+                    game, _machine(r, rep), f"{4 * r['env_steps'] / 1e6:.1f}M", f"{r['train_seconds'] / 60:.1f} min",
+                    _int(r["env_frames_per_s"]), f"{_ret(r['final_eval_return'])} ± {_ret(r['final_eval_std'])}",
+                    "—" if by_10m is None else _ret(by_10m), "—" if train is None else _ret(train),
+                    envpool if envpool != "—" else f"{jax_figure} (JAX)",
+                    "—" if mean is None else _pct(r["final_eval_return"] / mean),
+                ])  # fmt: skip
+    return _rows(header, rows)
+
+
+def atari_seeds(data: list[Json]) -> str:
+    """More seeds of the Atari table's games (learn JSONs of the same recipe and budget, after the table's own):
+    per game, every seed's final greedy score (10 whole games) and training return (the recent whole games,
+    sampled actions), the mean over the seeds, and that mean as a share of CleanRL's 40M-frame figure."""
+    runs: dict[str, list[Json]] = {}
+    for report in data:
+        for run in (r for r in report["runs"] if r["ok"]):
+            runs.setdefault(run["variant"], []).append(run)
+    header = ["game", "seeds", "greedy per seed (10 games each)", "greedy: mean", "training per seed",
+              "training: mean", "CleanRL at 40M frames", "greedy mean ÷ CleanRL"]  # fmt: skip
+    rows = []
+    for game, group in sorted(runs.items()):
+        if len(group) < 2:
+            continue  # the table's own row says it
+        group.sort(key=lambda r: r["seed"])
+        greedy = [r["final_eval_return"] for r in group]
+        train = [r["final_train_return"] for r in group if r.get("final_train_return") is not None]
+        envpool, _, jax_figure, mean = CLEANRL_PPO_ATARI.get(game, ("—", "—", "—", None))
+        rows.append([
+            game, ", ".join(str(r["seed"]) for r in group),
+            ", ".join(f"{_ret(r['final_eval_return'])} ± {_ret(r['final_eval_std'])}" for r in group),
+            _ret(sum(greedy) / len(greedy)), ", ".join(_ret(t) for t in train) or "—",
+            _ret(sum(train) / len(train)) if train else "—", envpool if envpool != "—" else f"{jax_figure} (JAX)",
+            "—" if mean is None else _pct(sum(greedy) / len(greedy) / mean),
+        ])  # fmt: skip
+    return _rows(header, rows)
+
+
 def atari_recipe_change(data: list[Json], before: str, after: str) -> str:
     """Two runs of the Atari table, the recipe before and after one change (each a learn JSON of the same games):
     per game, the training return at the frames both runs reached (the recent whole games, sampled actions), the

@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 
 from .atari import (
+    atari_machines,
     atari_recipe_change,
     atari_table,
     atari_trials,
@@ -233,6 +234,11 @@ TABLES: dict[str, Table] = {
     "learner_step_cost_h200": Table(
         ("learner_step_cost_h200.json",), learner_step_cost, "the learner per optimizer step on an H200, real networks"
     ),
+    "learner_step_cost_h200_static": Table(
+        ("learner_step_cost_h200_static.json",),
+        learner_step_cost,
+        "the learner per optimizer step on an H200, compiled, with the clip and Adam buffers marked static",
+    ),
     "e2e_cartpole": Table(("e2e_cartpole.json",), e2e_cartpole, "apex_dqn end to end against RLlib DQN"),
     "e2e_mario": Table(("e2e_mario.json", "e2e_mario_free.json"), e2e_mario, "apex_dqn end to end on Mario"),
     "envs": Table(("envs.json",), envs, "raw env throughput"),
@@ -335,6 +341,11 @@ TABLES: dict[str, Table] = {
         "frames sent once: a Pong chunk's bytes and CPU, plain and deduplicated",
     ),
     "atari_table": Table(("atari_table.json",), atari_table, "one Atari recipe, several games, at 10M frames"),
+    "atari_h200": Table(
+        ("atari_h200_beamrider.json", "atari_h200_spaceinvaders.json", "atari_table.json"),
+        atari_machines,
+        "the Atari recipe with 14 rollout actors on an H200, beside its 2-core runs",
+    ),
     "atari_lambda": Table(
         ("atari_table_lambda1.json", "atari_table.json"),
         partial(atari_recipe_change, before="λ 1", after="λ 0.95"),
@@ -342,6 +353,9 @@ TABLES: dict[str, Table] = {
     ),
     "atari_lambda_speed": Table(
         ("atari_lambda_speed.json",), timed_variants, "the Atari recipe's frames/s at λ 1 and 0.95, alternating runs"
+    ),
+    "mario_learner_speed": Table(
+        ("mario_learner_threads.json",), timed_variants, "mario_dqn's learner: 1 torch thread, 2, or fp32, alternating"
     ),
     "coinrun_learner_threads": Table(
         ("coinrun_appo_learner_threads.json",), timed_variants, "coinrun_appo's learner on 1 torch thread and on 2"

@@ -58,9 +58,11 @@ def _cpu_model() -> str:
 
 
 def _git_commit() -> str | None:
+    """The checkout's commit; in a tree without git (an archive of a commit, as the offline GPU bundle carries)
+    the commit named by RAYLAB_COMMIT, which benchmarks/gpu_phases.sh sets from the bundle's record."""
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
         return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.CalledProcessError):
-        return None
+        return os.environ.get("RAYLAB_COMMIT", "")[:7] or None

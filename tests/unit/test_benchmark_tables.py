@@ -284,3 +284,30 @@ def test_timed_variants_quote_each_variants_median_and_its_ratio_to_the_first():
     assert rows[0][1:] == ["`x=1`", "3", "1,000", "1.00×", "1,000, 1,200, 900", "10.0", "90% |"]
     assert rows[1][1:] == ["`x=2`", "2", "1,650", "1.65×", "1,500, 1,800", "10.5", "75% |"]  # even: the mean of two
     assert "`+experiment=e`, 1 minutes of training a run (parallel)" in text
+
+
+def test_a_larger_machines_run_sits_beside_the_tables_run_of_its_game_read_at_10m_frames():
+    """Each run of the larger machine beside the table's run of the same game: the greedy score by 10M frames is
+    the final one for a run stopped by the 10M-frame budget, else the last periodic one by then; the training
+    return is read at 10M frames, not at the run's end; the machine is the run's own stamp (a run read back keeps
+    its record) and its own actors."""
+    from docs.tables.atari import atari_machines
+
+    big_curve = [[0, 1e6, 4e6, 100.0], [0, 2.44e6, 9.76e6, 1151.0], [0, 3.6e6, 14.4e6, 1400.0]]
+    big = _atari_run("BeamRider_14w", 3_677_184, big_curve, 2559.0, 290, 50718)
+    big.update(config={"topology": {"num_workers": 14}}, stop_reason="290 s >= stop.seconds=290",
+               evals=[[87, 881_664, 794.8], [159, 1_884_160, 1410.4], [225, 2_761_728, 1787.2]])  # fmt: skip
+    small_curve = [[0, 1e6, 4e6, 500.0], [0, 2.49e6, 9.95e6, 1636.0]]
+    small = _atari_run("BeamRider", 2_500_608, small_curve, 2479.2, 4481, 2232)
+    small.update(config={"topology": {"num_workers": 2}}, evals=[[4243, 2_342_912, 2505.8]],
+                 stop_reason="env steps 2500608 >= stop.env_steps=2500000",
+                 recorded={"cores": 2, "cpu": "Intel(R) Xeon(R) Processor"})  # fmt: skip
+    larger = {"variants": {"BeamRider_14w": ["env.id=BeamRider-v5", "topology.num_workers=14"]}, "runs": [big],
+              "machine": {"cuda": "NVIDIA H200", "cores": 16}}  # fmt: skip
+    table = {"variants": {"BeamRider": ["env.id=BeamRider-v5"]}, "runs": [small], "machine": {"cores": 64}}
+    rows = [line.split(" | ") for line in atari_machines([larger, table]).splitlines() if line.startswith("| Beam")]
+    assert [r[1] for r in rows] == ["no GPU, 2 cores, 2 actors", "NVIDIA H200, 16 cores, 14 actors"]
+    assert rows[0][2:10] == ["10.0M", "74.7 min", "2,232", "2479.2 ± 1.00", "2479.2", "1636.0", "2,501.85 ± 210.52",
+                             "99 % |"]  # fmt: skip
+    assert rows[1][2:10] == ["14.7M", "4.8 min", "50,718", "2559.0 ± 1.00", "1410.4", "1151.0", "2,501.85 ± 210.52",
+                             "102 % |"]  # fmt: skip
