@@ -12,6 +12,7 @@ from pathlib import Path
 from .atari import (
     atari_machines,
     atari_recipe_change,
+    atari_seeds,
     atari_table,
     atari_trials,
     atari_vs_peers,
@@ -345,6 +346,9 @@ TABLES: dict[str, Table] = {
         ("atari_h200_beamrider.json", "atari_h200_spaceinvaders.json", "atari_table.json"),
         atari_machines,
         "the Atari recipe with 14 rollout actors on an H200, beside its 2-core runs",
+    ),
+    "atari_seeds": Table(
+        ("atari_table.json", "atari_table_seed1.json"), atari_seeds, "the Atari table's games on more than one seed"
     ),
     "atari_lambda": Table(
         ("atari_table_lambda1.json", "atari_table.json"),

@@ -311,3 +311,20 @@ def test_a_larger_machines_run_sits_beside_the_tables_run_of_its_game_read_at_10
                              "99 % |"]  # fmt: skip
     assert rows[1][2:10] == ["14.7M", "4.8 min", "50,718", "2559.0 ± 1.00", "1410.4", "1151.0", "2,501.85 ± 210.52",
                              "102 % |"]  # fmt: skip
+
+
+def test_more_seeds_of_a_game_give_each_seeds_score_and_their_mean_against_cleanrl():
+    """A game with a run in several JSONs: each seed's greedy score and training return, in seed order, and the
+    mean greedy score as a share of CleanRL's figure; a game with one seed is left to the table's own row."""
+    from docs.tables.atari import atari_seeds
+
+    def run(game: str, seed: int, greedy: float, train: float) -> dict:
+        return {**_atari_run(game, 2_500_608, [], greedy, 4400, 2300), "seed": seed, "final_train_return": train}
+
+    table = {"runs": [run("BeamRider", 0, 2479.2, 1690.9), run("Breakout", 0, 307.8, 121.7)]}
+    seed1 = {"runs": [run("BeamRider", 1, 2700.0, 1800.0), run("BeamRider", 2, 0.0, 0.0) | {"ok": False}]}
+    text = atari_seeds([seed1, table])
+    rows = [line.split(" | ") for line in text.splitlines() if line.startswith(("| Beam", "| Break"))]
+    assert len(rows) == 1
+    assert rows[0] == ["| BeamRider", "0, 1", "2479.2 ± 1.00, 2700.0 ± 1.00", "2589.6", "1690.9, 1800.0", "1745.5",
+                       "2,501.85 ± 210.52", "104 % |"]  # fmt: skip
