@@ -361,7 +361,8 @@ def atari_machines(data: list[Json]) -> str:
 def atari_seeds(data: list[Json]) -> str:
     """More seeds of the Atari table's games (learn JSONs of the same recipe and budget, after the table's own):
     per game, every seed's final greedy score (10 whole games) and training return (the recent whole games,
-    sampled actions), the mean over the seeds, and that mean as a share of CleanRL's 40M-frame figure."""
+    sampled actions; "—" for a run that recorded none, left out of the mean), the means over the seeds, and the
+    greedy mean as a share of CleanRL's 40M-frame figure (the JAX script's where the PyTorch one has none)."""
     runs: dict[str, list[Json]] = {}
     for report in data:
         for run in (r for r in report["runs"] if r["ok"]):
@@ -374,13 +375,14 @@ def atari_seeds(data: list[Json]) -> str:
             continue  # the table's own row says it
         group.sort(key=lambda r: r["seed"])
         greedy = [r["final_eval_return"] for r in group]
-        train = [r["final_train_return"] for r in group if r.get("final_train_return") is not None]
+        train = [r.get("final_train_return") for r in group]  # None where a run recorded none: "—" in its place
+        known = [t for t in train if t is not None]
         envpool, _, jax_figure, mean = CLEANRL_PPO_ATARI.get(game, ("—", "—", "—", None))
         rows.append([
             game, ", ".join(str(r["seed"]) for r in group),
             ", ".join(f"{_ret(r['final_eval_return'])} ± {_ret(r['final_eval_std'])}" for r in group),
-            _ret(sum(greedy) / len(greedy)), ", ".join(_ret(t) for t in train) or "—",
-            _ret(sum(train) / len(train)) if train else "—", envpool if envpool != "—" else f"{jax_figure} (JAX)",
+            _ret(sum(greedy) / len(greedy)), ", ".join("—" if t is None else _ret(t) for t in train),
+            _ret(sum(known) / len(known)) if known else "—", envpool if envpool != "—" else f"{jax_figure} (JAX)",
             "—" if mean is None else _pct(sum(greedy) / len(greedy) / mean),
         ])  # fmt: skip
     return _rows(header, rows)

@@ -314,17 +314,23 @@ def test_a_larger_machines_run_sits_beside_the_tables_run_of_its_game_read_at_10
 
 
 def test_more_seeds_of_a_game_give_each_seeds_score_and_their_mean_against_cleanrl():
-    """A game with a run in several JSONs: each seed's greedy score and training return, in seed order, and the
-    mean greedy score as a share of CleanRL's figure; a game with one seed is left to the table's own row."""
+    """A game with a run in several JSONs: each seed's greedy score and training return, in seed order ("—" for a
+    run that recorded none, left out of the mean), and the mean greedy score as a share of CleanRL's envpool
+    figure (the JAX script's where there is none); a game with one seed is left to the table's own row."""
     from docs.tables.atari import atari_seeds
 
-    def run(game: str, seed: int, greedy: float, train: float) -> dict:
+    def run(game: str, seed: int, greedy: float, train: float | None) -> dict:
         return {**_atari_run(game, 2_500_608, [], greedy, 4400, 2300), "seed": seed, "final_train_return": train}
 
-    table = {"runs": [run("BeamRider", 0, 2479.2, 1690.9), run("Breakout", 0, 307.8, 121.7)]}
-    seed1 = {"runs": [run("BeamRider", 1, 2700.0, 1800.0), run("BeamRider", 2, 0.0, 0.0) | {"ok": False}]}
-    text = atari_seeds([seed1, table])
-    rows = [line.split(" | ") for line in text.splitlines() if line.startswith(("| Beam", "| Break"))]
-    assert len(rows) == 1
-    assert rows[0] == ["| BeamRider", "0, 1", "2479.2 ± 1.00, 2700.0 ± 1.00", "2589.6", "1690.9, 1800.0", "1745.5",
-                       "2,501.85 ± 210.52", "104 % |"]  # fmt: skip
+    table = {"runs": [run("BeamRider", 0, 2479.2, 1690.9), run("Breakout", 0, 307.8, 121.7),
+                      run("SpaceInvaders", 0, 575.0, 611.2)]}  # fmt: skip
+    more = {"runs": [run("BeamRider", 1, 2560.8, 1800.0), run("BeamRider", 2, 0.0, 0.0) | {"ok": False},
+                     run("SpaceInvaders", 1, 625.0, None)]}  # fmt: skip
+    text = atari_seeds([more, table])
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in text.splitlines() if line.startswith("| ")}
+    assert "| Breakout" not in rows
+    # 2,520 is 101 % of the envpool figure 2,501.85 and 102 % of the JAX one 2,478.44
+    assert rows["| BeamRider"][1:] == ["0, 1", "2479.2 ± 1.00, 2560.8 ± 1.00", "2520.0", "1690.9, 1800.0", "1745.5",
+                                       "2,501.85 ± 210.52", "101 % |"]  # fmt: skip
+    assert rows["| SpaceInvaders"][1:] == ["0, 1", "575.0 ± 1.00, 625.0 ± 1.00", "600.0", "611.2, —", "611.2",
+                                           "1,188.82 ± 80.52 (JAX)", "50 % |"]  # fmt: skip
