@@ -4,7 +4,8 @@
 # seconds from the start, default 530) leaves it too little time:
 #   1. the machine's env-only limit on the game: 14 processes stepping atari_appo's vector env (env_limit.py);
 #   2. +experiment=atari_appo env.id=$GAME with 14 rollout actors and the GPU learner (bf16 + compile, the fastest
-#      variant measured on an H200), stop.env_steps=$ENV_STEPS (10M: 40M frames) or stop.seconds=$SECONDS_S (270; 290 on 2026-11-30), whichever first;
+#      variant measured on an H200), stop.env_steps=$ENV_STEPS (10M: 40M frames) or stop.seconds=$SECONDS_S
+#      (270; 290 on 2026-11-30), whichever first;
 #      a greedy evaluation of 10 whole games every 60 s and 10 at the end; run by raylab.bench learn, so its JSON
 #      is the Atari table's kind;
 #   3. the learner alone on pong_appo's network, compiled, fp32 and bf16 (learner_step_cost.py --real), the
@@ -14,7 +15,9 @@
 # GAME=SpaceInvaders ENV_STEPS=2500000 SECONDS_S=200: the recipe's own 10M frames on another game.
 # DEVICE=cpu WORKERS=1 SECONDS_S=20: a rehearsal of the mechanics on a machine without a GPU.
 set -uo pipefail
-out=$(mkdir -p "$1" && cd "$1" && pwd) && [ -n "$out" ] || { echo "cannot write to $1" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: bash benchmarks/gpu_atari.sh OUT_DIR [PACK.tgz]: name a directory to write to" >&2; exit 2; }
+out=$(mkdir -p "$1" && cd "$1" && pwd) && [ -n "$out" ] ||
+  { echo "cannot write to $1: pass an OUT_DIR this user can create (e.g. under /tmp or outputs/)" >&2; exit 2; }
 pack=${2:-}
 DEADLINE_S=${DEADLINE_S:-530}
 . "$(dirname "$0")/gpu_phases.sh"

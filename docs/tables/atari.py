@@ -325,8 +325,8 @@ def _machine(run: Json, report: Json) -> str:
 
 
 def atari_machines(data: list[Json]) -> str:
-    """The Atari recipe on a larger machine (the machine's settings only: actors, the learner's device and
-    precision), set beside the Atari table's run of each game (the last JSON): the frames and wall time each
+    """The Atari recipe on a larger machine (the machine's settings only: actors, the learner's device, precision
+    and compile), set beside the Atari table's run of each game (the last JSON): the frames and wall time each
     reached, its frames/s, the greedy score at its end (10 whole games) and by 10M frames (its final one for a
     run stopped by the 10M-frame budget, else its last periodic one by then), the training return at 10M
     frames (the recent whole games, sampled actions), and CleanRL's figure at 40M frames."""
