@@ -151,11 +151,14 @@ bench-gpu: install ## on a CUDA machine with 16 cores (~20 min): gpu tests, lear
 	PY=$(PY) bash benchmarks/gpu_session.sh
 
 GPU_OLD ?= fefcb63
+# the old tree goes outside the checkout: inside it, git would stamp the old tree's runs with this commit
+GPU_AB_OLD ?= /tmp/raylab-gpu-ab-old
 GPU_GAME ?= BeamRider
 bench-gpu-ab: install ## on a CUDA machine with 16 cores (< 9 min): commit GPU_OLD's learner (default fefcb63) against this one, alone and in pong_appo with 14 actors, central inference and the env-only limit (benchmarks/gpu_learner_ab.sh) -> benchmarks/gpu_learner_ab.json
-	rm -rf outputs/gpu_ab && mkdir -p outputs/gpu_ab/old
-	git archive $(GPU_OLD) raylab conf | tar -x -C outputs/gpu_ab/old && ln -sfn ../conf outputs/gpu_ab/old/raylab/conf
-	PATH=$(VENV)/bin:$$PATH bash benchmarks/gpu_learner_ab.sh outputs/gpu_ab/old outputs/gpu_ab/out
+	rm -rf $(GPU_AB_OLD) outputs/gpu_ab && mkdir -p $(GPU_AB_OLD) outputs/gpu_ab
+	git archive $(GPU_OLD) raylab conf | tar -x -C $(GPU_AB_OLD) && ln -sfn ../conf $(GPU_AB_OLD)/raylab/conf
+	git rev-parse $(GPU_OLD) > $(GPU_AB_OLD)/.commit
+	PATH=$(VENV)/bin:$$PATH bash benchmarks/gpu_learner_ab.sh $(GPU_AB_OLD) outputs/gpu_ab/out
 	$(PY) benchmarks/gpu_learner_ab.py outputs/gpu_ab/out --output benchmarks/gpu_learner_ab.json
 
 bench-gpu-atari: install ## on a CUDA machine with 16 cores (< 9 min): the Atari recipe with 14 actors toward 40M frames on GPU_GAME (default BeamRider), the env-only limit, the compiled learner alone (benchmarks/gpu_atari.sh) -> outputs/gpu_atari/<time>/atari_gpu.json

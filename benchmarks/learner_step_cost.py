@@ -198,8 +198,14 @@ def child_output(script: str, tree: str, options: list[str]) -> dict[str, Any]:
 
 def commit_of(tree: str) -> str:
     out = subprocess.run(["git", "-C", tree, "describe", "--always", "--dirty"], capture_output=True, text=True)
-    here = Path(tree).resolve() == Path.cwd().resolve()  # a tree without git: RAYLAB_COMMIT names this one's
-    return out.stdout.strip() or (here and os.environ.get("RAYLAB_COMMIT", "")[:7]) or "?"
+    if out.stdout.strip():
+        return out.stdout.strip()
+    # a tree without git: its .commit file (make bench-gpu-ab writes it), or RAYLAB_COMMIT for this one
+    record = Path(tree) / ".commit"
+    if record.is_file():
+        return record.read_text().strip()[:7] or "?"
+    here = Path(tree).resolve() == Path.cwd().resolve()
+    return (here and os.environ.get("RAYLAB_COMMIT", "")[:7]) or "?"
 
 
 def _run_child(tree: str, overrides: list[str], workload: str, obs: str, args: argparse.Namespace) -> dict[str, Any]:

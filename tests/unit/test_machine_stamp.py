@@ -26,3 +26,28 @@ def test_a_checkout_is_stamped_with_its_own_commit_whatever_raylab_commit_says(m
     monkeypatch.setenv("RAYLAB_COMMIT", "0000000")
     stamp = _git_commit()
     assert stamp is not None and not stamp.startswith("0000000")
+
+
+def _learner_step_cost():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("learner_step_cost", REPO / "benchmarks" / "learner_step_cost.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_an_old_tree_outside_git_is_stamped_with_its_commit_file_not_this_trees(tmp_path, monkeypatch):
+    """make bench-gpu-ab unpacks the old commit outside the checkout with a .commit file: learner_step_cost
+    stamps its rows so, whatever RAYLAB_COMMIT (this tree's) says."""
+    commit_of = _learner_step_cost().commit_of
+    old = tmp_path / "old"
+    old.mkdir()
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    monkeypatch.setenv("RAYLAB_COMMIT", "a582f36fb02ff75199dcf39a538656103d7d3e11")
+    assert commit_of(str(old)) == "?"  # no git, no record: unknown, never this tree's commit
+    (old / ".commit").write_text("fefcb6398b7a9a1f0e0d6a0b4c1c2d3e4f506172\n")
+    assert commit_of(str(old)) == "fefcb63"
+    monkeypatch.chdir(old)  # the tree the benchmark runs in: still its own record
+    assert commit_of(str(old)) == "fefcb63"
