@@ -18,7 +18,7 @@ INSTALL_SCRIPT ?= scripts/install.sh
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: FORCE help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu bench-gpu-ab bench-gpu-atari install-image-tools image image-cuda bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-frame-path-ab bench-atari-table bench-atari-fifth bench-mario-learning bench-atari-peers bench-central bench-pong-learning bench-autosize bench-recurrent clean
+.PHONY: FORCE help system-deps install train train-local test test-all test-learning lint format docs docs-serve bench-learning bench-core sweep-demo bench-a3c bench-scaling bench-rllib bench-memory bench-peers bench-ppo bench-appo bench-coinrun bench-learner bench-gpu bench-gpu-ab bench-gpu-atari bench-gpu-mario install-image-tools image image-cuda bench-multiagent bench-sampling bench-snake bench-replay bench-e2e bench-timing bench-faults bench-soak bench-snapshot bench-atari bench-frame-path-ab bench-atari-table bench-atari-fifth bench-mario-learning bench-atari-peers bench-central bench-pong-learning bench-autosize bench-recurrent clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -163,6 +163,8 @@ bench-gpu-ab: install ## on a CUDA machine with 16 cores (< 9 min): commit GPU_O
 
 bench-gpu-atari: install ## on a CUDA machine with 16 cores (< 9 min): the Atari recipe with 14 actors toward 40M frames on GPU_GAME (default BeamRider), the env-only limit, the compiled learner alone (benchmarks/gpu_atari.sh) -> outputs/gpu_atari/<time>/atari_gpu.json
 	PATH=$(VENV)/bin:$$PATH GAME=$(GPU_GAME) bash benchmarks/gpu_atari.sh outputs/gpu_atari/$$(date +%Y%m%d-%H%M%S)
+bench-gpu-mario: install ## on a CUDA machine with 16 cores (< 9 min): mario_dqn with 14 actors and the GPU learner toward the first greedy flag, and the env-only limit (benchmarks/gpu_mario.sh) -> outputs/gpu_mario/<time>/mario_gpu.json
+	PATH=$(VENV)/bin:$$PATH bash benchmarks/gpu_mario.sh outputs/gpu_mario/$$(date +%Y%m%d-%H%M%S)
 
 bench-multiagent: install ## the snake arena's agent steps/s with 1/4/16 snakes, and 3 seeds of snake_arena_ppo/dqn, two rival policies against one shared, mpe2 simple_spread and simple_adversary (two teams) on a fixed budget (~45 min) -> benchmarks/{snake_arena_*,spread_learning,simple_adversary_learning}.json
 	$(PY) -m raylab.bench arena --snakes 1 4 16 --output benchmarks/snake_arena_throughput.json
