@@ -10,8 +10,11 @@
 #      confirmed), whichever first; a greedy evaluation of 10 episodes every 60 s and 10 at the end. Run by
 #      raylab.bench learn, so its JSON is the Mario learning table's kind (the first greedy flag, the flag rate
 #      and x-position per evaluation). EXTRA adds overrides (e.g. the flag_stall variant's env.options).
-# Mario needs nes-py, which the offline bundle builds from its sdist where g++ exists; without it this script
-# stops at once with a message.
+# Mario needs nes-py (and the old gym it imports). MARIO_WHEELS=DIR names a folder of wheels unpacked first where
+# it is missing: nes-py built for the machine's Python, which needs no compiler there
+#   python3.12 -m pip wheel --no-deps -w DIR nes-py==8.2.1 gym==0.26.2 gym-notices cloudpickle
+#   python3 -m pip download --no-deps -d DIR gym-super-mario-bros==7.4.0
+# (the offline bundle instead builds nes-py's sdist where g++ exists). Without it this script stops at once.
 # Run from the checkout, with raylab's dependencies importable (the offline bundle's run-on-gpu.sh):
 #   bash BUNDLE/run-on-gpu.sh bash benchmarks/gpu_mario.sh OUT_DIR [PACK]
 # DEVICE=cpu WORKERS=1 SECONDS_S=30: a rehearsal of the mechanics on a machine without a GPU.
@@ -19,6 +22,11 @@ set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: bash benchmarks/gpu_mario.sh OUT_DIR [PACK.tgz]: name a directory to write to" >&2; exit 2; }
 out=$(mkdir -p "$1" && cd "$1" && pwd) && [ -n "$out" ] ||
   { echo "cannot write to $1: pass an OUT_DIR this user can create (e.g. under /tmp or outputs/)" >&2; exit 2; }
+if ! python3 -c "import nes_py, gym_super_mario_bros" 2>/dev/null && [ -d "${MARIO_WHEELS:-}" ]; then
+  site=$out/mario-site; mkdir -p "$site"
+  for w in "$MARIO_WHEELS"/*.whl; do python3 -m zipfile -e "$w" "$site" || exit 2; done
+  export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+fi
 python3 -c "import nes_py, gym_super_mario_bros" 2>/dev/null ||
   { echo "nes-py is not importable: rebuild the bundle with ../shared/tools/gpu-bundle (it carries nes-py's sdist and builds it where g++ exists), or pip install nes-py gym-super-mario-bros" >&2; exit 2; }
 pack=${2:-}
