@@ -155,7 +155,8 @@ GPU_OLD ?= fefcb63
 GPU_AB_OLD ?= /tmp/raylab-gpu-ab-old
 GPU_GAME ?= BeamRider
 bench-gpu-ab: install ## on a CUDA machine with 16 cores (< 9 min): commit GPU_OLD's learner (default fefcb63) against this one, alone and in pong_appo with 14 actors, central inference and the env-only limit (benchmarks/gpu_learner_ab.sh) -> benchmarks/gpu_learner_ab.json
-	rm -rf $(GPU_AB_OLD) outputs/gpu_ab && mkdir -p $(GPU_AB_OLD) outputs/gpu_ab
+	@case '$(GPU_AB_OLD)' in /tmp/?*|/var/tmp/?*) ;; *) echo 'GPU_AB_OLD=$(GPU_AB_OLD): name a folder under /tmp for the old tree (it is deleted first)' >&2; exit 2;; esac
+	rm -rf '$(GPU_AB_OLD)' outputs/gpu_ab && mkdir -p '$(GPU_AB_OLD)' outputs/gpu_ab
 	git archive $(GPU_OLD) raylab conf | tar -x -C $(GPU_AB_OLD) && ln -sfn ../conf $(GPU_AB_OLD)/raylab/conf
 	git rev-parse $(GPU_OLD) > $(GPU_AB_OLD)/.commit
 	PATH=$(VENV)/bin:$$PATH bash benchmarks/gpu_learner_ab.sh $(GPU_AB_OLD) outputs/gpu_ab/out

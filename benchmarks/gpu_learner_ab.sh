@@ -17,8 +17,8 @@
 # Run from the checkout of NEW, with raylab's dependencies importable (the offline bundle's run-on-gpu.sh):
 #   bash BUNDLE/run-on-gpu.sh bash benchmarks/gpu_learner_ab.sh OLD_TREE OUT_DIR [PACK]
 # OLD_TREE: an older checkout outside any git work tree (git archive <commit> raylab conf | tar -x, with
-# raylab/conf -> ../conf), its commit in OLD_TREE/.commit: inside this checkout git would stamp its runs with
-# this checkout's commit.
+# raylab/conf -> ../conf), its commit in OLD_TREE/.commit, which learner_step_cost.py stamps its rows with: inside
+# this checkout git would name this checkout's commit instead.
 # Afterwards, here: python benchmarks/gpu_learner_ab.py OUT_DIR (one JSON, with the GPU's busy share per phase).
 set -uo pipefail
 old=$(cd "$1" && pwd); out=$(mkdir -p "$2" && cd "$2" && pwd); pack=${3:-}
@@ -28,7 +28,7 @@ dev=${DEVICE:-cuda}; gpus=$([ "$dev" = cuda ] && echo 1 || echo 0)
 pong="+experiment=pong_appo topology.num_workers=${WORKERS:-14}"
 train() {  # train TREE RUN_NAME OVERRIDES...: raylab.train in TREE, its run directory under OUT_DIR
   local tree=$1 name=$2; shift 2
-  local commit; commit=$([ "$tree" = . ] && echo "${RAYLAB_COMMIT:-}" || cat "$tree/.commit" 2>/dev/null)
+  local commit; commit=$([ "$tree" = . ] && echo "${RAYLAB_COMMIT:-}")  # the old tree's stamp is not this one's
   (cd "$tree" && RAYLAB_COMMIT=$commit PYTHONPATH="$tree:${PYTHONPATH:-}" python3 -m raylab.train "$@" "hydra.run.dir=$out/run_$name")
 }
 step_cost() {  # step_cost WORKLOAD

@@ -1,7 +1,7 @@
-# Sourced by the one-call GPU scripts (gpu_learner_ab.sh, gpu_atari.sh): a deadline, nvidia-smi sampled every
+# Sourced by the one-call GPU scripts (gpu_learner_ab.sh, gpu_atari.sh, gpu_mario.sh): a deadline, nvidia-smi sampled every
 # second with each phase's start and end marked beside it, the machine's facts, and everything packed into $pack
 # (a .tgz) after every phase, so a call cut short still brings back what it measured.
-# Needs: out (an existing directory), pack (a .tgz path or empty), DEADLINE_S (default 540).
+# Needs: out (an existing directory), pack (a .tgz path or empty), DEADLINE_S (default 540 here; the callers set theirs).
 export WANDB_MODE=disabled PYTHONUNBUFFERED=1
 t0=$(date +%s); deadline=$((t0 + ${DEADLINE_S:-540}))
 if command -v nvidia-smi >/dev/null; then

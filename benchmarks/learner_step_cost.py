@@ -197,9 +197,14 @@ def child_output(script: str, tree: str, options: list[str]) -> dict[str, Any]:
 
 
 def commit_of(tree: str) -> str:
-    out = subprocess.run(["git", "-C", tree, "describe", "--always", "--dirty"], capture_output=True, text=True)
-    if out.stdout.strip():
-        return out.stdout.strip()
+    try:
+        described = subprocess.run(
+            ["git", "-C", tree, "describe", "--always", "--dirty"], capture_output=True, text=True
+        )
+    except OSError:  # no git program at all (a bare GPU machine): the record below
+        described = None
+    if described is not None and described.stdout.strip():
+        return described.stdout.strip()
     # a tree without git: its .commit file (make bench-gpu-ab writes it), or RAYLAB_COMMIT for this one
     record = Path(tree) / ".commit"
     if record.is_file():

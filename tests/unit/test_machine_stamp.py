@@ -51,3 +51,14 @@ def test_an_old_tree_outside_git_is_stamped_with_its_commit_file_not_this_trees(
     assert commit_of(str(old)) == "fefcb63"
     monkeypatch.chdir(old)  # the tree the benchmark runs in: still its own record
     assert commit_of(str(old)) == "fefcb63"
+
+
+def test_without_a_git_program_the_commit_file_still_names_the_tree(tmp_path, monkeypatch):
+    module = _learner_step_cost()
+
+    def no_git(*_args, **_kwargs):
+        raise FileNotFoundError("git")
+
+    monkeypatch.setattr(module.subprocess, "run", no_git)  # a bare GPU machine: no git at all
+    (tmp_path / ".commit").write_text("fefcb6398b7a9a1f0e0d6a0b4c1c2d3e4f506172\n")
+    assert module.commit_of(str(tmp_path)) == "fefcb63"
