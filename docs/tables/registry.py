@@ -200,6 +200,9 @@ TABLES: dict[str, Table] = {
     "learner_cpu_avx2": Table(
         ("learner_cpu_avx2.json",), learner, "DQN learner updates/s on a CPU without native bf16 (AVX2)"
     ),
+    "learner_cpu_xeon": Table(
+        ("learner_cpu_xeon.json",), learner, "DQN learner updates/s on an Intel Xeon with AVX512-BF16 and AMX"
+    ),
     "learner_ppo_cpu": Table(("learner_ppo_cpu.json",), learner, "PPO learner updates/s"),
     "learner_cuda_dqn": Table(("learner_cuda_dqn.json",), learner, "DQN learner updates/s on an H100"),
     "learner_cuda_ppo": Table(("learner_cuda_ppo.json",), learner, "PPO learner updates/s on an H100"),
