@@ -334,3 +334,30 @@ def test_more_seeds_of_a_game_give_each_seeds_score_and_their_mean_against_clean
                                        "2,501.85 ± 210.52", "101 % |"]  # fmt: skip
     assert rows["| SpaceInvaders"][1:] == ["0, 1", "575.0 ± 1.00, 625.0 ± 1.00", "600.0", "611.2, —", "611.2",
                                            "1,188.82 ± 80.52 (JAX)", "50 % |"]  # fmt: skip
+
+
+def test_the_mario_table_gives_each_final_flag_rate_its_interval_and_names_cpus_only_when_they_differ():
+    from docs.tables.learning import mario_learning, wilson_interval
+
+    low, high = wilson_interval(0.8, 10)
+    assert (round(low, 2), round(high, 2)) == (0.49, 0.94)  # 8 of 10: the textbook Wilson interval
+    assert wilson_interval(0.0, 10)[0] == 0.0 and wilson_interval(1.0, 10)[1] == 1.0
+    assert wilson_interval(0.75, 20)[1] - wilson_interval(0.75, 20)[0] < high - low  # more episodes, narrower
+
+    def run(variant: str, cpu: str | None, flag: float, episodes: int | None) -> dict:
+        final = {"flag_get": flag, "x_pos": 3104.0}
+        extra = {"final_eval_episodes": episodes, "stop_reason": "seconds", "recorded": cpu and {"cpu": cpu}}
+        return {**_mario_run(variant, 0, 1_000_000, [], [], final), **extra}
+
+    def rows(report: dict) -> dict[str, list[str]]:
+        lines = [line for line in mario_learning([report]).splitlines() if line.startswith("| `")]
+        return {cells[0]: cells for cells in ([c.strip() for c in line.strip("|").split("|")] for line in lines)}
+
+    same = rows({"runs": [run("a", "AMD EPYC", 0.8, 10), run("b", "AMD EPYC", 0.7, None)]})
+    assert same["`a`"][5] == "600" and same["`a`"][9] == "0.8 (0.49-0.94), 3,104"
+    assert same["`b`"][9] == "0.7, 3,104"  # no episode count recorded: no interval made up
+    # the newest run has no stamp of its own: the file's machine (its invocation's) names it
+    mixed = rows({"machine": {"cpu": "Intel(R) Xeon(R) Processor"}, "runs": [run("a", "AMD EPYC", 0.8, 10),
+                                                                            run("b", None, 0.7, 10)]})  # fmt: skip
+    assert mixed["`a`"][5] == "600 (AMD EPYC)" and mixed["`b`"][5] == "600 (Intel Xeon)"
+    assert mixed["`b`"][9] == "0.7 (0.40-0.89), 3,104"
