@@ -233,6 +233,11 @@ class LearnerHost(Host):
         return self.learner.get_weights()
 
     @remote()
+    def get_eval_weights(self) -> Weights:
+        """What evaluations score: learner.average_rate's average, else the newest weights."""
+        return self.learner.get_eval_weights()
+
+    @remote()
     def state_dict(self) -> dict[str, Any]:
         return self.learner.state_dict()
 

@@ -51,6 +51,16 @@ def make_config(tmp_path: Path, *overrides: str):
 FAKE = ("env=fake", "logger.console=false")
 """Overrides for a run on the fake env without console output."""
 
+FAKE_LOCAL_DQN = (
+    "topology=local", "topology.num_workers=2", "topology.envs_per_worker=4", "env.options.num_actions=4",
+    "model.hidden_sizes=[32]", "stop.env_steps=6000", "stop.seconds=120", "replay.min_size=256",
+    "learner.batch_size=32", "learner.updates_per_call=8", "learner.publish_every=8",
+    "algo.epsilon.anneal_env_steps=1000", "algo.gamma=0.5", "eval.every_env_steps=2000", "eval.episodes=4",
+    "eval.final_episodes=8",
+)  # fmt: skip
+"""With FAKE: a serial DQN run of 6,000 env steps that learns the fake task (4 actions, 20 steps an episode) in
+seconds, evaluated every 2,000 steps."""
+
 
 def metrics_rows(run_dir: Path | str) -> list[dict]:
     """A run's ``metrics.jsonl``, one dict per row."""

@@ -319,6 +319,7 @@ def build_learner(cfg: RunConfig, spaces: EnvSpaces) -> Learner:
         tf32=opt.tf32,
         fused=opt.fused,
         seed=cfg.seed,
+        average_rate=opt.average_rate,
     )
 
 

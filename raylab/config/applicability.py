@@ -116,6 +116,7 @@ TABLE: tuple[Applies, ...] = (
     Applies("model.options", model=Scope(("custom",), "keyword arguments for model.factory")),
     Applies("topology.chunks_in_flight", topology=Scope(("appo",), "its actors queue sample calls")),
     Applies("learner.publish_every_calls", algo=Scope(("appo",), "its actors act on whichever weights they hold")),
+    Applies("learner.average_rate", algo=Scope(("dqn",), "the Ape-X flow evaluates its learner's average")),
     *(
         _learner_option(name)
         # compile_mode before compile: a compile_mode needs compile=true, and the refusal names the first

@@ -240,6 +240,12 @@ class LearnerConfig:
     """APPO: publish new inference weights every N learner calls (a call is one policy version; its rollout
     actors act with the newest weights they were handed, V-trace corrects for the lag). Synchronous PPO's
     actors wait for each round's weights: it publishes after every call."""
+    average_rate: float | None = None
+    """DQN: an exponential moving average of the policy's weights, moved toward the newest by this much per
+    optimizer step (e.g. 0.001: about the last 1,000 steps; Polyak averaging of the evaluated policy): periodic and
+    final evaluations score it, the stop rule judges it, and best.pt and final.pt keep it as the run's policy,
+    while rollout actors act with the newest weights (a periodic checkpoint's learner state holds both; raylab.evaluate
+    scores its newest). None: the newest weights everywhere."""
     num_threads: int = 1
     """torch intra-op threads in the learner, and NumPy's BLAS threads in its process (the fused update)."""
     num_cpus: float = 1.0
@@ -298,6 +304,11 @@ class LearnerConfig:
         check(self.updates_per_call >= 1, "learner.updates_per_call must be >= 1")
         check(self.publish_every >= 1, "learner.publish_every must be >= 1")
         check(self.publish_every_calls >= 1, "learner.publish_every_calls must be >= 1")
+        check(
+            self.average_rate is None or 0.0 < self.average_rate < 1.0,
+            f"learner.average_rate must be in (0, 1) (got {self.average_rate}): e.g. learner.average_rate=0.001, "
+            "or null for the newest weights",
+        )
         check(self.num_threads >= 1, "learner.num_threads must be >= 1")
         check(
             self.compile or self.compile_mode == "auto",

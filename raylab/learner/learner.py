@@ -43,7 +43,7 @@ from raylab.learner.device import Placement, check_precision, enable_fast_cuda_m
 from raylab.learner.flat import FlatParams
 from raylab.learner.fused import fused_step
 from raylab.learner.prefetch import PREFETCH_DEPTH, Prefetcher, make_prefetcher
-from raylab.learner.publish import WeightsPublisher
+from raylab.learner.publish import PolicyAverage, WeightsPublisher
 from raylab.learner.rounds import Gather, RoundLoader, minibatch_rows
 from raylab.learner.step import AutogradStep, FusedBackend, Rows, batch_size
 from raylab.metrics.timing import GapTimer
@@ -103,6 +103,7 @@ class Learner:
         tf32: bool = True,
         fused: str | bool = "auto",
         seed: int = 0,
+        average_rate: float | None = None,
     ):
         self.device = resolve_device(device)
         self.precision = resolve_precision(precision, self.device)
@@ -131,6 +132,8 @@ class Learner:
         self._prefetch_thread: ThreadPoolExecutor | None = None
         """The one thread prefetch fills from, kept from call to call."""
         self._publisher = WeightsPublisher(objective.policy_module(), self.flat)
+        self._average = None if average_rate is None else PolicyAverage(self._publisher, average_rate)
+        """learner.average_rate's moving average of the policy, which get_eval_weights publishes."""
         self._round_based = hasattr(objective, "targets")
         finish = getattr(objective, "finish_minibatch", None) if self._round_based else None
         self._autograd = AutogradStep(
@@ -208,6 +211,8 @@ class Learner:
                 prefetcher.close()
         if plan.version_per_call and count:
             self._new_version()
+        if self._average is not None:
+            self._average.update(count)
         published = self.version // self.publish_every > before // self.publish_every
         if published:
             self._publisher.stage()  # the weights' copy to the host, queued before the metrics' sync
@@ -289,6 +294,11 @@ class Learner:
         version)."""
         return self._publisher.weights(self.version)
 
+    def get_eval_weights(self) -> Weights:
+        """The weights evaluations score and the run keeps as its policy: learner.average_rate's moving average
+        of the policy, tagged with the current version; without it, the newest (``get_weights``)."""
+        return self.get_weights() if self._average is None else self._average.weights(self.version)
+
     def state_dict(self) -> dict[str, Any]:
         """Everything to resume training: modules, optimizer, grad scaler, version, the objective's own state
         (APPO: dropped_chunks). CPU tensors only."""
@@ -302,6 +312,8 @@ class Learner:
         }
         if self.scaler.is_enabled():
             state["grad_scaler"] = self.scaler.state_dict()
+        if self._average is not None:
+            state["policy_average"] = self._average.state()
         return to_cpu(state)
 
     @property
@@ -330,6 +342,8 @@ class Learner:
             self.scaler.load_state_dict(state["grad_scaler"])
         self.objective.load_state_dict(state)
         self.version = int(state["version"])
+        if self._average is not None:
+            self._average.load(state.get("policy_average"))
 
 
 def trainable_parameters(objective: Objective) -> list[torch.nn.Parameter]:

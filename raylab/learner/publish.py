@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from raylab.errors import ConfigError
 from raylab.learner.flat import FlatParams
 from raylab.types import Weights
 
@@ -70,6 +71,10 @@ class WeightsPublisher:
             host = self._pinned.numpy().copy()
         else:
             host = self.flat.flat[self.span].detach().numpy().copy() if span else np.empty(0, np.float32)
+        return Weights(version, self.assemble(host))
+
+    def assemble(self, host: np.ndarray) -> dict[str, np.ndarray]:
+        """The policy's state from ``host`` (a copy of the slice), the entries outside it as they are now."""
         state = self.policy.state_dict()
         out: dict[str, np.ndarray] = {}
         for entry in self.entries:
@@ -78,4 +83,38 @@ class WeightsPublisher:
                 out[entry.name] = host[entry.offset : entry.offset + size].reshape(entry.shape)
             else:
                 out[entry.name] = state[entry.name].detach().cpu().numpy().copy()
-        return Weights(version, out)
+        return out
+
+
+class PolicyAverage:
+    """An exponential moving average of the policy's parameters (``learner.average_rate``): ``update(steps)``
+    after a call of ``steps`` optimizer steps moves it toward the flat buffer's policy slice by
+    1 - (1 - rate)^steps (the average of every step's weights, sampled at the call's end: one pass over the
+    slice a call); ``weights(version)`` publishes it as the publisher publishes the newest, the tensors outside
+    the slice (running statistics) taken as they are now."""
+
+    def __init__(self, publisher: WeightsPublisher, rate: float):
+        span = publisher.span
+        if span.stop == span.start:
+            raise ConfigError(
+                "learner.average_rate needs the policy's parameters in one slice of the flat buffer, and this "
+                "network's are not: remove learner.average_rate"
+            )
+        self.publisher = publisher
+        self.rate = float(rate)
+        self.average = publisher.flat.flat[span].detach().clone()
+
+    def update(self, steps: int) -> None:
+        if steps > 0:
+            self.average.lerp_(self.publisher.flat.flat[self.publisher.span], 1.0 - (1.0 - self.rate) ** steps)
+
+    def weights(self, version: int) -> Weights:
+        return Weights(version, self.publisher.assemble(self.average.detach().cpu().numpy().copy()))
+
+    def state(self) -> torch.Tensor:
+        return self.average.detach().cpu().clone()
+
+    def load(self, average: torch.Tensor | None) -> None:
+        """A checkpoint's average; None (one saved without it): start again from the weights as they are."""
+        source = self.publisher.flat.flat[self.publisher.span] if average is None else average
+        self.average.copy_(source)

@@ -132,4 +132,6 @@ class ApexDQNTopology(ReplayFlow):
         }  # fmt: skip
 
     def latest_weights(self, driver: Driver) -> list[Any]:
-        return [lane.learner.get_weights() for lane in self.lanes]
+        """The run's policy now, which evaluations score and final.pt keeps: with learner.average_rate the
+        learner's average of its weights, else its newest."""
+        return [lane.learner.get_eval_weights() for lane in self.lanes]

@@ -9,7 +9,7 @@ import yaml
 
 from raylab.learner import load_checkpoint
 from raylab.train import run
-from tests.conftest import FAKE, make_config, metrics_rows
+from tests.conftest import FAKE, FAKE_LOCAL_DQN, make_config, metrics_rows
 
 SEED_003_KEYS = {
     "training_mode", "start_time", "end_time", "duration_hours", "total_timesteps", "total_updates",
@@ -21,12 +21,11 @@ SEED_003_KEYS = {
 def fake_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("local")
     cfg = make_config(
-        run_dir, *FAKE, "topology=local", "topology.num_workers=2", "topology.envs_per_worker=4",
-        "env.options.num_actions=4", "model.hidden_sizes=[32]", "stop.env_steps=6000", "stop.seconds=120",
-        "replay.min_size=256", "learner.batch_size=32", "learner.updates_per_call=8", "learner.publish_every=8",
-        "algo.epsilon.anneal_env_steps=1000", "algo.gamma=0.5", "eval.every_env_steps=2000", "eval.episodes=4",
-        "eval.final_episodes=8", "logger.report_every_seconds=0.01",  # rows within the run (~0.2 s here)
-    )  # fmt: skip
+        run_dir,
+        *FAKE,
+        *FAKE_LOCAL_DQN,
+        "logger.report_every_seconds=0.01",  # rows within the run (~0.2 s here)
+    )
     return cfg, run(cfg)
 
 

@@ -1,0 +1,49 @@
+"""learner.average_rate end to end on the fake env (serial topology): the run's policy (what evaluations score,
+best.pt and final.pt) is the learner's moving average of its weights, the actors act with the newest, and the
+average learns the task as the newest does."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from raylab.errors import ConfigError
+from raylab.learner import load_checkpoint
+from raylab.train import run
+from tests.conftest import FAKE, FAKE_LOCAL_DQN, make_config
+
+
+@pytest.fixture(scope="module")
+def averaged_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("average")
+    cfg = make_config(run_dir, *FAKE, *FAKE_LOCAL_DQN, "learner.average_rate=0.02")
+    return cfg, run(cfg)
+
+
+def test_final_pt_keeps_the_average_as_the_policy_and_the_learner_state_keeps_both(averaged_run):
+    _, summary = averaged_run
+    state = load_checkpoint(Path(summary.run_dir) / "checkpoints" / "final.pt")
+    policy = state["policy"]["params"]
+    newest = state["learner"]["modules"]["q_net"]
+    average = state["learner"]["policy_average"]
+    assert list(policy) == list(newest)
+    flat = torch.cat([policy[name].reshape(-1) for name in policy])
+    assert torch.equal(flat, average)  # the policy kept is the average, slice for slice
+    assert not all(torch.equal(policy[name], newest[name]) for name in policy)  # and not the newest weights
+    assert state["policy"]["version"] == state["learner"]["version"] == summary.updates > 0
+
+
+def test_the_average_learns_the_fake_task(averaged_run):
+    _, summary = averaged_run
+    # 4 actions, 20 steps: random earns 5 per episode, reading the observation earns 20 (the newest weights of
+    # the same run without an average are held to 18 in test_local_topology.py)
+    assert summary.benchmark["eval_newest"]["return_mean"] >= 18
+    assert np.isfinite(summary.benchmark["average_fps"])
+
+
+def test_an_average_rate_outside_zero_one_or_off_dqn_is_refused_naming_the_fix(tmp_path):
+    with pytest.raises(ConfigError, match=r"learner.average_rate must be in \(0, 1\) \(got 1.5\): e.g."):
+        make_config(tmp_path / "a", *FAKE, "learner.average_rate=1.5")
+    with pytest.raises(ConfigError, match=r"learner.average_rate=0.01 applies to algo=dqn .*not algo=ppo: remove it"):
+        run(make_config(tmp_path / "b", *FAKE, "algo=ppo", "topology=ppo", "learner.average_rate=0.01"))
