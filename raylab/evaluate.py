@@ -1,8 +1,9 @@
 """Evaluate a finished (or running) run: ``python -m raylab.evaluate run_dir=outputs/... episodes=10 video=true``.
 
-Loads the run's config.yaml and a checkpoint (final.pt by default: the run's newest weights; best.pt: the
-best policy its evaluations found, the one that met its target; or a periodic checkpoints/step_*.pt, whose
-learner state holds the policy too), runs the greedy policy for ``episodes``
+Loads the run's config.yaml and a checkpoint (final.pt by default: the run's newest weights, or with
+learner.average_rate their moving average; best.pt: the best policy its evaluations found, the one that met its
+target; or a periodic checkpoints/step_*.pt, whose learner state holds the policy too; ``weights=newest`` or
+``weights=average`` picks from a learner state), runs the greedy policy for ``episodes``
 fresh episodes on the run's own preprocessing, prints mean ± std of the raw game return, and with
 ``video=true`` records one more episode as an mp4 (or gif) of the game's RGB frames. No display is needed:
 frames come from ``render_mode="rgb_array"`` (classic-control envs draw them with pygame, off screen).
@@ -52,9 +53,16 @@ class EvaluateArgs:
     against_random: str | None = None
     """A run of several policies: these policies (comma-separated names) act uniformly at random instead of
     with their weights, e.g. ``against_random=prey`` scores the predators against a random prey."""
+    weights: str = "policy"
+    """Which weights of the checkpoint: ``policy``, the run's (final.pt's and best.pt's policy; a periodic
+    checkpoint's newest); ``newest``, its learner's newest; ``average``, its learner's moving average
+    (learner.average_rate). ``newest`` and ``average`` read the learner state that final.pt and the periodic
+    checkpoints hold: scoring both on the same seeds compares them."""
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(EvaluateArgs)}
+WEIGHTS = ("policy", "newest", "average")
+"""The values of ``weights=``."""
 OPTIONS = [name if name != "env_options" else "env_options.<name>" for name in FIELDS]
 """The options as a refusal lists them."""
 
@@ -93,6 +101,8 @@ def parse_args(argv: list[str]) -> EvaluateArgs:
             raise ConfigError(f"{name} must be >= 1, got {getattr(args, name)}")
     if args.video_format not in ("mp4", "gif"):
         raise ConfigError(f"unknown video_format '{args.video_format}': choose mp4 or gif")
+    if args.weights not in WEIGHTS:
+        raise ConfigError(f"unknown weights '{args.weights}': choose {', '.join(WEIGHTS)}")
     return args
 
 
@@ -143,24 +153,21 @@ def find_checkpoint(run_dir: Path, name: str) -> Path:
     raise RaylabError(f"checkpoint '{name}' not found in {ckpt_dir} (found: {found}): pass checkpoint=<one of them>")
 
 
-def policy_weights(state: dict[str, Any], path: Path, names: list[str] | None = None) -> Any:
+def policy_weights(state: dict[str, Any], path: Path, names: list[str] | None = None, which: str = "policy") -> Any:
     """The policy's inference Weights from any raylab checkpoint (final, periodic; every topology); a run of
-    several policies: a list of Weights, one per policy in the order of ``names`` (the run's policies)."""
+    several policies: a list of Weights, one per policy in the order of ``names`` (the run's policies).
+    ``which``: the run's policy, or its learner's ``newest`` or ``average`` weights (EvaluateArgs.weights)."""
     from raylab.types import Weights
 
+    if which != "policy":
+        return _learner_weights(state, path, names, which)
     parts: dict[str, Any] | None = None
     if "policy" in state and "policies" in state["policy"]:
         parts = {name: _weights(part) for name, part in state["policy"]["policies"].items()}
     elif isinstance(state.get("learner"), dict) and "policies" in state["learner"]:  # a periodic checkpoint
         parts = {name: policy_weights({"learner": part}, path) for name, part in state["learner"]["policies"].items()}
     if parts is not None:
-        missing = [n for n in names or [] if n not in parts]
-        if missing or not names:
-            raise RaylabError(
-                f"checkpoint {path} holds policies {', '.join(parts)}, not {', '.join(names or []) or 'one policy'}: "
-                f"pass the run_dir whose run wrote it (its config.yaml names the policies)"
-            )
-        return [parts[name] for name in names]
+        return _in_order(parts, names, path)
     if "policy" in state:
         return _weights(state["policy"])
     learner = state.get("learner")
@@ -180,6 +187,42 @@ def policy_weights(state: dict[str, Any], path: Path, names: list[str] | None = 
             offset += size
         return Weights(min(int(s["version"]) for s in shards), params)
     raise RaylabError(f"checkpoint {path} holds no policy weights: pass a raylab checkpoint (checkpoints/*.pt)")
+
+
+def _in_order(parts: dict[str, Any], names: list[str] | None, path: Path) -> list[Any]:
+    """A run of several policies: their weights in the order of ``names`` (the run's policies)."""
+    missing = [n for n in names or [] if n not in parts]
+    if missing or not names:
+        raise RaylabError(
+            f"checkpoint {path} holds policies {', '.join(parts)}, not {', '.join(names or []) or 'one policy'}: "
+            f"pass the run_dir whose run wrote it (its config.yaml names the policies)"
+        )
+    return [parts[name] for name in names]
+
+
+def _learner_weights(state: dict[str, Any], path: Path, names: list[str] | None, which: str) -> Any:
+    """``weights=newest`` or ``average``: read from the checkpoint's learner state."""
+    from raylab.types import Weights
+
+    learner = state.get("learner")
+    if not isinstance(learner, dict):
+        raise RaylabError(
+            f"checkpoint {path} holds the run's policy only, no learner state: weights={which} reads "
+            "checkpoint=final or a periodic one (checkpoints/step_*.pt)"
+        )
+    if "policies" in learner:
+        parts = {
+            name: _learner_weights({"learner": part}, path, None, which) for name, part in learner["policies"].items()
+        }
+        return _in_order(parts, names, path)
+    if which == "newest":
+        return policy_weights({"learner": learner}, path)
+    if "policy_average" not in learner:
+        raise RaylabError(
+            f"checkpoint {path} holds no average of the weights (its run had no learner.average_rate): "
+            "use weights=policy or weights=newest"
+        )
+    return Weights(int(learner["version"]), {k: v.numpy() for k, v in learner["policy_average"].items()})
 
 
 def _weights(policy: dict[str, Any]) -> Any:
@@ -271,7 +314,7 @@ def evaluate(args: EvaluateArgs) -> dict[str, Any]:
     if args.video and fam.multi_agent:
         fam.make_raw(cfg.env)  # a one-line ConfigError: no video of a multi-agent env yet
     ckpt_path = find_checkpoint(run_dir, args.checkpoint)
-    weights = policy_weights(load_checkpoint(ckpt_path), ckpt_path, list(cfg.policies) or None)
+    weights = policy_weights(load_checkpoint(ckpt_path), ckpt_path, list(cfg.policies) or None, args.weights)
     spaces = env_spaces(cfg.env)
     evaluator = build_evaluator(cfg, spaces)
     if args.against_random:
@@ -283,6 +326,7 @@ def evaluate(args: EvaluateArgs) -> dict[str, Any]:
     out: dict[str, Any] = {
         "run_dir": str(run_dir),
         "checkpoint": str(ckpt_path),
+        "weights": args.weights,
         "policy_version": result.version,
         "episodes": int(result.returns.size),
         "return_mean": result.mean,
@@ -311,7 +355,8 @@ def evaluate(args: EvaluateArgs) -> dict[str, Any]:
         out["video"] = {"path": str(path), "frames": frames, "fps": fps, **episode}
     eval_dir = run_dir / "eval"
     eval_dir.mkdir(exist_ok=True)
-    free_path(eval_dir / f"{ckpt_path.stem}.json").write_text(json.dumps(out, indent=2) + "\n")
+    name = ckpt_path.stem if args.weights == "policy" else f"{ckpt_path.stem}_{args.weights}"
+    free_path(eval_dir / f"{name}.json").write_text(json.dumps(out, indent=2) + "\n")
     return out
 
 
@@ -337,6 +382,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"raylab: error: {failures.one_line(err, failures.write_log(err, 'evaluate'))}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
     options = "".join(f", env_options.{k}={json.dumps(v)}" for k, v in out["env_options"].items())
+    options += f", weights={out['weights']}" if out["weights"] != "policy" else ""
     print(
         f"raylab: {out['checkpoint']} (policy version {out['policy_version']}{options}): return "
         f"{fmt_return(out['return_mean'])} ± {fmt_return(out['return_std'])} over {out['episodes']} episodes",

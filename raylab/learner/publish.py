@@ -11,6 +11,7 @@ reference).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -111,10 +112,18 @@ class PolicyAverage:
     def weights(self, version: int) -> Weights:
         return Weights(version, self.publisher.assemble(self.average.detach().cpu().numpy().copy()))
 
-    def state(self) -> torch.Tensor:
-        return self.average.detach().cpu().clone()
+    def state(self) -> dict[str, torch.Tensor]:
+        """The average as the policy's named state (a checkpoint's ``policy_average``: raylab.evaluate scores it
+        with ``weights=average``), the tensors outside the slice as they are now."""
+        return {name: torch.from_numpy(array) for name, array in self.weights(0).params.items()}
 
-    def load(self, average: torch.Tensor | None) -> None:
+    def load(self, named: dict[str, Any] | None) -> None:
         """A checkpoint's average; None (one saved without it): start again from the weights as they are."""
-        source = self.publisher.flat.flat[self.publisher.span] if average is None else average
-        self.average.copy_(source)
+        if named is None:
+            self.average.copy_(self.publisher.flat.flat[self.publisher.span])
+            return
+        for entry in self.publisher.entries:
+            if entry.offset >= 0:
+                size = int(np.prod(entry.shape, dtype=np.int64))
+                value = torch.as_tensor(named[entry.name]).reshape(-1)
+                self.average[entry.offset : entry.offset + size].copy_(value)

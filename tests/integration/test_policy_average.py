@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from raylab.errors import ConfigError
+from raylab.errors import ConfigError, RaylabError
 from raylab.learner import load_checkpoint
 from raylab.train import run
 from tests.conftest import FAKE, FAKE_LOCAL_DQN, make_config
@@ -27,9 +27,8 @@ def test_final_pt_keeps_the_average_as_the_policy_and_the_learner_state_keeps_bo
     policy = state["policy"]["params"]
     newest = state["learner"]["modules"]["q_net"]
     average = state["learner"]["policy_average"]
-    assert list(policy) == list(newest)
-    flat = torch.cat([policy[name].reshape(-1) for name in policy])
-    assert torch.equal(flat, average)  # the policy kept is the average, slice for slice
+    assert list(policy) == list(newest) == list(average)
+    assert all(torch.equal(policy[name], average[name]) for name in policy)  # the policy kept is the average
     assert not all(torch.equal(policy[name], newest[name]) for name in policy)  # and not the newest weights
     assert state["policy"]["version"] == state["learner"]["version"] == summary.updates > 0
 
@@ -47,3 +46,38 @@ def test_an_average_rate_outside_zero_one_or_off_dqn_is_refused_naming_the_fix(t
         make_config(tmp_path / "a", *FAKE, "learner.average_rate=1.5")
     with pytest.raises(ConfigError, match=r"learner.average_rate=0.01 applies to algo=dqn .*not algo=ppo: remove it"):
         run(make_config(tmp_path / "b", *FAKE, "algo=ppo", "topology=ppo", "learner.average_rate=0.01"))
+
+
+def test_raylab_evaluate_scores_the_newest_and_the_average_from_the_same_checkpoint(averaged_run):
+    from raylab.evaluate import EvaluateArgs, evaluate
+
+    _, summary = averaged_run
+    scored = {
+        which: evaluate(EvaluateArgs(run_dir=summary.run_dir, episodes=2, weights=which))
+        for which in ("policy", "newest", "average")
+    }
+    assert [scored[w]["weights"] for w in scored] == ["policy", "newest", "average"]
+    assert all(s["policy_version"] == summary.updates for s in scored.values())
+    assert all(s["return_mean"] >= 15 for s in scored.values())  # each learned the task (random: 5)
+    names = sorted(p.name for p in (Path(summary.run_dir) / "eval").glob("final*.json"))
+    assert names == ["final.json", "final_average.json", "final_newest.json"]  # none written over another
+
+
+def test_weights_average_of_a_run_without_one_is_refused_naming_the_fix(tmp_path):
+    from raylab.evaluate import EvaluateArgs, evaluate
+
+    cfg = make_config(tmp_path / "plain", *FAKE, *FAKE_LOCAL_DQN, "stop.env_steps=600", "eval.every_env_steps=null")
+    summary = run(cfg)
+    with pytest.raises(RaylabError, match=r"holds no average of the weights .*: use weights=policy or weights=newest"):
+        evaluate(EvaluateArgs(run_dir=summary.run_dir, episodes=1, weights="average"))
+
+
+def test_weights_newest_of_best_pt_which_holds_the_policy_only_is_refused_naming_the_fix(averaged_run):
+    from raylab.evaluate import EvaluateArgs, evaluate, parse_args
+
+    _, summary = averaged_run
+    assert "learner" not in load_checkpoint(Path(summary.run_dir) / "checkpoints" / "best.pt")
+    with pytest.raises(RaylabError, match=r"best.pt holds the run's policy only, no learner state: weights=newest"):
+        evaluate(EvaluateArgs(run_dir=summary.run_dir, checkpoint="best", episodes=1, weights="newest"))
+    with pytest.raises(ConfigError, match=r"unknown weights 'best': choose policy, newest, average"):
+        parse_args([f"run_dir={summary.run_dir}", "weights=best"])
