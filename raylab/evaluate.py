@@ -55,7 +55,8 @@ class EvaluateArgs:
     with their weights, e.g. ``against_random=prey`` scores the predators against a random prey."""
     weights: str = "policy"
     """Which weights of the checkpoint: ``policy``, the run's (final.pt's and best.pt's policy; a periodic
-    checkpoint's newest); ``newest``, its learner's newest; ``average``, its learner's moving average
+    checkpoint's newest, or its average with learner.average_rate); ``newest``, its learner's newest;
+    ``average``, its learner's moving average
     (learner.average_rate). ``newest`` and ``average`` read the learner state that final.pt and the periodic
     checkpoints hold: scoring both on the same seeds compares them."""
 
@@ -148,7 +149,7 @@ def find_checkpoint(run_dir: Path, name: str) -> Path:
     if name in ("best", "best.pt") and (ckpt_dir / "final.pt").is_file():
         raise RaylabError(
             f"{run_dir} kept no best.pt: its run evaluated no policy while training (eval.every_seconds, "
-            f"eval.every_env_steps), or it predates best.pt: evaluate its newest weights with checkpoint=final"
+            f"eval.every_env_steps), or it predates best.pt: evaluate its policy with checkpoint=final"
         )
     raise RaylabError(f"checkpoint '{name}' not found in {ckpt_dir} (found: {found}): pass checkpoint=<one of them>")
 
@@ -157,7 +158,6 @@ def policy_weights(state: dict[str, Any], path: Path, names: list[str] | None = 
     """The policy's inference Weights from any raylab checkpoint (final, periodic; every topology); a run of
     several policies: a list of Weights, one per policy in the order of ``names`` (the run's policies).
     ``which``: the run's policy, or its learner's ``newest`` or ``average`` weights (EvaluateArgs.weights)."""
-    from raylab.types import Weights
 
     if which != "policy":
         return _learner_weights(state, path, names, which)
@@ -170,6 +170,16 @@ def policy_weights(state: dict[str, Any], path: Path, names: list[str] | None = 
         return _in_order(parts, names, path)
     if "policy" in state:
         return _weights(state["policy"])
+    learner = state.get("learner")
+    if isinstance(learner, dict) and "policy_average" in learner:  # learner.average_rate: the run's policy
+        return _learner_weights(state, path, None, "average")
+    return _newest(state, path)
+
+
+def _newest(state: dict[str, Any], path: Path) -> Any:
+    """A periodic checkpoint's learner state: its newest weights (every topology)."""
+    from raylab.types import Weights
+
     learner = state.get("learner")
     if isinstance(learner, dict) and "modules" in learner:  # DQN (q_net) or actor-critic (model) learners
         modules = learner["modules"]
@@ -216,7 +226,7 @@ def _learner_weights(state: dict[str, Any], path: Path, names: list[str] | None,
         }
         return _in_order(parts, names, path)
     if which == "newest":
-        return policy_weights({"learner": learner}, path)
+        return _newest({"learner": learner}, path)
     if "policy_average" not in learner:
         raise RaylabError(
             f"checkpoint {path} holds no average of the weights (its run had no learner.average_rate): "

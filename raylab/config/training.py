@@ -244,8 +244,9 @@ class LearnerConfig:
     """DQN: an exponential moving average of the policy's weights, moved toward the newest by this much per
     optimizer step (e.g. 0.001: about the last 1,000 steps; Polyak averaging of the evaluated policy): periodic and
     final evaluations score it, the stop rule judges it, and best.pt and final.pt keep it as the run's policy,
-    while rollout actors act with the newest weights (a periodic checkpoint's learner state holds both; raylab.evaluate
-    scores its newest). None: the newest weights everywhere."""
+    while rollout actors act with the newest weights (a checkpoint's learner state holds both: raylab.evaluate
+    scores the average, or weights=newest the newest). Parameters only: a network with running statistics
+    (model.norm=batch) is refused. None: the newest weights everywhere."""
     num_threads: int = 1
     """torch intra-op threads in the learner, and NumPy's BLAS threads in its process (the fused update)."""
     num_cpus: float = 1.0

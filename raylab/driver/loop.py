@@ -8,7 +8,7 @@
              eval due? ─────────────── EvalJob(flow.eval_weights())
              backend.wait(refs in flight) ── job.done(driver, value)  |  job.failed(driver, err) (actor died)
              gauges, restarts/*, tick (periodic checkpoint of flow.state())
-       then: flow.drain (learner calls in flight), the newest weights (flow.latest_weights(): final.pt) and
+       then: flow.drain (learner calls in flight), the run's newest policy (flow.latest_weights(): final.pt) and
              the best evaluated ones (raylab.driver.best: best.pt), the final evaluation of each (one when
              they are the same version; none after an interruption), peak memory, monitor.finish
 
@@ -145,7 +145,7 @@ class Flow:
 
     def latest_weights(self, driver: Driver) -> list[Any]:
         """Refs to the newest weights, one per policy (the run's policy unless an evaluation met
-        stop.mean_return)."""
+        stop.mean_return); with DQN's learner.average_rate, the learner's moving average of them."""
         raise NotImplementedError
 
     def final_state(self, driver: Driver) -> dict[str, Any]:

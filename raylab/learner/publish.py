@@ -101,6 +101,13 @@ class PolicyAverage:
                 "learner.average_rate needs the policy's parameters in one slice of the flat buffer, and this "
                 "network's are not: remove learner.average_rate"
             )
+        state = publisher.policy.state_dict()
+        statistics = [e.name for e in publisher.entries if e.offset < 0 and state[e.name].is_floating_point()]
+        if statistics:  # running statistics belong to the newest weights, not to their average
+            raise ConfigError(
+                f"learner.average_rate averages parameters, and this network also keeps running statistics "
+                f"({statistics[0]}: model.norm=batch): remove learner.average_rate or model.norm"
+            )
         self.publisher = publisher
         self.rate = float(rate)
         self.average = publisher.flat.flat[span].detach().clone()

@@ -61,3 +61,31 @@ def test_a_checkpoint_keeps_the_average_and_one_without_it_restarts_it_from_the_
     started.load_state_dict(plain.state_dict())
     for k, v in plain.get_weights().params.items():
         np.testing.assert_array_equal(started.get_eval_weights().params[k], v)
+
+
+def test_a_periodic_checkpoint_is_scored_by_its_average_unless_the_newest_is_asked_for(tmp_path):
+    from raylab.evaluate import policy_weights
+
+    learner = make_learner(average_rate=RATE)
+    for call in batches(2, 4):
+        learner.update_many(call)
+    state = {"learner": learner.state_dict()}  # what checkpoints/step_*.pt holds
+    path = tmp_path / "step_100.pt"
+    average, newest = learner.get_eval_weights().params, learner.get_weights().params
+    assert any(not np.array_equal(average[k], newest[k]) for k in average)
+    for which, want in (("policy", average), ("average", average), ("newest", newest)):
+        got = policy_weights(state, path, None, which)
+        assert got.version == learner.version
+        assert all(np.array_equal(got.params[k], want[k]) for k in want), which
+
+
+def test_a_network_with_running_statistics_is_refused_naming_the_fix():
+    from raylab.config import ModelConfig
+    from raylab.errors import ConfigError
+    from raylab.types import EnvSpaces
+
+    frames = EnvSpaces((4, 84, 84), np.dtype(np.uint8), 6, "Discrete(6)", frames_per_step=4)
+    model = ModelConfig(encoder="nature_cnn", hidden_sizes=(32,), norm="batch")
+    with pytest.raises(ConfigError, match=r"keeps running statistics \(.*model.norm=batch\): remove learner.average"):
+        dqn_learner(frames, model=model, average_rate=RATE)
+    dqn_learner(frames, model=model)  # without the average it builds
