@@ -91,8 +91,8 @@ class PolicyAverage:
     """An exponential moving average of the policy's parameters (``learner.average_rate``): ``update(steps)``
     after a call of ``steps`` optimizer steps moves it toward the flat buffer's policy slice by
     1 - (1 - rate)^steps (the average of every step's weights, sampled at the call's end: one pass over the
-    slice a call); ``weights(version)`` publishes it as the publisher publishes the newest, the tensors outside
-    the slice (running statistics) taken as they are now."""
+    slice a call); ``weights(version)`` publishes it as the publisher publishes the newest, any non-float tensor
+    outside the slice taken as it is now (a network with float running statistics is refused here)."""
 
     def __init__(self, publisher: WeightsPublisher, rate: float):
         span = publisher.span
