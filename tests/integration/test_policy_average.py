@@ -10,15 +10,50 @@ import torch
 
 from raylab.errors import ConfigError, RaylabError
 from raylab.learner import load_checkpoint
+from raylab.learner.publish import PolicyAverage, WeightsPublisher
+from raylab.rollout.worker import RolloutWorker
 from raylab.train import run
+from raylab.types import Weights
 from tests.conftest import FAKE, FAKE_LOCAL_DQN, make_config
 
 
+def _fingerprint(weights: Weights) -> tuple[int, bytes]:
+    return weights.version, b"".join(np.ascontiguousarray(a).tobytes() for a in weights.params.values())
+
+
 @pytest.fixture(scope="module")
-def averaged_run(tmp_path_factory):
+def handed_out():
+    """The weights each side produced during the module's run (version and bytes): the learner's newest, its
+    average, and what the rollout workers loaded."""
+    return {"newest": set(), "average": set(), "acted": []}
+
+
+@pytest.fixture(scope="module")
+def averaged_run(tmp_path_factory, handed_out):
     run_dir = tmp_path_factory.mktemp("average")
     cfg = make_config(run_dir, *FAKE, *FAKE_LOCAL_DQN, "learner.average_rate=0.02")
-    return cfg, run(cfg)
+
+    def recorder(original, into):
+        def record(self, *args, **kwargs):
+            weights = original(self, *args, **kwargs)
+            if isinstance(weights, Weights):
+                into(_fingerprint(weights))
+            return weights
+
+        return record
+
+    def record_loaded(self, weights, *args, **kwargs):
+        for w in weights if isinstance(weights, list | tuple) else [weights]:
+            if w is not None:
+                handed_out["acted"].append(_fingerprint(w))
+        return set_weights(self, weights, *args, **kwargs)
+
+    set_weights = RolloutWorker.set_weights
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(WeightsPublisher, "weights", recorder(WeightsPublisher.weights, handed_out["newest"].add))
+        patch.setattr(PolicyAverage, "weights", recorder(PolicyAverage.weights, handed_out["average"].add))
+        patch.setattr(RolloutWorker, "set_weights", record_loaded)
+        return cfg, run(cfg)
 
 
 def test_final_pt_keeps_the_average_as_the_policy_and_the_learner_state_keeps_both(averaged_run):
@@ -31,6 +66,15 @@ def test_final_pt_keeps_the_average_as_the_policy_and_the_learner_state_keeps_bo
     assert all(torch.equal(policy[name], average[name]) for name in policy)  # the policy kept is the average
     assert not all(torch.equal(policy[name], newest[name]) for name in policy)  # and not the newest weights
     assert state["policy"]["version"] == state["learner"]["version"] == summary.updates > 0
+
+
+def test_the_rollout_workers_act_with_the_newest_weights_never_the_average(averaged_run, handed_out):
+    assert averaged_run[1].updates > 0
+    acted, newest, average = handed_out["acted"], handed_out["newest"], handed_out["average"]
+    assert average, "the evaluations scored no average"
+    assert len({version for version, _ in acted if version > 0}) >= 2  # the workers took several trained versions
+    assert all(weights in newest for weights in acted)  # each was the learner's newest of its version
+    assert not any(weights in average for weights in acted if weights[0] > 0)  # and none was its average
 
 
 def test_the_average_learns_the_fake_task(averaged_run):
