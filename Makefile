@@ -250,10 +250,10 @@ bench-atari-fifth: install ## the Atari table's command on a game no experiment 
 	$(PY) benchmarks/atari_table_plot.py benchmarks/atari_fifth_game.json
 
 MARIO_SEEDS ?= 0 1
-bench-mario-learning: install ## +experiment=mario_dqn as committed, seeds MARIO_SEEDS (its stop: a confirmed greedy flag rate of 0.8, 2M agent steps or 2.5 h; ~2.5 h a seed on 2 cores); stopped, it resumes seed by seed -> benchmarks/mario_learning.json, mario_learning_curves.png
+bench-mario-learning: install ## +experiment=mario_dqn as committed, seeds MARIO_SEEDS (its stop: a confirmed greedy flag rate of 0.8, 2M agent steps or 2.5 h; ~2.5 h a seed on 2 cores); stopped, it resumes seed by seed -> benchmarks/mario_dqn_learning.json, mario_dqn_learning_curves.png
 	WANDB_MODE=disabled $(PY) -m raylab.bench learn --seeds $(MARIO_SEEDS) --reuse --restart-unfinished \
-		--output benchmarks/mario_learning.json +experiment=mario_dqn $(ARGS)
-	$(PY) benchmarks/mario_learning_plot.py benchmarks/mario_learning.json
+		--output benchmarks/mario_dqn_learning.json +experiment=mario_dqn $(ARGS)
+	$(PY) benchmarks/mario_learning_plot.py benchmarks/mario_dqn_learning.json
 
 bench-autosize: install ## topology.num_workers=auto against a sweep of 1-4 workers on pong_appo, cartpole_appo, cartpole_ppo (~20 min) -> benchmarks/autosize_sweep.json
 	WANDB_MODE=disabled $(PY) benchmarks/autosize_sweep.py $(ARGS)

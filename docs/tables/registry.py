@@ -395,8 +395,13 @@ TABLES: dict[str, Table] = {
         partial(atari_recipe_change, before="λ 1", after="λ 0.95"),
         "the game nothing names, 30 minutes of training with V-trace's λ at 1 and at 0.95",
     ),
+    "mario_dqn_learning": Table(
+        ("mario_dqn_learning.json",), mario_learning, "mario_dqn, as committed, to the flag of World 1-1 on 2 cores"
+    ),
     "mario_learning": Table(
-        ("mario_learning.json",), mario_learning, "mario_dqn, as committed, toward the flag of World 1-1 on 2 cores"
+        ("mario_learning.json",),
+        mario_learning,
+        "mario_dqn's recipe changes, each 2.5 hours toward the flag of World 1-1 on 2 cores",
     ),
     "mario_repress_jump": Table(
         ("mario_repress_jump.json",),

@@ -110,7 +110,7 @@ TRAIN_ENV = [
     Case(T, "env=snake +env.options.size=12", "unknown env.options.size for env=snake: valid options are dim", "env"),
     Case(T, "env=mario env.id=SuperMarioBros-1-1-v9", "valid ids are SuperMarioBros-v0..v3", "env", False),
     Case(T, "+experiment=mario_dqn env.options.stall_steps=0", "env.options.stall_steps must be a whole number of agent steps >= 1 or null (off), got 0", "env"),
-    Case(T, "+experiment=mario_dqn env.options.stall_penalty=15", "env.options.stall_penalty=15 needs env.options.stall_steps (the agent steps without progress that make a stall), e.g. env.options.stall_steps=150", "env"),
+    Case(T, "+experiment=mario_dqn env.options.stall_steps=null env.options.stall_penalty=15", "env.options.stall_penalty=15 needs env.options.stall_steps (the agent steps without progress that make a stall), e.g. env.options.stall_steps=150", "env"),
     Case(T, "+experiment=mario_dqn env.options.stall_steps=150 env.options.stall_penalty=-1", "env.options.stall_penalty must be a number >= 0 (the game's reward units; 15 is a death's) or null (a stall is truncated), got -1", "env"),
     Case(T, "+experiment=mario_dqn env.options.stall_steps=5", "env.options.stall_steps=5 is 20 frames, within the 30 no-op frames a start may take (env.noop_max): set it above 7, or null", "env"),
     Case(T, "+experiment=mario_dqn env.options.repress_jump=yes", "env.options.repress_jump must be true or false, got 'yes'", "env"),
