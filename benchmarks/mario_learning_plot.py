@@ -1,8 +1,9 @@
-"""Mario's curves: the greedy evaluations of ``make bench-mario-learning``'s runs against agent steps, their mean
-x-position (the flag pole of World 1-1 stands at x ≈ 3,160, dashed) and their flag rate (the stop rule's 0.8,
-dashed), one line per seed. Reads the JSON only.
+"""Mario's curves: a learn table's greedy evaluations against agent steps, their mean x-position (the flag pole
+of World 1-1 stands at x ≈ 3,160, dashed) and their flag rate (the stop rule's 0.8, dashed), one line per seed.
+Reads the JSON only: ``make bench-mario-learning``'s mario_dqn_learning.json, or the recipe table's
+mario_learning.json.
 
-    python benchmarks/mario_learning_plot.py benchmarks/mario_learning.json   # -> benchmarks/mario_learning_curves.png
+    python benchmarks/mario_learning_plot.py benchmarks/mario_dqn_learning.json   # -> ..._curves.png
 """
 
 from __future__ import annotations

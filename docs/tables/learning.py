@@ -412,7 +412,8 @@ def _when(hit: Json | None, frame_skip: int) -> str:
 
 
 def mario_learning(data: list[Json]) -> str:
-    """``make bench-mario-learning`` (``raylab.bench learn`` on ``+experiment=mario_dqn``, mario_learning.json):
+    """``make bench-mario-learning`` (``raylab.bench learn`` on ``+experiment=mario_dqn``, mario_dqn_learning.json; the
+    recipe table mario_learning.json the same way):
     per seed, when the greedy evaluations (10 episodes each, every 10 minutes) first reached the flag and first
     reached a flag rate of 0.8, the best and final greedy x-position, agent steps, frames and frames/s; the
     published anchors under it."""

@@ -71,7 +71,7 @@ def test_final_pt_keeps_the_average_as_the_policy_and_the_learner_state_keeps_bo
 def test_the_rollout_workers_act_with_the_newest_weights_never_the_average(averaged_run, handed_out):
     assert averaged_run[1].updates > 0
     acted, newest, average = handed_out["acted"], handed_out["newest"], handed_out["average"]
-    assert average, "the evaluations scored no average"
+    assert any(version > 0 for version, _ in average), "no trained average was published"
     assert len({version for version, _ in acted if version > 0}) >= 2  # the workers took several trained versions
     assert all(weights in newest for weights in acted)  # each was the learner's newest of its version
     assert not any(weights in average for weights in acted if weights[0] > 0)  # and none was its average
