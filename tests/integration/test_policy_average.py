@@ -24,7 +24,7 @@ def _fingerprint(weights: Weights) -> tuple[int, bytes]:
 @pytest.fixture(scope="module")
 def handed_out():
     """The weights each side produced during the module's run (version and bytes): the learner's newest, its
-    average, and what the rollout workers loaded."""
+    average, and every weights handed to the rollout workers' set_weights (declined ones included)."""
     return {"newest": set(), "average": set(), "acted": []}
 
 
