@@ -7,7 +7,10 @@ seed 11):
         checkpoint.keep=30 stop.seconds=2100 eval.every_seconds=null stop.eval_extras=null eval.final_episodes=0
     python -m raylab.evaluate run_dir=<run> checkpoint=<step_….pt | final.pt> weights=<newest | average> \\
         episodes=10 seed=11
-    python benchmarks/mario_average_probe.py <run>/eval     # benchmarks/mario_average_probe/ holds one such run's
+    python benchmarks/mario_average_probe.py <run>/eval
+
+benchmarks/mario_average_probe/ holds one such run's config.yaml and eval/ JSONs. A checkpoint scored twice with
+the same weights (raylab.evaluate then writes <name>-2.json) is refused: keep one of the two.
 """
 
 from __future__ import annotations
@@ -26,11 +29,13 @@ def _order(name: str) -> int:
 
 def main(eval_dir: Path) -> None:
     runs: dict[str, dict[str, float]] = {}
-    for path in eval_dir.glob("*.json"):
-        match = re.fullmatch(r"(.*)_(newest|average)", path.stem)
+    for path in sorted(eval_dir.glob("*.json")):
+        match = re.fullmatch(r"(.*)_(newest|average)(-\d+)?", path.stem)
         if match:
-            result = json.loads(path.read_text())
-            runs.setdefault(match.group(1), {})[match.group(2)] = result["extras_mean"]["x_pos"]
+            scored = runs.setdefault(match.group(1), {})
+            if match.group(2) in scored:
+                sys.exit(f"{match.group(1)} is scored twice with weights={match.group(2)}: keep one of its files")
+            scored[match.group(2)] = json.loads(path.read_text())["extras_mean"]["x_pos"]
     pairs = [(name, runs[name]) for name in sorted(runs, key=_order) if len(runs[name]) == 2]
     print("| checkpoint | newest: greedy mean x | average: greedy mean x | average - newest |")
     print("|---|---|---|---|")
@@ -45,4 +50,6 @@ def main(eval_dir: Path) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python benchmarks/mario_average_probe.py <run>/eval")
     main(Path(sys.argv[1]))
