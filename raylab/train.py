@@ -259,14 +259,29 @@ def _dict_merge_message(err: Exception, path: str, node: DictConfig, overrides: 
     cause = " ".join(str(err.__cause__ or "").split())
     found = re.search(r"Key '([^']+)' is not in struct", cause)
     value = next((o.partition("=")[2] for o in overrides if o.lstrip("+~").startswith(path + "=")), "")
-    pair = re.search(r"([A-Za-z_][\w]*)\s*:\s*([^,}]+)", value)
+    pair = re.search(r"([A-Za-z_][\w]*)\s*:\s*", value)
     key = found.group(1) if found else (pair.group(1) if pair else "KEY")
-    val = pair.group(2).strip() if pair and pair.group(1) == key else "VALUE"
+    val = _item_value(value, pair.end()) if pair and pair.group(1) == key else "VALUE"
     held = OmegaConf.to_container(current)
     return (
         f"{path} already holds {held} and a dict given for it is merged in, so '{key}' cannot be added that "
         f"way: write +{path}.{key}={val} to add it, or {path}=null +{path}.{key}={val} to replace the dict"
     )
+
+
+def _item_value(text: str, start: int) -> str:
+    """The value that starts at ``text[start]`` in a Hydra dict literal: up to the next ``,`` or ``}`` at its own
+    depth, so a nested dict or list (``{OMP_WAIT_POLICY:PASSIVE}``) comes whole."""
+    depth = 0
+    for end in range(start, len(text)):
+        char = text[end]
+        if char in "{[":
+            depth += 1
+        elif char in "}]" and depth:
+            depth -= 1
+        elif char in ",}]" and not depth:
+            return text[start:end].strip() or "VALUE"
+    return text[start:].strip() or "VALUE"
 
 
 def _nested_keys(overrides: list[str], leaf: str) -> list[str]:
