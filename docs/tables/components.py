@@ -47,6 +47,28 @@ def learner(data: list[Json]) -> str:
     return _rows(header, rows) + notes
 
 
+def nature_cnn_layers(data: list[Json]) -> str:
+    """``benchmarks/nature_cnn_layers.py``: each Nature CNN layer's forward and forward + backward time per batch
+    size, the GFLOP/s each reaches, and what a double DQN update's layers add up to."""
+    (d,) = data
+    header = ["batch", "layer", "forward", "forward GFLOP/s", "forward + backward", "forward + backward GFLOP/s"]
+    rows, sums = [], []
+    for batch, result in d["batch_sizes"].items():
+        for name, r in result["layers"].items():
+            rows.append([
+                batch, name, f"{_sig(r['forward_ms'])} ms", f"{r['forward_gflop_per_s']:.0f}",
+                f"{_sig(r['forward_backward_ms'])} ms", f"{r['forward_backward_gflop_per_s']:.0f}",
+            ])  # fmt: skip
+        update = result["dqn_update_ms"]
+        sums.append(f"batch {batch}: {_sig(update)} ms ({_sig(1e3 / update)} updates/s)")
+    notes = (
+        f"\n{d['dtype']}, {d['layout'].replace('_', '-')}, {d['torch_threads']} torch thread; medians of "
+        f"{d['repeats']} timings of 10 calls. A double DQN update's layers (forward + backward, and 2 forward "
+        f"passes without gradients): {'; '.join(sums)}.\n"
+    )
+    return _rows(header, rows) + notes
+
+
 def snake_loop(data: list[Json]) -> str:
     """``raylab.bench snake_dqn_loop``: the Snake DQN reference loop and raylab's, env steps/s."""
     (d,) = data

@@ -31,6 +31,7 @@ from .components import (
     learner,
     learner_profile,
     learner_step_cost,
+    nature_cnn_layers,
     policy_inference,
     ppo_fused_update,
     replay_snapshot,
@@ -200,6 +201,12 @@ TABLES: dict[str, Table] = {
     "learner_cpu_avx2": Table(
         ("learner_cpu_avx2.json",), learner, "DQN learner updates/s on a CPU without native bf16 (AVX2)"
     ),
+    "learner_cpu_avx2_batches": Table(
+        ("learner_cpu_avx2_batches.json",), learner, "DQN learner updates/s by batch size on the AVX2 CPU, fp32"
+    ),
+    "nature_cnn_layers": Table(
+        ("nature_cnn_layers.json",), nature_cnn_layers, "the Nature CNN's layers on one CPU thread: time and GFLOP/s"
+    ),
     "learner_cpu_xeon": Table(
         ("learner_cpu_xeon.json",), learner, "DQN learner updates/s on an Intel Xeon with AVX512-BF16 and AMX"
     ),
@@ -363,6 +370,11 @@ TABLES: dict[str, Table] = {
     ),
     "mario_learner_speed": Table(
         ("mario_learner_threads.json",), timed_variants, "mario_dqn's learner: 1 torch thread, 2, or fp32, alternating"
+    ),
+    "learner_omp_wait": Table(
+        ("mario_learner_omp.json", "atari_learner_omp.json"),
+        timed_variants,
+        "a learner on 2 torch threads with OpenMP's waiting threads spinning (the default before) or asleep",
     ),
     "coinrun_learner_threads": Table(
         ("coinrun_appo_learner_threads.json",), timed_variants, "coinrun_appo's learner on 1 torch thread and on 2"

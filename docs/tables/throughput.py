@@ -246,8 +246,11 @@ def gpu_learner_ab(data: list[Json]) -> str:
 def timed_variants(data: list[Json]) -> str:
     """``benchmarks/timed_variants.py``: config variants under ``bench timed``, alternating and repeated; per
     variant the median env frames/s, its ratio to the first variant, each run's frames/s in the order they ran, the
-    median updates a second over the timed budget and the median CPU used."""
-    (d,) = data
+    median updates a second over the timed budget and the median CPU used. Several files: one table each."""
+    return "\n".join(_timed_variants(d) for d in data)
+
+
+def _timed_variants(d: Json) -> str:
     first = next(iter(d["variants"]))
     medians = d["median_average_fps"]
     header = ["variant", "overrides", "runs", "env frames/s (median)", f"÷ {first}", "each run (in order)",

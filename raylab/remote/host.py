@@ -63,6 +63,10 @@ class Resources:
     concurrency: int = 1
     """Calls the actor serves at once, each in a thread of its own (an inference actor: one per request its
     rollout workers can have in flight); 1: one call at a time, in order."""
+    threads: int = 1
+    """Torch threads the actor computes on (learner.num_threads). Above 1, Ray starts its process with OpenMP's
+    waiting threads asleep (OMP_WAIT_POLICY=PASSIVE) unless the user set the policy: spinning threads fight the
+    rollout actors for the cores they share (raylab.remote.ray_backend)."""
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,10 @@ class Tally(Host):
     def pid(self) -> int:
         return os.getpid()
 
+    @remote()
+    def environ(self, name: str) -> str | None:
+        return os.environ.get(name)
+
     def not_remote(self) -> int:
         return self.total
 
@@ -85,3 +89,25 @@ def test_a_crashed_toy_actor_comes_back_under_the_restart_policy(request):
     os.kill(backend.get(tally.pid()), signal.SIGKILL)
     assert backend.wait_back(tally, "the tally") == 1  # its second life, rebuilt from its spec
     assert backend.get(tally.add(1)) == 11
+
+
+def test_an_actor_on_several_threads_waits_asleep_unless_the_user_chose(request, monkeypatch):
+    """Resources.threads > 1: Ray starts the actor's process with OMP_WAIT_POLICY=PASSIVE (its OpenMP threads
+    do not spin against the rollout actors for shared cores); one thread, or a policy the user set, is left
+    alone."""
+    request.getfixturevalue("ray_session")
+    import ray
+
+    from raylab.remote.ray_backend import RayBackend
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    backend = RayBackend(RayConfig(), max_restarts=0)
+    two = backend.spawn(ActorSpec(Tally, (0,), Resources(cpus=0, threads=2)))
+    one = backend.spawn(ActorSpec(Tally, (0,), Resources(cpus=0)))
+    assert backend.get(two.environ("OMP_WAIT_POLICY")) == "PASSIVE"
+    assert backend.get(one.environ("OMP_WAIT_POLICY")) is None
+    chosen = RayConfig(runtime_env={"env_vars": {"OMP_WAIT_POLICY": "ACTIVE"}})
+    assert RayBackend(chosen, max_restarts=0)._thread_env() == {}
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert backend._thread_env() == {}
