@@ -271,11 +271,16 @@ def _dict_merge_message(err: Exception, path: str, node: DictConfig, overrides: 
 
 def _item_value(text: str, start: int) -> str:
     """The value that starts at ``text[start]`` in a Hydra dict literal: up to the next ``,`` or ``}`` at its own
-    depth, so a nested dict or list (``{OMP_WAIT_POLICY:PASSIVE}``) comes whole."""
-    depth = 0
+    depth and outside quotes, so a nested dict or list (``{OMP_WAIT_POLICY:PASSIVE}``) or a quoted string with a
+    comma comes whole."""
+    depth, quote = 0, ""
     for end in range(start, len(text)):
         char = text[end]
-        if char in "{[":
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "{[":
             depth += 1
         elif char in "}]" and depth:
             depth -= 1

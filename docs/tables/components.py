@@ -63,8 +63,9 @@ def nature_cnn_layers(data: list[Json]) -> str:
         sums.append(f"batch {batch}: {_sig(update)} ms ({_sig(1e3 / update)} updates/s)")
     notes = (
         f"\n{d['dtype']}, {d['layout'].replace('_', '-')}, {d['torch_threads']} torch thread; medians of "
-        f"{d['repeats']} timings of 10 calls. A double DQN update's layers (forward + backward, and 2 forward "
-        f"passes without gradients): {'; '.join(sums)}.\n"
+        f"{d['repeats']} timings of 10 calls. conv1's backward computes its weights' gradient only (the frames "
+        f"need none): 2x its forward FLOPs, the other layers' 3x. A double DQN update's layers (forward + "
+        f"backward, and 2 forward passes without gradients): {'; '.join(sums)}.\n"
     )
     return _rows(header, rows) + notes
 

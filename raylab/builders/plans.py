@@ -170,14 +170,13 @@ def inference_spec(cfg: RunConfig, spaces: EnvSpaces, index: int) -> ActorSpec:
     topo = cfg.topology
     served = len(range(index, topo.num_workers, topo.inference_actors))
     share = CENTRAL_GPU_SHARE / topo.inference_actors
-    threads = max(1, int(topo.inference_cpus))
     res = Resources(
         cpus=topo.inference_cpus, gpus=share if topo.inference_device == "cuda" else 0.0,
         gpu_if_any=share if topo.inference_device == "auto" else 0.0, concurrency=served * topo.splits + 4,
         spread=True,  # several inference actors: across the nodes, as the rollout actors are
-        threads=threads,
     )  # fmt: skip
     make = partial(build_inference_server, cfg, spaces, index)
+    threads = max(1, int(topo.inference_cpus))
     return ActorSpec(InferenceHost, (make, Late("learner"), Late("transport"), threads), res)
 
 

@@ -64,9 +64,10 @@ class Resources:
     """Calls the actor serves at once, each in a thread of its own (an inference actor: one per request its
     rollout workers can have in flight); 1: one call at a time, in order."""
     threads: int = 1
-    """Torch threads the actor computes on (learner.num_threads). Above 1, Ray starts its process with OpenMP's
-    waiting threads asleep (OMP_WAIT_POLICY=PASSIVE) unless the user set the policy: spinning threads fight the
-    rollout actors for the cores they share (raylab.remote.ray_backend)."""
+    """Torch threads the actor trains on (the learner: learner.num_threads). Above 1, Ray starts its process with
+    OpenMP's waiting threads asleep (OMP_WAIT_POLICY=PASSIVE), or with the policy the user set: spinning threads
+    fight the rollout actors for the cores they share (raylab.remote.ray_backend). Inference actors keep
+    libgomp's default: their small, frequent forward passes were not measured with it."""
 
 
 @dataclass(frozen=True)

@@ -158,15 +158,17 @@ class RayBackend(RayTransport):
         return RayClient(handle, remote_methods(spec.host), spec.host.__name__)
 
     def _thread_env(self) -> dict[str, str]:
-        """The environment of an actor computing on several OpenMP threads: their waits asleep at once
+        """The environment of an actor training on several OpenMP threads: their waits asleep at once
         (OMP_WAIT_POLICY=PASSIVE), not spinning first as libgomp's default does. On 2 cores shared with the
         rollout actors a spinning thread holds a core the others need: ``mario_dqn`` with its learner on 2
         threads collected 0.79x the frames/s of 1 thread, and 0.96x with the 2 threads passive; ``atari_appo``'s
-        2 learner threads gave 1.02x passive (benchmarks/mario_learner_omp.json, atari_learner_omp.json). Empty
-        where the user chose a policy (their environment or ray.runtime_env)."""
+        2 learner threads collected 1.02x passive against spinning, within the spinning runs' spread
+        (benchmarks/mario_learner_omp.json, atari_learner_omp.json). A policy in the driver's environment goes
+        to the actor instead (a cluster's actors do not inherit it); one in ray.runtime_env reaches it already."""
         runtime = plain(self.ray_cfg.runtime_env) if self.ray_cfg.runtime_env else {}
-        chosen = {**os.environ, **(runtime.get("env_vars") or {})}
-        return {} if "OMP_WAIT_POLICY" in chosen else {"OMP_WAIT_POLICY": "PASSIVE"}
+        if "OMP_WAIT_POLICY" in (runtime.get("env_vars") or {}):
+            return {}
+        return {"OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
 
     def _gpus(self, res: Resources) -> float:
         if not res.gpu_if_any:

@@ -91,23 +91,30 @@ def test_a_crashed_toy_actor_comes_back_under_the_restart_policy(request):
     assert backend.get(tally.add(1)) == 11
 
 
-def test_an_actor_on_several_threads_waits_asleep_unless_the_user_chose(request, monkeypatch):
-    """Resources.threads > 1: Ray starts the actor's process with OMP_WAIT_POLICY=PASSIVE (its OpenMP threads
-    do not spin against the rollout actors for shared cores); one thread, or a policy the user set, is left
-    alone."""
+def test_an_actor_on_several_threads_waits_asleep_unless_the_user_chose(request, monkeypatch, tmp_path):
+    """Resources.threads > 1 (the learner on learner.num_threads): Ray starts the actor's process with
+    OMP_WAIT_POLICY=PASSIVE, so its OpenMP threads do not spin against the rollout actors for shared cores; one
+    thread is left alone; a policy in the driver's environment goes to the actor instead, one in ray.runtime_env
+    is left to Ray."""
     request.getfixturevalue("ray_session")
     import ray
 
+    from raylab.builders.plans import learner_spec
+    from raylab.envs import env_spaces
     from raylab.remote.ray_backend import RayBackend
+    from tests.conftest import FAKE, make_config
 
+    cfg = make_config(tmp_path, *FAKE, "learner.num_threads=2")
+    assert learner_spec(cfg, env_spaces(cfg.env)).resources.threads == 2
+    before = os.environ.get("OMP_WAIT_POLICY")  # what the session's Ray started with, for a one-thread actor
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     backend = RayBackend(RayConfig(), max_restarts=0)
     two = backend.spawn(ActorSpec(Tally, (0,), Resources(cpus=0, threads=2)))
     one = backend.spawn(ActorSpec(Tally, (0,), Resources(cpus=0)))
     assert backend.get(two.environ("OMP_WAIT_POLICY")) == "PASSIVE"
-    assert backend.get(one.environ("OMP_WAIT_POLICY")) is None
+    assert backend.get(one.environ("OMP_WAIT_POLICY")) == before
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert backend._thread_env() == {"OMP_WAIT_POLICY": "ACTIVE"}
     chosen = RayConfig(runtime_env={"env_vars": {"OMP_WAIT_POLICY": "ACTIVE"}})
     assert RayBackend(chosen, max_restarts=0)._thread_env() == {}
-    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
-    assert backend._thread_env() == {}

@@ -1,0 +1,24 @@
+"""The value a refused dict override's message quotes back (raylab.train._item_value): whole, at any depth."""
+
+from __future__ import annotations
+
+import pytest
+
+from raylab.train import _item_value
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("{x_pos:900}", "900"),
+        ("{env_vars:{OMP_WAIT_POLICY:PASSIVE}}", "{OMP_WAIT_POLICY:PASSIVE}"),
+        ("{a:[1,2],b:3}", "[1,2]"),
+        ("{a:{b:{c:1}},d:2}", "{b:{c:1}}"),
+        ("{a:'x,y}'}", "'x,y}'"),
+        ('{a:"{b",c:1}', '"{b"'),
+        ("{a:}", "VALUE"),
+        ("{a:{b:1", "{b:1"),
+    ],
+)
+def test_the_quoted_value_is_the_whole_item(text: str, expected: str) -> None:
+    assert _item_value(text, text.index(":") + 1) == expected
