@@ -261,12 +261,18 @@ def _dict_merge_message(err: Exception, path: str, node: DictConfig, overrides: 
     value = next((o.partition("=")[2] for o in overrides if o.lstrip("+~").startswith(path + "=")), "")
     pair = re.search(r"([A-Za-z_][\w]*)\s*:\s*", value)
     key = found.group(1) if found else (pair.group(1) if pair else "KEY")
-    val = _item_value(value, pair.end()) if pair and pair.group(1) == key else "VALUE"
+    val = _value_of(value, key)
     held = OmegaConf.to_container(current)
     return (
         f"{path} already holds {held} and a dict given for it is merged in, so '{key}' cannot be added that "
         f"way: write +{path}.{key}={val} to add it, or {path}=null +{path}.{key}={val} to replace the dict"
     )
+
+
+def _value_of(text: str, key: str) -> str:
+    """``key``'s value in the Hydra dict literal ``text`` (``VALUE`` where it is not there), whichever item it is."""
+    item = re.search(rf"(?:^|[{{,])\s*{re.escape(key)}\s*:\s*", text)
+    return _item_value(text, item.end()) if item else "VALUE"
 
 
 def _item_value(text: str, start: int) -> str:

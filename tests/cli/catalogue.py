@@ -76,6 +76,7 @@ TRAIN_KEYS = [
     Case(T, "+stop.eval_extras.flag_get=0.8", "stop.eval_extras.flag_get can never trigger: env=gymnasium episodes have no value 'flag_get'; they report none: remove stop.eval_extras", "stop"),
     Case(T, "+experiment=mario_dqn eval.every_seconds=null", "stop.eval_extras.flag_get can never trigger: periodic evaluation is off; set eval.every_seconds=60 (or eval.every_env_steps=N), or stop.eval_extras=null", "stop"),
     Case(T, "+experiment=mario_dqn stop.eval_extras={x_pos:900}", "stop.eval_extras already holds {'flag_get': 0.8} and a dict given for it is merged in, so 'x_pos' cannot be added that way: write +stop.eval_extras.x_pos=900 to add it, or stop.eval_extras=null +stop.eval_extras.x_pos=900 to replace the dict", "stop"),
+    Case(T, "+experiment=mario_dqn stop.eval_extras={flag_get:0.9,x_pos:900}", "so 'x_pos' cannot be added that way: write +stop.eval_extras.x_pos=900 to add it", "stop"),
     Case(T, "ray.runtime_env={env_vars:{OMP_WAIT_POLICY:PASSIVE}}", "ray.runtime_env already holds {} and a dict given for it is merged in, so 'env_vars' cannot be added that way: write +ray.runtime_env.env_vars={OMP_WAIT_POLICY:PASSIVE} to add it, or ray.runtime_env=null +ray.runtime_env.env_vars={OMP_WAIT_POLICY:PASSIVE} to replace the dict", "ray"),
     Case(T, "+experiment=mario_dqn stop.eval_extras.x_pos=900", "unknown config key 'stop.eval_extras.x_pos': add it with +stop.eval_extras.x_pos=...", "stop"),
     Case(T, "checkpoint.every=60", "unknown config key 'checkpoint.every': check its spelling", "checkpoint"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from raylab.train import _item_value
+from raylab.train import _item_value, _value_of
 
 
 @pytest.mark.parametrize(
@@ -22,3 +22,17 @@ from raylab.train import _item_value
 )
 def test_the_quoted_value_is_the_whole_item(text: str, expected: str) -> None:
     assert _item_value(text, text.index(":") + 1) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "expected"),
+    [
+        ("{flag_get:0.9,x_pos:900}", "x_pos", "900"),
+        ("{x_pos:900}", "x_pos", "900"),
+        ("{ a : {b:1}, ab: 2}", "ab", "2"),
+        ("{ab:2,a:{b:1}}", "a", "{b:1}"),
+        ("{a:1}", "b", "VALUE"),
+    ],
+)
+def test_the_named_key_is_found_in_any_item(text: str, key: str, expected: str) -> None:
+    assert _value_of(text, key) == expected
