@@ -248,7 +248,9 @@ class LearnerConfig:
     scores the average, or weights=newest the newest). Parameters only: a network with running statistics
     (model.norm=batch) is refused. None: the newest weights everywhere."""
     num_threads: int = 1
-    """torch intra-op threads in the learner, and NumPy's BLAS threads in its process (the fused update)."""
+    """torch intra-op threads in the learner, and NumPy's BLAS threads in its process (the fused update). Above 1,
+    under Ray, its process starts with OMP_WAIT_POLICY=PASSIVE unless the user set a policy
+    (raylab.remote.ray_backend)."""
     num_cpus: float = 1.0
     """Logical Ray CPUs for the learner actor; it reserves at least learner.num_threads, the cores its torch
     threads keep busy."""
