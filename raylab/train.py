@@ -270,15 +270,31 @@ def _dict_merge_message(err: Exception, path: str, node: DictConfig, overrides: 
 
 
 def _value_of(text: str, key: str) -> str:
-    """``key``'s value in the Hydra dict literal ``text`` (``VALUE`` where it is not there), whichever item it is."""
-    item = re.search(rf"(?:^|[{{,])\s*{re.escape(key)}\s*:\s*", text)
-    return _item_value(text, item.end()) if item else "VALUE"
+    """``key``'s value in the Hydra dict literal ``text`` (``VALUE`` where it is not there), whichever of its own items
+    it is: a key of the same name inside a nested value (``{a:{x:1},x:2}``) is not the one Hydra named."""
+    pos = 1 if text.lstrip().startswith("{") else 0
+    pos += len(text) - len(text.lstrip())
+    while pos < len(text):
+        item = re.match(rf"\s*{re.escape(key)}\s*:\s*", text[pos:])
+        if item:
+            return _item_value(text, pos + item.end())
+        end = _item_end(text, pos)
+        if end >= len(text) or text[end] != ",":
+            break
+        pos = end + 1
+    return "VALUE"
 
 
 def _item_value(text: str, start: int) -> str:
     """The value that starts at ``text[start]`` in a Hydra dict literal: up to the next ``,`` or ``}`` at its own
     depth and outside quotes, so a nested dict or list (``{OMP_WAIT_POLICY:PASSIVE}``) or a quoted string with a
     comma comes whole."""
+    return text[start : _item_end(text, start)].strip() or "VALUE"
+
+
+def _item_end(text: str, start: int) -> int:
+    """Where the item that starts at ``text[start]`` ends: the index of the next ``,``, ``}`` or ``]`` at its own
+    depth and outside quotes, or the text's length."""
     depth, quote = 0, ""
     for end in range(start, len(text)):
         char = text[end]
@@ -291,8 +307,8 @@ def _item_value(text: str, start: int) -> str:
         elif char in "}]" and depth:
             depth -= 1
         elif char in ",}]" and not depth:
-            return text[start:end].strip() or "VALUE"
-    return text[start:].strip() or "VALUE"
+            return end
+    return len(text)
 
 
 def _nested_keys(overrides: list[str], leaf: str) -> list[str]:

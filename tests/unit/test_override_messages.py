@@ -32,6 +32,10 @@ def test_the_quoted_value_is_the_whole_item(text: str, expected: str) -> None:
         ("{ a : {b:1}, ab: 2}", "ab", "2"),
         ("{ab:2,a:{b:1}}", "a", "{b:1}"),
         ("{a:1}", "b", "VALUE"),
+        ("{a:{x:1},x:2}", "x", "2"),
+        ("{a:{x:1}}", "x", "VALUE"),
+        ("{a:'x:1',x:2}", "x", "2"),
+        ("{a:[{x:1}],x:[3]}", "x", "[3]"),
     ],
 )
 def test_the_named_key_is_found_in_any_item(text: str, key: str, expected: str) -> None:
