@@ -252,20 +252,28 @@ def _composition_message(err: Exception, overrides: list[str]) -> str:
 
 def _dict_merge_message(err: Exception, path: str, node: DictConfig, overrides: list[str]) -> str | None:
     """``path={k: v}`` where ``path`` already holds a dict (an experiment's ``stop.eval_extras``): Hydra merges
-    the value into it and refuses a key it does not hold. The two spellings that work, with the user's key."""
-    current = OmegaConf.select(node, path)
-    if not OmegaConf.is_dict(current):
+    the value into it and refuses a key it does not hold. The two spellings that work, with the user's key, at
+    the depth Hydra refused it (``stop={eval_extras:{x_pos:900}}``: stop.eval_extras lacks x_pos, not stop)."""
+    if not OmegaConf.is_dict(OmegaConf.select(node, path)):
         return None
     cause = " ".join(str(err.__cause__ or "").split())
     found = re.search(r"Key '([^']+)' is not in struct", cause)
+    full = re.search(r"full_key: (\S+)", cause)
     value = next((o.partition("=")[2] for o in overrides if o.lstrip("+~").startswith(path + "=")), "")
     pair = re.search(r"([A-Za-z_][\w]*)\s*:\s*", value)
     key = found.group(1) if found else (pair.group(1) if pair else "KEY")
+    inner = full.group(1)[len(path) + 1 :].split(".")[:-1] if full and full.group(1).startswith(path + ".") else []
+    for step in inner:  # down to the dict that lacks the key, in the node and in the override's text
+        value = _value_of(value, step)
+    owner = ".".join([path, *inner])
+    current = OmegaConf.select(node, owner)
+    if not OmegaConf.is_dict(current):
+        return None
     val = _value_of(value, key)
     held = OmegaConf.to_container(current)
     return (
-        f"{path} already holds {held} and a dict given for it is merged in, so '{key}' cannot be added that "
-        f"way: write +{path}.{key}={val} to add it, or {path}=null +{path}.{key}={val} to replace the dict"
+        f"{owner} already holds {held} and a dict given for it is merged in, so '{key}' cannot be added that "
+        f"way: write +{owner}.{key}={val} to add it, or {owner}=null +{owner}.{key}={val} to replace the dict"
     )
 
 
@@ -286,19 +294,23 @@ def _value_of(text: str, key: str) -> str:
 
 
 def _item_value(text: str, start: int) -> str:
-    """The value that starts at ``text[start]`` in a Hydra dict literal: up to the next ``,`` or ``}`` at its own
-    depth and outside quotes, so a nested dict or list (``{OMP_WAIT_POLICY:PASSIVE}``) or a quoted string with a
-    comma comes whole."""
+    """The value that starts at ``text[start]`` in a Hydra dict literal: up to the next ``,``, ``}`` or ``]`` at its
+    own depth, outside quotes and not escaped, so a nested dict or list (``{OMP_WAIT_POLICY:PASSIVE}``), a quoted
+    string with a comma or an escaped comma (``a\\,b``) comes whole."""
     return text[start : _item_end(text, start)].strip() or "VALUE"
 
 
 def _item_end(text: str, start: int) -> int:
     """Where the item that starts at ``text[start]`` ends: the index of the next ``,``, ``}`` or ``]`` at its own
-    depth and outside quotes, or the text's length."""
-    depth, quote = 0, ""
+    depth, outside quotes and not escaped by a backslash, or the text's length."""
+    depth, quote, escaped = 0, "", False
     for end in range(start, len(text)):
         char = text[end]
-        if quote:
+        if escaped:  # Hydra's backslash escapes a quote, a bracket or a comma: it neither opens nor ends anything
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif quote:
             quote = "" if char == quote else quote
         elif char in "'\"":
             quote = char

@@ -18,6 +18,9 @@ from raylab.train import _item_value, _value_of
         ('{a:"{b",c:1}', '"{b"'),
         ("{a:}", "VALUE"),
         ("{a:{b:1", "{b:1"),
+        ("{a:x\\,y,b:1}", "x\\,y"),
+        ("{a:'it\\'s',b:1}", "'it\\'s'"),
+        ("{a:x\\},b:1}", "x\\}"),
     ],
 )
 def test_the_quoted_value_is_the_whole_item(text: str, expected: str) -> None:
@@ -36,6 +39,8 @@ def test_the_quoted_value_is_the_whole_item(text: str, expected: str) -> None:
         ("{a:{x:1}}", "x", "VALUE"),
         ("{a:'x:1',x:2}", "x", "2"),
         ("{a:[{x:1}],x:[3]}", "x", "[3]"),
+        ("{a:'it\\'s',x:2}", "x", "2"),
+        ("{a:x\\{,x:2}", "x", "2"),
     ],
 )
 def test_the_named_key_is_found_in_any_item(text: str, key: str, expected: str) -> None:
