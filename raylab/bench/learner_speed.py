@@ -5,7 +5,8 @@ also TF32, bf16, fp16 + GradScaler and compile_mode=reduce-overhead (CUDA graphs
     python -m raylab.bench learner --algo ppo --output benchmarks/learner_ppo_cpu.json [--batch-sizes 32 64]
 
 DQN (``--algo dqn``): ``mario_dqn``'s network (dueling Nature CNN on 4 x 84 x 84 uint8 frames, 7 actions,
-double DQN with the Huber loss, gradient clipping, fused Adam); a call is 4 replay batches.
+double DQN with the Huber loss, gradient clipping, fused Adam); a call is 4 replay batches. The ``frames64``
+variant is the same on 4 x 64 x 64 frames (``env.resize=[64,64]``), on inputs of its own.
 PPO (``--algo ppo``): CoinRun's IMPALA CNN (3 x 64 x 64 uint8 frames, 15 actions, model=impala_cnn: 16/32/32
 channels, hidden 256) with coinrun_ppo's objective (clip 0.2, value clip 0.2, entropy 0.01, grad norm 0.5,
 Adam 5e-4); a call is one round of ``--minibatches`` x batch steps: the value pass over the round, GAE, then
@@ -50,6 +51,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "bf16_compile": {"precision": "bf16", "compile": True},
     "bf16_compile_ro": {"precision": "bf16", "compile": True, "compile_mode": "reduce-overhead"},
     "fp16_compile_ro": {"precision": "fp16", "compile": True, "compile_mode": "reduce-overhead"},
+    # DQN only: eager fp32 on smaller frames (mario_dqn with env.resize=[64,64]): its inputs are its own, so its
+    # first loss is not compared with eager fp32's
+    "frames64": {"tf32": False, "frame": 64},
 }
 DEFAULT_VARIANTS = ["eager_fp32", "amp", "compile", "amp_compile"]
 
@@ -60,6 +64,8 @@ NETWORKS = {
     "PPO clip 0.2, value clip 0.2, entropy 0.01, clip 0.5, fused Adam",
 }
 DEFAULT_BATCH_SIZES = {"dqn": [32, 512], "ppo": [32, 64]}
+FRAME = 84
+"""DQN: the frames' height and width (mario_dqn's), unless a variant names its own."""
 ROUND_STEPS = 16
 """PPO: time steps per chunk of the round (its envs make up the rest)."""
 
@@ -93,6 +99,7 @@ def _learner(algo: str, variant: str, device: str, compile_mode: str, epochs: in
 
     opts = dict(VARIANTS[variant])
     compile_mode = opts.pop("compile_mode", compile_mode)
+    frame = opts.pop("frame", FRAME)
     resolved = resolve_device(device)
     if opts.get("precision") == "auto":
         opts["precision"] = "fp16" if resolved.type == "cuda" else "bf16"
@@ -106,7 +113,7 @@ def _learner(algo: str, variant: str, device: str, compile_mode: str, epochs: in
             build_ppo(build_actor_critic(model, spaces), cfg), lr=5e-4, adam_eps=1e-5, max_grad_norm=0.5,
             device=str(resolved), compile_mode=compile_mode, prefetch=True, **opts,
         )  # fmt: skip
-    spaces = EnvSpaces((4, 84, 84), np.dtype(np.uint8), 7, "Discrete(7)")
+    spaces = EnvSpaces((4, frame, frame), np.dtype(np.uint8), 7, "Discrete(7)")
     model = ModelConfig(encoder="nature_cnn", hidden_sizes=(512,), dueling=True)
     objective = build_dqn(build_q_network(model, spaces), DQNConfig(target_update_every=2000, target_tau=1.0))
     return Learner(
@@ -114,9 +121,10 @@ def _learner(algo: str, variant: str, device: str, compile_mode: str, epochs: in
     )
 
 
-def _inputs(algo: str, batch_size: int, minibatches: int) -> list[Any]:
-    """One call's input: 4 replay batches (DQN) or a round of 2 chunks of ``minibatches`` x batch steps (PPO)."""
-    return _round(batch_size * minibatches) if algo == "ppo" else _batches(batch_size)
+def _inputs(algo: str, batch_size: int, minibatches: int, frame: int = 84) -> list[Any]:
+    """One call's input: 4 replay batches of ``frame`` x ``frame`` frames (DQN) or a round of 2 chunks of
+    ``minibatches`` x batch steps (PPO)."""
+    return _round(batch_size * minibatches) if algo == "ppo" else _batches(batch_size, frame)
 
 
 def _round(steps: int, workers: int = 2) -> list[Any]:
@@ -142,17 +150,17 @@ def _round(steps: int, workers: int = 2) -> list[Any]:
     return chunks
 
 
-def _batches(batch_size: int, count: int = 4) -> list[Any]:
+def _batches(batch_size: int, frame: int = 84, count: int = 4) -> list[Any]:
     from raylab.types import Batch
 
     rng = np.random.default_rng(batch_size)
     return [
         Batch(
-            obs=rng.integers(0, 256, (batch_size, 4, 84, 84), dtype=np.uint8),
+            obs=rng.integers(0, 256, (batch_size, 4, frame, frame), dtype=np.uint8),
             actions=rng.integers(0, 7, batch_size),
             rewards=rng.standard_normal(batch_size).astype(np.float32),
             discounts=np.full(batch_size, 0.99**3, np.float32),
-            next_obs=rng.integers(0, 256, (batch_size, 4, 84, 84), dtype=np.uint8),
+            next_obs=rng.integers(0, 256, (batch_size, 4, frame, frame), dtype=np.uint8),
         )
         for _ in range(count)
     ]
@@ -182,8 +190,13 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
             f"a PPO round is 2 chunks of {ROUND_STEPS} steps: pick --batch-sizes whose product with --minibatches "
             f"is a multiple of {2 * ROUND_STEPS}"
         )
+    own_frames = [v for v in args.variants if "frame" in VARIANTS[v]]
+    if args.algo == "ppo" and own_frames:
+        raise RaylabError(f"{', '.join(own_frames)}: a DQN variant (mario_dqn's frames); drop it with --algo ppo")
     for batch_size in batch_sizes:
-        inputs = _inputs(args.algo, batch_size, args.minibatches)
+        frames = {v: VARIANTS[v].get("frame", FRAME) for v in args.variants}
+        by_frame = {f: _inputs(args.algo, batch_size, args.minibatches, f) for f in set(frames.values())}
+        inputs_of = {v: by_frame[frames[v]] for v in args.variants}
         learners, warmup, parity = {}, {}, {}
         reference = None
         for variant in args.variants:
@@ -191,6 +204,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
             learner = _learner(args.algo, variant, args.device, args.compile_mode, args.epochs, args.minibatches)
             # first call on a shared input (DQN: one batch; PPO: the round, loss averaged over its steps),
             # where the compile happens; then one more call
+            inputs = inputs_of[variant]
             if args.algo == "ppo":
                 loss = learner.update_many(inputs).metrics["loss"]
             else:
@@ -206,7 +220,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         for round_ in range(args.rounds):
             order = args.variants if round_ % 2 == 0 else list(reversed(args.variants))
             for variant in order:
-                samples[variant].append(_updates_per_s(learners[variant], inputs, args.seconds))
+                samples[variant].append(_updates_per_s(learners[variant], inputs_of[variant], args.seconds))
             print(f"batch {batch_size}: round {round_ + 1}/{args.rounds} done", flush=True)
         medians = {v: statistics.median(s) for v, s in samples.items()}
         base = medians.get("eager_fp32")
@@ -218,7 +232,10 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
             "warmup_seconds": warmup,
             "first_update_loss": parity,
             "loss_rel_diff_vs_eager_fp32": (
-                {v: abs(x - reference) / max(abs(reference), 1e-12) for v, x in parity.items()}
+                {
+                    v: abs(x - reference) / max(abs(reference), 1e-12) if frames[v] == FRAME else None
+                    for v, x in parity.items()
+                }
                 if reference is not None
                 else None
             ),

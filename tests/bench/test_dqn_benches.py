@@ -25,13 +25,16 @@ def bench(*args: str) -> subprocess.CompletedProcess:
 def test_learner_bench_writes_ratios_parity_and_a_plot(tmp_path):
     out = tmp_path / "learner.json"
     proc = bench("learner", "--batch-sizes", "4", "--rounds", "2", "--seconds", "0.2", "--variants", "eager_fp32",
-                 "amp", "--output", str(out))  # fmt: skip
+                 "amp", "frames64", "--output", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(out.read_text())
     r = report["batch_sizes"]["4"]
     assert r["ratio_vs_eager_fp32"]["eager_fp32"] == 1.0 and r["updates_per_s"]["amp"] > 0
-    assert len(r["rounds"]["amp"]) == 2 and r["precision"] == {"eager_fp32": "fp32", "amp": "bf16"}
+    assert len(r["rounds"]["amp"]) == 2 and r["precision"] == {"eager_fp32": "fp32", "amp": "bf16", "frames64": "fp32"}
     assert r["loss_rel_diff_vs_eager_fp32"]["amp"] < 1e-2
+    # 64x64 frames train on inputs of their own: timed, their loss not compared with the 84x84 network's
+    assert r["updates_per_s"]["frames64"] > 0 and r["loss_rel_diff_vs_eager_fp32"]["frames64"] is None
+    assert r["first_update_loss"]["frames64"] > 0
     assert report["machine"]["cores"] and out.with_suffix(".png").stat().st_size > 1000
 
 
@@ -51,6 +54,8 @@ def test_learner_bench_times_the_ppo_objective_on_the_impala_cnn(tmp_path):
     assert out.with_suffix(".png").stat().st_size > 1000
     odd = bench("learner", "--algo", "ppo", "--batch-sizes", "10", "--output", str(tmp_path / "odd.json"))
     assert odd.returncode == 2 and "multiple of 32" in odd.stderr
+    frames = bench("learner", "--algo", "ppo", "--variants", "frames64", "--output", str(tmp_path / "frames.json"))
+    assert frames.returncode == 2 and "frames64: a DQN variant" in frames.stderr
 
 
 @pytest.mark.slow  # 7 s
