@@ -204,6 +204,9 @@ TABLES: dict[str, Table] = {
     "learner_cpu_avx2_batches": Table(
         ("learner_cpu_avx2_batches.json",), learner, "DQN learner updates/s by batch size on the AVX2 CPU, fp32"
     ),
+    "learner_cpu_avx2_frames": Table(
+        ("learner_cpu_avx2_frames.json",), learner, "DQN learner updates/s on 84x84 and 64x64 frames on the AVX2 CPU"
+    ),
     "nature_cnn_layers": Table(
         ("nature_cnn_layers.json",), nature_cnn_layers, "the Nature CNN's layers on one CPU thread: time and GFLOP/s"
     ),
