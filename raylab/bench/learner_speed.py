@@ -121,7 +121,7 @@ def _learner(algo: str, variant: str, device: str, compile_mode: str, epochs: in
     )
 
 
-def _inputs(algo: str, batch_size: int, minibatches: int, frame: int = 84) -> list[Any]:
+def _inputs(algo: str, batch_size: int, minibatches: int, frame: int = FRAME) -> list[Any]:
     """One call's input: 4 replay batches of ``frame`` x ``frame`` frames (DQN) or a round of 2 chunks of
     ``minibatches`` x batch steps (PPO)."""
     return _round(batch_size * minibatches) if algo == "ppo" else _batches(batch_size, frame)
@@ -150,7 +150,7 @@ def _round(steps: int, workers: int = 2) -> list[Any]:
     return chunks
 
 
-def _batches(batch_size: int, frame: int = 84, count: int = 4) -> list[Any]:
+def _batches(batch_size: int, frame: int = FRAME, count: int = 4) -> list[Any]:
     from raylab.types import Batch
 
     rng = np.random.default_rng(batch_size)
@@ -193,8 +193,8 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     own_frames = [v for v in args.variants if "frame" in VARIANTS[v]]
     if args.algo == "ppo" and own_frames:
         raise RaylabError(f"{', '.join(own_frames)}: a DQN variant (mario_dqn's frames); drop it with --algo ppo")
+    frames = {v: VARIANTS[v].get("frame", FRAME) for v in args.variants}
     for batch_size in batch_sizes:
-        frames = {v: VARIANTS[v].get("frame", FRAME) for v in args.variants}
         by_frame = {f: _inputs(args.algo, batch_size, args.minibatches, f) for f in set(frames.values())}
         inputs_of = {v: by_frame[frames[v]] for v in args.variants}
         learners, warmup, parity = {}, {}, {}
@@ -202,8 +202,8 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         for variant in args.variants:
             start = time.perf_counter()
             learner = _learner(args.algo, variant, args.device, args.compile_mode, args.epochs, args.minibatches)
-            # first call on a shared input (DQN: one batch; PPO: the round, loss averaged over its steps),
-            # where the compile happens; then one more call
+            # first call on the input its frame size shares (DQN: one batch; PPO: the round, loss averaged over
+            # its steps), where the compile happens; then one more call
             inputs = inputs_of[variant]
             if args.algo == "ppo":
                 loss = learner.update_many(inputs).metrics["loss"]
