@@ -71,6 +71,28 @@ def nature_cnn_layers(data: list[Json]) -> str:
     return _rows(header, rows) + notes
 
 
+def frame_conversion(data: list[Json]) -> str:
+    """``benchmarks/frame_conversion.py``: uint8 frames to a CNN's channels-last input, in one step against bytes
+    laid out first, alone per shape and inside mario_dqn's learner update."""
+    (d,) = data
+    header = ["input", "shape", "dtype", "one step (before)", "bytes laid out first (after)", "after / before"]
+    rows = [
+        [name, " x ".join(map(str, d["shapes"][name])), d["dtypes"][name], f"{_sig(r['before'])} µs",
+         f"{_sig(r['after'])} µs", _ratio(r["ratio"])]
+        for name, r in d["conversion_us"].items()
+    ]  # fmt: skip
+    for frame, r in d["learner_updates_per_s"].items():
+        rows.append([
+            f"mario_dqn's learner, batch {d['learner_batch']}", f"{frame} x {frame} frames", "float32",
+            f"{_sig(r['before'])} updates/s", f"{_sig(r['after'])} updates/s", _ratio(r["ratio"]),
+        ])  # fmt: skip
+    notes = (
+        f"\n{d['torch_threads']} torch thread; the variants alternate round by round, medians of {d['rounds']} "
+        f"rounds. A conversion's ratio below 1 is faster; the learner's above 1 is faster.\n"
+    )
+    return _rows(header, rows) + notes
+
+
 def snake_loop(data: list[Json]) -> str:
     """``raylab.bench snake_dqn_loop``: the Snake DQN reference loop and raylab's, env steps/s."""
     (d,) = data

@@ -27,6 +27,7 @@ from .atari import (
 from .components import (
     code_shape,
     dqn_fused_update,
+    frame_conversion,
     fused_vs_compile,
     learner,
     learner_profile,
@@ -206,6 +207,9 @@ TABLES: dict[str, Table] = {
     ),
     "learner_cpu_avx2_frames": Table(
         ("learner_cpu_avx2_frames.json",), learner, "DQN learner updates/s on 84x84 and 64x64 frames on the AVX2 CPU"
+    ),
+    "frame_conversion": Table(
+        ("frame_conversion.json",), frame_conversion, "uint8 frames to a CNN's channels-last input, two ways"
     ),
     "nature_cnn_layers": Table(
         ("nature_cnn_layers.json",), nature_cnn_layers, "the Nature CNN's layers on one CPU thread: time and GFLOP/s"

@@ -35,7 +35,7 @@ def encode(encoder: nn.Module, obs: torch.Tensor, obs_norm: nn.Module | None = N
     # CPU; the Nature CNN acts in the same time either way). The weights keep their layout.
     layout = torch.channels_last if _channels_last(encoder, obs) else torch.preserve_format
     if obs_norm is None and obs.dtype == torch.uint8:
-        x = obs.to(dtype, memory_format=layout).div_(255.0)  # frames straight to the encoder's dtype: one conversion
+        x = scaled_frames(obs, dtype, layout)
     else:
         x = obs.float().div_(255.0) if obs.dtype == torch.uint8 else obs.float()
         if obs_norm is not None:
@@ -43,6 +43,16 @@ def encode(encoder: nn.Module, obs: torch.Tensor, obs_norm: nn.Module | None = N
         x = x.to(dtype, memory_format=layout)
     features = encoder(x)
     return features if features.dtype == torch.float32 else features.float()
+
+
+def scaled_frames(obs: torch.Tensor, dtype: torch.dtype, layout: torch.memory_format) -> torch.Tensor:
+    """uint8 frames as ``dtype`` in [0, 1], laid out as ``layout``, in one conversion. The bytes are laid out
+    first and then converted, so the transpose moves 1 byte per value, not 4: 32 Mario frames (4 x 64 x 64) to
+    fp32 channels-last take 0.58x the time of converting and laying out in one step on an AVX2 CPU, and every
+    shape timed 0.48-0.78x (benchmarks/frame_conversion.json)."""
+    if layout == torch.channels_last:
+        obs = obs.contiguous(memory_format=torch.channels_last)
+    return obs.to(dtype).div_(255.0)
 
 
 def _channels_last(encoder: nn.Module, obs: torch.Tensor) -> bool:

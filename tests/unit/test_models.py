@@ -37,6 +37,22 @@ def test_nature_cnn_scales_uint8_frames():
     torch.testing.assert_close(net(frames), net(torch.ones(2, 4, 84, 84)))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(32, 4, 64, 64), (4, 4, 84, 84), (8, 3, 64, 64)])
+@pytest.mark.parametrize("layout", [torch.channels_last, torch.preserve_format])
+def test_scaled_frames_equal_the_one_step_conversion_and_leave_the_frames_alone(shape, dtype, layout):
+    from raylab.models.factory import scaled_frames
+
+    obs = torch.randint(0, 256, shape, dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
+    kept = obs.clone()
+    want = obs.to(dtype, memory_format=layout).div_(255.0)
+    got = scaled_frames(obs, dtype, layout)
+    assert got.dtype == dtype and got.stride() == want.stride()
+    assert got.is_contiguous(memory_format=torch.channels_last) == (layout == torch.channels_last)
+    assert torch.equal(got, want) and torch.equal(obs, kept)
+    assert got.min() == 0.0 and got.max() == 1.0
+
+
 def test_nature_cnn_on_vectors_is_a_config_error():
     with pytest.raises(ConfigError, match="model=mlp"):
         build_q_network(ModelConfig(encoder="nature_cnn"), VECTOR)
