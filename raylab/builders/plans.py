@@ -110,6 +110,8 @@ def check_model_fits(model: ModelConfig, spaces: EnvSpaces, q_network: bool) -> 
     free = psutil.virtual_memory().available
     if need > free:
         sizes = f"model.hidden_sizes={list(model.hidden_sizes)}"
+        if model.encoder == "nature_cnn":
+            sizes += f" and model.conv_channels={list(model.conv_channels)}"
         what = {"mlp": sizes, "custom": "model=custom"}.get(model.encoder, f"model={model.encoder} with {sizes}")
         raise ConfigError(
             f"{what} makes a network of {params / 1e9:.2f} G parameters, whose weights, gradients and Adam state "

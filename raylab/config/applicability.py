@@ -105,6 +105,7 @@ TABLE: tuple[Applies, ...] = (
     Applies("model.recurrent", model=Scope(BUILT_IN_MODELS, _BUILT_IN)),
     Applies("model.recurrent_size", model=Scope(BUILT_IN_MODELS, _BUILT_IN)),
     Applies("model.norm", model=Scope(("nature_cnn",), "BatchNorm after its convolutions")),
+    Applies("model.conv_channels", model=Scope(("nature_cnn",), "the widths of its three convolutions")),
     Applies(
         "model.rollout_precision",
         algo=Scope(LEARNER, "their rollout actors act with a copy of the learner's network"),

@@ -25,6 +25,11 @@ class ModelConfig:
     norm: Literal["none", "batch"] = "none"
     """nature_cnn: BatchNorm after each convolution of the Nature CNN (Mnih et al. 2015); workers act in eval
     mode."""
+    conv_channels: tuple[int, ...] = (32, 64, 64)
+    """nature_cnn: the output channels of its three convolutions (Mnih et al. 2015's 32, 64, 64). A CPU learner
+    spends most of an update in the convolutions' arithmetic (docs/benchmarks/internals.md), so narrower ones
+    buy updates a second: [16,32,32] makes a forward pass 0.38x the FLOPs at 84x84 and 0.39x at 64x64 (torch's
+    FlopCounterMode, hidden_sizes [512])."""
     log_std_init: float = 0.0
     """Continuous (Box) actions: the starting log standard deviation of the Gaussian policy (a learned,
     state-independent parameter per action dimension)."""
@@ -76,6 +81,11 @@ class ModelConfig:
             all(h > 0 for h in self.hidden_sizes),
             f"model.hidden_sizes must be positive layer widths (got {list(self.hidden_sizes)}): e.g. "
             "model.hidden_sizes=[256,256]",
+        )
+        check(
+            len(self.conv_channels) == 3 and all(c > 0 for c in self.conv_channels),
+            f"model.conv_channels must be 3 positive widths, one per convolution of the Nature CNN (got "
+            f"{list(self.conv_channels)}): e.g. model.conv_channels=[32,64,64]",
         )
         check(self.recurrent_size > 0, f"model.recurrent_size must be positive (got {self.recurrent_size})")
         check(

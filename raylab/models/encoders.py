@@ -33,17 +33,26 @@ class MLPEncoder(nn.Module):
 
 
 class NatureCNN(nn.Module):
-    """Mnih et al. 2015: 32x8x8/4, 64x4x4/2, 64x3x3/1, then Linear + ReLU layers. Input channel-first.
+    """Mnih et al. 2015: 32x8x8/4, 64x4x4/2, 64x3x3/1 (by default), then Linear + ReLU layers. Input
+    channel-first.
 
     ``batch_norm`` adds BatchNorm after each convolution, as some DQN Mario networks do (the convolutions
-    then drop their bias, which BatchNorm's shift replaces).
+    then drop their bias, which BatchNorm's shift replaces). ``conv_channels`` are the three convolutions'
+    output channels (model.conv_channels).
     """
 
-    def __init__(self, obs_shape: Sequence[int], hidden_sizes: Sequence[int], batch_norm: bool = False):
+    def __init__(
+        self,
+        obs_shape: Sequence[int],
+        hidden_sizes: Sequence[int],
+        batch_norm: bool = False,
+        conv_channels: Sequence[int] = (32, 64, 64),
+    ):
         super().__init__()
         channels = int(obs_shape[0])
+        c1, c2, c3 = (int(c) for c in conv_channels)
         layers: list[nn.Module] = []
-        for in_c, out_c, kernel, stride in ((channels, 32, 8, 4), (32, 64, 4, 2), (64, 64, 3, 1)):
+        for in_c, out_c, kernel, stride in ((channels, c1, 8, 4), (c1, c2, 4, 2), (c2, c3, 3, 1)):
             layers.append(nn.Conv2d(in_c, out_c, kernel, stride=stride, bias=not batch_norm))
             if batch_norm:
                 layers.append(nn.BatchNorm2d(out_c))

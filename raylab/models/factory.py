@@ -377,8 +377,9 @@ def build_encoder(cfg: ModelConfig, spaces: EnvSpaces) -> Encoder:
             )
         row_uint8 = np.dtype(spaces.obs_dtype) == np.uint8
         return KeyedEncoder(
-            spaces.obs_parts, row_uint8, cfg.encoder, cfg.hidden_sizes, cfg.image_scale, batch_norm=cfg.norm == "batch"
-        )
+            spaces.obs_parts, row_uint8, cfg.encoder, cfg.hidden_sizes, cfg.image_scale,
+            batch_norm=cfg.norm == "batch", conv_channels=cfg.conv_channels,
+        )  # fmt: skip
     if cfg.encoder in ("nature_cnn", "impala_cnn"):
         if len(spaces.obs_shape) != 3:
             raise ConfigError(
@@ -391,7 +392,9 @@ def build_encoder(cfg: ModelConfig, spaces: EnvSpaces) -> Encoder:
                 f"looks channel-last: transpose the observation (H, W, C) -> (C, H, W)"
             )
         if cfg.encoder == "nature_cnn":
-            encoder = NatureCNN(spaces.obs_shape, cfg.hidden_sizes, batch_norm=cfg.norm == "batch")
+            encoder = NatureCNN(
+                spaces.obs_shape, cfg.hidden_sizes, batch_norm=cfg.norm == "batch", conv_channels=cfg.conv_channels
+            )
         else:
             encoder = ImpalaCNN(spaces.obs_shape, cfg.hidden_sizes)
     else:

@@ -45,6 +45,7 @@ class KeyedEncoder(nn.Module):
         hidden_sizes: Sequence[int],
         image_scale: float = 1.0 / 255.0,
         batch_norm: bool = False,
+        conv_channels: Sequence[int] = (32, 64, 64),
     ):
         super().__init__()
         size = max(p.stop for p in parts)
@@ -61,7 +62,7 @@ class KeyedEncoder(nn.Module):
             torch.cat([torch.arange(p.start, p.stop) for p in vectors] or [torch.zeros(0)]).long(),
             persistent=False,
         )
-        cnns = [_cnn(cnn, p, batch_norm) for p in images]
+        cnns = [_cnn(cnn, p, batch_norm, conv_channels) for p in images]
         self.cnns = nn.ModuleList(cnns)
         width = sum(c.out_dim for c in cnns) + int(self.vector_index.numel())
         layers, self.out_dim = fully_connected(width, hidden_sizes)
@@ -77,7 +78,7 @@ class KeyedEncoder(nn.Module):
         return self.fc(torch.cat(features, dim=1))
 
 
-def _cnn(name: str, part: ObsPart, batch_norm: bool) -> NatureCNN | ImpalaCNN:
+def _cnn(name: str, part: ObsPart, batch_norm: bool, conv_channels: Sequence[int]) -> NatureCNN | ImpalaCNN:
     if name == "impala_cnn":
         return ImpalaCNN(part.shape, ())
     if name != "nature_cnn":
@@ -89,4 +90,4 @@ def _cnn(name: str, part: ObsPart, batch_norm: bool) -> NatureCNN | ImpalaCNN:
             f"the image part '{part.key}' is {part.shape[1]}x{part.shape[2]}, smaller than model=nature_cnn's "
             f"{NATURE_MIN_SIDE}x{NATURE_MIN_SIDE}: use model=impala_cnn (3x3 convolutions) or model=mlp"
         )
-    return NatureCNN(part.shape, (), batch_norm=batch_norm)
+    return NatureCNN(part.shape, (), batch_norm=batch_norm, conv_channels=conv_channels)

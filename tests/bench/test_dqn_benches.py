@@ -25,16 +25,21 @@ def bench(*args: str) -> subprocess.CompletedProcess:
 def test_learner_bench_writes_ratios_parity_and_a_plot(tmp_path):
     out = tmp_path / "learner.json"
     proc = bench("learner", "--batch-sizes", "4", "--rounds", "2", "--seconds", "0.2", "--variants", "eager_fp32",
-                 "amp", "frames64", "--output", str(out))  # fmt: skip
+                 "amp", "frames64", "frames64_narrow", "--output", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(out.read_text())
     r = report["batch_sizes"]["4"]
     assert r["ratio_vs_eager_fp32"]["eager_fp32"] == 1.0 and r["updates_per_s"]["amp"] > 0
-    assert len(r["rounds"]["amp"]) == 2 and r["precision"] == {"eager_fp32": "fp32", "amp": "bf16", "frames64": "fp32"}
+    assert len(r["rounds"]["amp"]) == 2
+    assert r["precision"] == {"eager_fp32": "fp32", "amp": "bf16", "frames64": "fp32", "frames64_narrow": "fp32"}
     assert r["loss_rel_diff_vs_eager_fp32"]["amp"] < 1e-2
     # 64x64 frames train on inputs of their own: timed, their loss not compared with the 84x84 network's
     assert r["updates_per_s"]["frames64"] > 0 and r["loss_rel_diff_vs_eager_fp32"]["frames64"] is None
     assert r["first_update_loss"]["frames64"] > 0
+    # narrower convolutions on the same 64x64 inputs: another network, so another first loss
+    assert report["variant_options"]["frames64_narrow"]["conv_channels"] == [16, 32, 32]
+    assert r["updates_per_s"]["frames64_narrow"] > 0 and r["loss_rel_diff_vs_eager_fp32"]["frames64_narrow"] is None
+    assert r["first_update_loss"]["frames64_narrow"] != r["first_update_loss"]["frames64"]
     assert report["machine"]["cores"] and out.with_suffix(".png").stat().st_size > 1000
 
 

@@ -131,6 +131,8 @@ TRAIN_MODEL_ALGO = [
     Case(T, "model.hidden_sizes=[64.5]", "model.hidden_sizes[0] must be an integer (got 64.5)", "model"),
     Case(T, "model.encoder=transformer", "model.encoder must be one of mlp, nature_cnn, impala_cnn, custom", "model"),
     Case(T, "model.norm=layerr", "model.norm must be one of none, batch (got 'layerr')", "model"),
+    Case(T, "+experiment=pong_ppo model.conv_channels=[16,32]", "model.conv_channels must be 3 positive widths, one per convolution of the Nature CNN (got [16, 32]): e.g. model.conv_channels=[32,64,64]", "model"),
+    Case(T, "model.conv_channels=[16,32,32]", "model.conv_channels=[16, 32, 32] applies to model=nature_cnn (the widths of its three convolutions), not model=mlp: remove it", "model"),
     Case(T, "model.dueling=yes", "model.dueling must be true or false (got 'yes')", "model"),
     Case(T, "model=custom", "model=custom needs model.factory=<package.module:function>", "model"),
     Case(T, "model=custom model.factory=nomod.x:make", "model.factory: module 'nomod.x' is not importable", "model"),

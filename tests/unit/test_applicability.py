@@ -17,7 +17,8 @@ FACTORY = "raylab_corridor.models:make_model"
 NON_DEFAULT = {
     "model.dueling": True, "model.normalize_obs": True, "model.log_std_init": -0.5, "model.init": "orthogonal",
     "model.recurrent": "lstm", "model.recurrent_size": 64,
-    "model.norm": "batch", "model.factory": FACTORY, "model.options": {"hidden": 3}, "model.rollout_precision": "bf16",
+    "model.norm": "batch", "model.conv_channels": [16, 32, 32], "model.factory": FACTORY,
+    "model.options": {"hidden": 3}, "model.rollout_precision": "bf16",
     "topology.chunks_in_flight": 2, "learner.publish_every_calls": 2, "learner.average_rate": 0.001,
     "learner.precision": "bf16", "learner.compile_mode": "reduce-overhead", "learner.compile": True,
     "learner.grad_accumulation": 2, "learner.prefetch": False, "learner.tf32": False, "learner.fused": True,

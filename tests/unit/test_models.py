@@ -53,6 +53,36 @@ def test_scaled_frames_equal_the_one_step_conversion_and_leave_the_frames_alone(
     assert got.min() == 0.0 and got.max() == 1.0
 
 
+@pytest.mark.parametrize("widths", [(32, 64, 64), (16, 32, 32), (8, 8, 24)])
+def test_nature_cnn_convolutions_take_the_configured_widths(widths):
+    """model.conv_channels sets the three convolutions' output channels, and the first hidden layer takes the
+    narrower features (24 x 7 x 7 on 84 x 84 frames for the last width 24); the default is Mnih et al.'s."""
+    net = build_q_network(ModelConfig(encoder="nature_cnn", hidden_sizes=(32,), conv_channels=widths), IMAGE)
+    convs = [m for m in net.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert [c.out_channels for c in convs] == list(widths)
+    assert [c.in_channels for c in convs] == [4, *widths[:2]]
+    first = next(m for m in net.modules() if isinstance(m, torch.nn.Linear))
+    assert first.in_features == widths[2] * 7 * 7
+    assert net(torch.zeros(2, 4, 84, 84, dtype=torch.uint8)).shape == (2, 6)
+    assert ModelConfig().conv_channels == (32, 64, 64)
+
+
+def test_image_parts_of_a_dict_observation_take_the_configured_widths():
+    from raylab.models.keyed import KeyedEncoder
+    from raylab.types import ObsPart
+
+    part = ObsPart("frame", "image", 0, 4 * 40 * 40, (4, 40, 40))
+    encoder = KeyedEncoder([part], True, "nature_cnn", (16,), conv_channels=(8, 16, 12))
+    assert [m.out_channels for m in encoder.modules() if isinstance(m, torch.nn.Conv2d)] == [8, 16, 12]
+
+
+@pytest.mark.parametrize("widths", [(32, 64), (32, 0, 64), (16, 32, 32, 32)])
+def test_conv_channels_other_than_three_positive_widths_are_refused(widths):
+    message = r"model.conv_channels must be 3 positive widths, one per convolution .*: e.g. model.conv_channels="
+    with pytest.raises(ConfigError, match=message + r"\[32,64,64\]$"):
+        ModelConfig(encoder="nature_cnn", conv_channels=widths)
+
+
 def test_nature_cnn_on_vectors_is_a_config_error():
     with pytest.raises(ConfigError, match="model=mlp"):
         build_q_network(ModelConfig(encoder="nature_cnn"), VECTOR)

@@ -112,5 +112,8 @@ def test_a_network_too_large_for_memory_is_refused_before_allocation_for_any_mod
     huge = ModelConfig(encoder="nature_cnn", hidden_sizes=[300000, 300000])
     with pytest.raises(ConfigError) as err:
         check_model_fits(huge, frames, q_network=True)
-    assert str(err.value).startswith("model=nature_cnn with model.hidden_sizes=[300000, 300000] makes a network of 9")
+    assert str(err.value).startswith(
+        "model=nature_cnn with model.hidden_sizes=[300000, 300000] and model.conv_channels=[32, 64, 64] makes a "
+        "network of 9"
+    )
     assert "GiB free here: choose smaller layers" in str(err.value) and torch.get_default_device().type == "cpu"
