@@ -5,10 +5,11 @@ new default in conf/experiment/atari_appo.yaml): the run's own resolved config, 
 
 What decides what is learned is compared: the seed, env, algorithm, model, topology, learner, replay, parameter
 server, stop and evaluation settings, and the policies; not the logger, checkpointing, Ray's own settings or the
-run's directory. A schema field the run's config lacks (added since it ran) is taken to match; one it has that the
-schema no longer has is a difference. A free-form mapping (``env.options``, ``policies``, ``stop.eval_extras``,
-...) holds the user's own keys, so it is compared whole, ``policy_mapping`` in its order (the first pattern that
-matches wins). A topology key set to ``auto`` is sized by the machine that ran it and is not compared.
+run's directory. A schema field the run's config lacks (added since it ran) is taken at its default
+(raylab.config.diff.with_defaults); one it has that the schema no longer has is a difference. A free-form mapping
+(``env.options``, ``policies``, ``stop.eval_extras``, ...) holds the user's own keys, so it is compared whole,
+``policy_mapping`` in its order (the first pattern that matches wins). A topology key set to ``auto`` is sized by
+the machine that ran it and is not compared.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from raylab.config.diff import first_difference
+from raylab.config.diff import first_difference, with_defaults
 from raylab.errors import ConfigError
 
 COMPARED = (
@@ -73,7 +74,7 @@ def _sections(obj: Any, key: str = "") -> set[str]:
 def difference(ran: dict[str, Any], asked: Asked) -> str | None:
     """None when a run whose resolved config was ``ran`` is the run ``asked`` describes; else its first differing
     setting, as ``algo.vtrace_lambda was 1.0, now 0.95``."""
-    found = _first(settings(ran), asked.values, "", asked)
+    found = _first(settings(with_defaults(ran)), asked.values, "", asked)
     return None if found is None else f"{found[0]} was {found[1]!r}, now {found[2]!r}"
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from raylab.config.diff import first_difference, select, without_missing
+from raylab.config.diff import first_difference, select, with_defaults, without_missing
 from raylab.errors import ConfigError, RaylabError
 from raylab.learner.checkpoint import load_checkpoint
 from raylab.replay.snapshot import snapshot_path
@@ -122,8 +122,9 @@ def load_resume(run_dir: str | Path, config: dict[str, Any]) -> ResumeState:
 
 def check_compatible(saved: dict[str, Any], new: dict[str, Any], path: Path) -> None:
     """The sections of MUST_MATCH, and each policy's algo, model and replay overrides, as the checkpoint has them
-    (a key the checkpoint's config lacks, from before the key existed, is taken to match); the mapping's
-    patterns also in order (the first that matches wins)."""
+    (a key the checkpoint's config lacks, from before the key existed, is taken at its default: raylab.config.diff);
+    the mapping's patterns also in order (the first that matches wins)."""
+    saved = with_defaults(saved)
     names = sorted(set(saved.get("policies") or {}) | set(new.get("policies") or {}))
     policy_keys = [f"policies.{name}.{section}" for name in names for section in ("algo", "model", "replay")]
     for key in (*MUST_MATCH, *policy_keys):

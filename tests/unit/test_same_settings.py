@@ -1,7 +1,8 @@
 """``bench learn --reuse`` reads a finished run back only if it ran with the settings its overrides resolve to now
 (raylab/bench/same_settings.py): a run's own config, through JSON as benchmark_metrics.json keeps it, is the same
 run; a changed default, a key in a free-form mapping, a reordered policy mapping or another seed is not; a field
-added to the schema since the run, or a topology size left to the machine, is not a difference."""
+added to the schema since the run is taken at its default, and a topology size left to the machine is not
+compared."""
 
 from __future__ import annotations
 
@@ -48,12 +49,17 @@ def test_a_changed_default_another_seed_and_a_new_key_in_a_free_form_mapping_are
     assert difference(ran, asked) is not None and difference(ran, asked).startswith("eval.env_options")
 
 
-def test_a_field_added_since_is_no_difference_and_one_removed_since_is():
+def test_a_field_added_since_is_taken_at_its_default_and_one_removed_since_is_a_difference():
     asked = settings_for(["+experiment=atari_appo"], seed=0)
     ran = as_recorded(asked.values)
-    del ran["algo"]["vtrace_lambda"], ran["learner"]["lr_schedule"]  # fields the schema did not have then
-    assert difference(ran, asked) is None
+    del ran["learner"]["lr_schedule"], ran["model"]["conv_channels"]  # fields the schema did not have then ...
+    assert difference(ran, asked) is None  # ... which the recipe leaves at their defaults: what the run did
+    del ran["algo"]["vtrace_lambda"]  # one the recipe sets off its default (1): the run cannot have had 0.95
+    assert difference(ran, asked) == "algo.vtrace_lambda was 1.0, now 0.95"
+    ran = as_recorded(asked.values)
     ran["algo"]["retired"] = 3  # a setting the schema no longer has
+    assert difference(ran, asked) == "algo.retired was 3, now None"
+    del ran["algo"]["vtrace_lambda"]  # a config that no longer builds: a field it lacks is taken to match
     assert difference(ran, asked) == "algo.retired was 3, now None"
 
 
