@@ -362,12 +362,13 @@ def atari_seeds(data: list[Json]) -> str:
     """More seeds of the Atari table's games (learn JSONs of the same recipe and budget, after the table's own):
     per game, every seed's final greedy score (10 whole games) and training return (the recent whole games,
     sampled actions; "—" for a run that recorded none, left out of the mean), the means over the seeds, and the
-    greedy mean as a share of CleanRL's 40M-frame figure (the JAX script's where the PyTorch one has none)."""
+    greedy mean as a share of CleanRL's 40M-frame figure (the JAX script's where the PyTorch one has none). Each
+    seed's CPU is named: the recipe's precision comes from the machine (bf16 where the CPU computes it natively)."""
     runs: dict[str, list[Json]] = {}
     for report in data:
         for run in (r for r in report["runs"] if r["ok"]):
-            runs.setdefault(run["variant"], []).append(run)
-    header = ["game", "seeds", "greedy per seed (10 games each)", "greedy: mean", "training per seed",
+            runs.setdefault(run["variant"], []).append({**run, "cpu": run_cpu(run, report)})
+    header = ["game", "seeds", "CPU per seed", "greedy per seed (10 games each)", "greedy: mean", "training per seed",
               "training: mean", "CleanRL at 40M frames", "greedy mean ÷ CleanRL"]  # fmt: skip
     rows = []
     for game, group in sorted(runs.items()):
@@ -379,7 +380,7 @@ def atari_seeds(data: list[Json]) -> str:
         known = [t for t in train if t is not None]
         envpool, _, jax_figure, mean = CLEANRL_PPO_ATARI.get(game, ("—", "—", "—", None))
         rows.append([
-            game, ", ".join(str(r["seed"]) for r in group),
+            game, ", ".join(str(r["seed"]) for r in group), ", ".join(r["cpu"] for r in group),
             ", ".join(f"{_ret(r['final_eval_return'])} ± {_ret(r['final_eval_std'])}" for r in group),
             _ret(sum(greedy) / len(greedy)), ", ".join("—" if t is None else _ret(t) for t in train),
             _ret(sum(known) / len(known)) if known else "—", envpool if envpool != "—" else f"{jax_figure} (JAX)",

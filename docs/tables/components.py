@@ -21,6 +21,7 @@ LEARNER_LABELS = {
     "bf16_compile_ro": "bf16 + compile, reduce-overhead",
     "fp16_compile_ro": "fp16 + compile, reduce-overhead",
     "frames64": "eager fp32, 64x64 frames",
+    "frames64_narrow": "eager fp32, 64x64 frames, convolutions 16/32/32",
 }
 
 

@@ -208,6 +208,11 @@ TABLES: dict[str, Table] = {
     "learner_cpu_avx2_frames": Table(
         ("learner_cpu_avx2_frames.json",), learner, "DQN learner updates/s on 84x84 and 64x64 frames on the AVX2 CPU"
     ),
+    "learner_cpu_avx2_narrow": Table(
+        ("learner_cpu_avx2_narrow.json",),
+        learner,
+        "DQN learner updates/s with the Nature CNN's convolutions at half their widths, on the AVX2 CPU",
+    ),
     "frame_conversion": Table(
         ("frame_conversion.json",), frame_conversion, "uint8 frames to a CNN's channels-last input, two ways"
     ),

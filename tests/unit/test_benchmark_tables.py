@@ -314,7 +314,7 @@ def test_a_larger_machines_run_sits_beside_the_tables_run_of_its_game_read_at_10
 
 
 def test_more_seeds_of_a_game_give_each_seeds_score_and_their_mean_against_cleanrl():
-    """A game with a run in several JSONs: each seed's greedy score and training return, in seed order ("—" for a
+    """A game with a run in several JSONs: each seed's CPU, greedy score and training return, in seed order ("—" for a
     run that recorded none, left out of the mean), and the mean greedy score as a share of CleanRL's envpool
     figure (the JAX script's where there is none); a game with one seed is left to the table's own row."""
     from docs.tables.atari import atari_seeds
@@ -322,18 +322,21 @@ def test_more_seeds_of_a_game_give_each_seeds_score_and_their_mean_against_clean
     def run(game: str, seed: int, greedy: float, train: float | None) -> dict:
         return {**_atari_run(game, 2_500_608, [], greedy, 4400, 2300), "seed": seed, "final_train_return": train}
 
-    table = {"runs": [run("BeamRider", 0, 2479.2, 1690.9), run("Breakout", 0, 307.8, 121.7),
-                      run("SpaceInvaders", 0, 575.0, 611.2)]}  # fmt: skip
-    more = {"runs": [run("BeamRider", 1, 2560.8, 1800.0), run("BeamRider", 2, 0.0, 0.0) | {"ok": False},
-                     run("SpaceInvaders", 1, 625.0, None)]}  # fmt: skip
+    xeon, epyc = {"cpu": "Intel(R) Xeon(R) Processor"}, {"cpu": "AMD EPYC"}
+    table = {"machine": xeon, "runs": [run("BeamRider", 0, 2479.2, 1690.9), run("Breakout", 0, 307.8, 121.7),
+                                       run("SpaceInvaders", 0, 575.0, 611.2)]}  # fmt: skip
+    # a run read back keeps the stamp of the machine it trained on, not the file's
+    more = {"machine": epyc, "runs": [run("BeamRider", 1, 2560.8, 1800.0) | {"recorded": xeon},
+                                      run("BeamRider", 2, 0.0, 0.0) | {"ok": False},
+                                      run("SpaceInvaders", 1, 625.0, None)]}  # fmt: skip
     text = atari_seeds([more, table])
     rows = {line.split(" | ")[0]: line.split(" | ") for line in text.splitlines() if line.startswith("| ")}
     assert "| Breakout" not in rows
     # 2,520 is 101 % of the envpool figure 2,501.85 and 102 % of the JAX one 2,478.44
-    assert rows["| BeamRider"][1:] == ["0, 1", "2479.2 ± 1.00, 2560.8 ± 1.00", "2520.0", "1690.9, 1800.0", "1745.5",
-                                       "2,501.85 ± 210.52", "101 % |"]  # fmt: skip
-    assert rows["| SpaceInvaders"][1:] == ["0, 1", "575.0 ± 1.00, 625.0 ± 1.00", "600.0", "611.2, —", "611.2",
-                                           "1,188.82 ± 80.52 (JAX)", "50 % |"]  # fmt: skip
+    assert rows["| BeamRider"][1:] == ["0, 1", "Intel Xeon, Intel Xeon", "2479.2 ± 1.00, 2560.8 ± 1.00", "2520.0",
+                                       "1690.9, 1800.0", "1745.5", "2,501.85 ± 210.52", "101 % |"]  # fmt: skip
+    assert rows["| SpaceInvaders"][1:] == ["0, 1", "Intel Xeon, AMD EPYC", "575.0 ± 1.00, 625.0 ± 1.00", "600.0",
+                                           "611.2, —", "611.2", "1,188.82 ± 80.52 (JAX)", "50 % |"]  # fmt: skip
 
 
 def test_the_mario_table_gives_each_final_flag_rate_its_interval_and_names_cpus_only_when_they_differ():
@@ -361,3 +364,12 @@ def test_the_mario_table_gives_each_final_flag_rate_its_interval_and_names_cpus_
                                                                             run("b", None, 0.7, 10)]})  # fmt: skip
     assert mixed["`a`"][5] == "600 (AMD EPYC)" and mixed["`b`"][5] == "600 (Intel Xeon)"
     assert mixed["`b`"][9] == "0.7 (0.40-0.89), 3,104"
+
+
+def test_every_learner_bench_variant_has_a_column_label():
+    """``raylab.bench learner``'s variants each get a label in the learner table: without one, rendering a JSON
+    that has the variant fails with a KeyError and so does the docs build."""
+    from docs.tables.components import LEARNER_LABELS
+    from raylab.bench.learner_speed import VARIANTS
+
+    assert set(VARIANTS) - {"eager_fp32", "amp", "amp_compile"} <= set(LEARNER_LABELS)
