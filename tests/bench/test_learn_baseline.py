@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from raylab.bench import learn
+from raylab.bench.same_settings import settings_for
 from raylab.config import EnvConfig
 from raylab.envs.registry import make_vector_env
 from raylab.errors import ConfigError
@@ -25,11 +26,16 @@ def test_random_actions_in_a_box_are_drawn_within_the_envs_own_bounds():
     assert out["episodes"] == 4 and -1700 < out["return_mean"] < -700  # Pendulum's random policy: about -1200
 
 
+def ran_with(overrides: list[str], seed: int) -> dict:
+    """The resolved config a run of ``overrides`` keeps in its benchmark_metrics.json (the part --reuse checks)."""
+    return settings_for(overrides, seed).values
+
+
 def test_reuse_reads_finished_runs_instead_of_running_them(tmp_path, monkeypatch):
     run_dir = tmp_path / "runs" / "ppo_seed0"
     run_dir.mkdir(parents=True)
     report = {
-        "config": {"stop": {"mean_return": None}}, "evals": [{"time_s": 5.0, "env_steps": 100, "return_mean": 3.0}],
+        "config": ran_with(["env=fake"], 0), "evals": [{"time_s": 5.0, "env_steps": 100, "return_mean": 3.0}],
         "duration_hours": 10 / 3600, "stop_reason": "10 s >= stop.seconds=10", "total_timesteps": 1000,
         "total_updates": 10, "throughput": {"agent_steps_per_s": 100.0, "learner_updates_per_s": 1.0},
         "eval": {"return_mean": 4.0, "return_std": 0.5, "episodes": 10},
@@ -59,7 +65,7 @@ def test_a_run_read_back_keeps_the_process_time_its_own_invocation_recorded(tmp_
     run_dir = tmp_path / "runs" / "ppo_seed0"
     run_dir.mkdir(parents=True)
     report = {
-        "config": {"stop": {"mean_return": None}}, "evals": [], "duration_hours": 10 / 3600, "stop_reason": "done",
+        "config": ran_with(["env=fake"], 0), "evals": [], "duration_hours": 10 / 3600, "stop_reason": "done",
         "total_timesteps": 1000, "total_updates": 10,
         "throughput": {"agent_steps_per_s": 100.0, "learner_updates_per_s": 1.0},
         "eval": {"return_mean": 4.0, "return_std": 0.5, "episodes": 10},
@@ -166,7 +172,7 @@ def test_a_run_brings_its_training_curve_and_final_training_return(tmp_path):
     """The Atari table's training score and curve: metrics.jsonl's rows with a training return, frames beside
     steps, thinned evenly to the cap, a line cut short by a kill skipped; the last 100 episodes' mean return."""
     report = {
-        "config": {"stop": {"mean_return": None}}, "evals": [], "duration_hours": 1.0, "stop_reason": "done",
+        "config": ran_with(["env=fake"], 0), "evals": [], "duration_hours": 1.0, "stop_reason": "done",
         "total_timesteps": 1000, "total_updates": 10,
         "throughput": {"agent_steps_per_s": 500.0, "learner_updates_per_s": 5.0, "env_frames_per_s": 2000.0},
         "eval": {"return_mean": 5.0, "return_std": 0.0, "episodes": 10},
