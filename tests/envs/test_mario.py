@@ -10,7 +10,7 @@ import pytest
 
 from raylab.config import EnvConfig
 from raylab.envs import env_spaces, make_env
-from raylab.envs.mario import MarioEnv, parse_id
+from raylab.envs.mario import MarioEnv, _bgrx_buffer, parse_id
 from raylab.envs.registry import check_env_config
 from raylab.errors import ConfigError
 
@@ -52,6 +52,20 @@ def test_frames_are_copies_not_views_of_the_emulator_buffer():
     for _ in range(60):
         env.step(1)
     np.testing.assert_array_equal(first, kept)
+
+
+def test_frames_come_from_the_emulators_bgrx_buffer_and_equal_its_rgb_view():
+    """nes-py 8.2.1 lays its frame out as BGRx bytes; the RGB frame is one channel swap of that buffer (the
+    reference crcs above check its pixels over 5,000 steps); a layout that is not that one takes nes-py's view."""
+    env = MarioEnv("SuperMarioBros-1-1-v0")
+    env.reset()
+    for _ in range(40):
+        frame, *_ = env.step(1)
+    assert env._bgrx is not None and np.shares_memory(env._bgrx, env._nes.screen)
+    np.testing.assert_array_equal(frame, env._nes.screen)
+    assert frame.flags["C_CONTIGUOUS"] and frame.dtype == np.uint8
+    rgb = np.zeros((240, 256, 4), np.uint8)[:, :, :3]  # an RGB view of some other layout
+    assert _bgrx_buffer(rgb) is None and _bgrx_buffer(np.zeros((240, 256, 3), np.uint8)) is None
 
 
 def test_preprocessed_observations_and_info():
