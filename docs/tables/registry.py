@@ -32,6 +32,7 @@ from .components import (
     learner,
     learner_profile,
     learner_step_cost,
+    mario_frame_copy,
     nature_cnn_layers,
     policy_inference,
     ppo_fused_update,
@@ -215,6 +216,9 @@ TABLES: dict[str, Table] = {
     ),
     "frame_conversion": Table(
         ("frame_conversion.json",), frame_conversion, "uint8 frames to a CNN's channels-last input, two ways"
+    ),
+    "mario_frame_copy": Table(
+        ("mario_frame_copy.json",), mario_frame_copy, "Mario frames out of nes-py: a strided copy against a swap"
     ),
     "nature_cnn_layers": Table(
         ("nature_cnn_layers.json",), nature_cnn_layers, "the Nature CNN's layers on one CPU thread: time and GFLOP/s"
