@@ -23,7 +23,6 @@ import re
 from functools import cache
 from typing import Any
 
-import cv2
 import gymnasium as gym
 import numpy as np
 
@@ -171,6 +170,9 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
         self.action_space = gym.spaces.Discrete(len(self._codes))
         self._screen = np.zeros((240, 256, 3), np.uint8)
         self._bgrx = _bgrx_buffer(self._nes.screen)
+        import cv2  # as the other image wrappers do: importing raylab.envs does not load OpenCV
+
+        self._cv2 = cv2
         self._stall_frames = stall_frames
         self._flag_reward = float(flag_reward)
         self._stall_penalty = None if stall_penalty is None else float(stall_penalty)
@@ -203,7 +205,7 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
         if self._repress:
             on_ground = code & A_BUTTON and self._nes.ram[FLOAT_STATE] == 0
             self._a_on_ground = self._a_on_ground + 1 if on_ground else 0
-        self._screen = self._frame()  # nes-py returns a view of the frame buffer the next step overwrites
+        self._screen = self._frame()  # a copy: the emulator overwrites its frame buffer on the next step
         info = self._info(raw_info)
         if info["flag_get"] and not self._on_flag:  # once a flag: a whole-game id plays on to the next stage
             reward += self._flag_reward
@@ -225,11 +227,12 @@ class MarioEnv(gym.Env[np.ndarray, np.int64]):
         return self._screen, float(reward), bool(done), truncated, info
 
     def _frame(self) -> np.ndarray:
-        """A copy of the emulator's screen as RGB: one channel swap from its contiguous BGRx buffer (~10 us a
-        frame) where nes-py lays it out so, else a copy of its RGB view (a strided copy, ~0.4 ms)."""
+        """A copy of the emulator's screen as RGB: one channel swap of its contiguous BGRx buffer where nes-py lays
+        it out so, else an element-by-element copy of nes-py's strided RGB view of it (benchmarks/mario_frame_copy.py
+        times both)."""
         if self._bgrx is None:
             return np.array(self._nes.screen)
-        return cv2.cvtColor(self._bgrx, cv2.COLOR_BGRA2RGB)
+        return self._cv2.cvtColor(self._bgrx, self._cv2.COLOR_BGRA2RGB)
 
     def render(self) -> np.ndarray | None:
         return self._screen.copy() if self.render_mode == "rgb_array" else None

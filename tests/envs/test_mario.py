@@ -66,6 +66,8 @@ def test_frames_come_from_the_emulators_bgrx_buffer_and_equal_its_rgb_view():
     assert frame.flags["C_CONTIGUOUS"] and frame.dtype == np.uint8
     rgb = np.zeros((240, 256, 4), np.uint8)[:, :, :3]  # an RGB view of some other layout
     assert _bgrx_buffer(rgb) is None and _bgrx_buffer(np.zeros((240, 256, 3), np.uint8)) is None
+    shifted = np.zeros(240 * 256 * 4, np.uint8).reshape(240, 256, 4)[:, :, ::-1][:, :, :3]  # channels 3, 2, 1
+    assert shifted.strides == (1024, 4, -1) and _bgrx_buffer(shifted) is None
 
 
 def test_preprocessed_observations_and_info():
