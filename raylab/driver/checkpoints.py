@@ -147,7 +147,9 @@ class CheckpointManager:
         return latest["learner"] if latest is not None else None
 
     def _counters(self) -> dict[str, Any]:
-        """What every checkpoint holds besides the learner (and final.pt's policy), in this order."""
+        """What every checkpoint holds besides the learner (and final.pt's policy), in this order: the counters,
+        the training seconds, each worker's env steps, the driver's RNG, the config, and the history a resumed
+        run's report continues (its evaluations and last 100 episodes: Progress.history)."""
         p = self.progress
         return {
             "counters": {
@@ -160,6 +162,7 @@ class CheckpointManager:
             "workers": {str(k): int(v["env_steps"]) for k, v in p.workers.items()},
             "rng": rng_state(),
             "config": self.config,
+            "history": p.history(),
         }
 
     def _snapshot(self, checkpoint_name: str) -> None:

@@ -92,6 +92,11 @@ class RunMonitor:
             p.workers[worker_id] = {"chunks": 0, "env_steps": steps, "policy_version_first": 0}
         if resume.rng is not None:
             set_rng_state(resume.rng)
+        if resume.history is not None:
+            p.restore_history(resume.history)
+        aside = self.outputs.set_aside_rows_after(resume.env_steps, resume.path.stem)
+        if aside is not None:
+            print(f"raylab: the metrics rows after {resume.path.name} went to {aside.name}", flush=True)
         self.resumed_from = str(resume.path)
         print(f"raylab: resuming from {resume.path} at {resume.env_steps:,} env steps", flush=True)
 

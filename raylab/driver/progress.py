@@ -70,6 +70,13 @@ class PolicyProgress:
         self.episodes, self.version = counters.get("episodes", 0), counters.get("version", 0)
         self.mark = (self.env_steps, self.updates)
 
+    def history(self) -> dict[str, Any]:
+        """Its last 100 episodes, which a checkpoint keeps beside the counters (``Progress.history``)."""
+        return _episodes(self.returns, self.lengths, self.extras)
+
+    def restore_history(self, history: dict[str, Any]) -> None:
+        _restore_episodes(history, self.returns, self.lengths, self.extras)
+
     def summary(self) -> dict[str, Any]:
         """benchmark_metrics.json's ``policies.<name>``."""
         return {
@@ -85,6 +92,23 @@ class PolicyProgress:
             if self.eval_returns is not None and len(self.eval_returns)
             else None,
         }
+
+
+def _episodes(returns: deque[float], lengths: deque[int], extras: dict[str, deque[float]]) -> dict[str, Any]:
+    return {
+        "returns": [float(r) for r in returns],
+        "lengths": [int(n) for n in lengths],
+        "extras": {key: [float(v) for v in values] for key, values in extras.items()},
+    }
+
+
+def _restore_episodes(
+    history: dict[str, Any], returns: deque[float], lengths: deque[int], extras: dict[str, deque[float]]
+) -> None:
+    returns.extend(float(r) for r in history.get("returns", []))
+    lengths.extend(int(n) for n in history.get("lengths", []))
+    for key, values in history.get("extras", {}).items():
+        extras.setdefault(key, deque(maxlen=100)).extend(float(v) for v in values)
 
 
 class _Report(NamedTuple):
@@ -154,6 +178,34 @@ class Progress:
         self.last_rates: dict[str, float] = {}
         self.end: float | None = None
         """When training stopped; time after it (draining, final eval, writing) is not training time."""
+
+    def history(self) -> dict[str, Any]:
+        """What a checkpoint keeps besides the counters, so that a resumed run reports the whole run, not only the
+        part after its resume: the periodic evaluations, the last 100 episodes (returns, lengths, the env's own
+        values), the first 10 returns, the best 10-episode mean with the window it runs over, and each policy's
+        last 100 episodes. Plain lists and numbers (a checkpoint is loaded with ``weights_only``)."""
+        return {
+            "evals": [dict(e) for e in self.evals],
+            **_episodes(self.returns, self.lengths, self.extras),
+            "first_returns": list(self.first_returns),
+            "window": list(self._window),
+            "best_window_mean": self.best_window_mean if math.isfinite(self.best_window_mean) else None,
+            "env_restarts": self.env_restarts,
+            "policies": {name: track.history() for name, track in self.policies.items()},
+        }
+
+    def restore_history(self, history: dict[str, Any]) -> None:
+        """Continue from ``history`` (``history()`` of the run this one resumes)."""
+        self.evals = [dict(e) for e in history.get("evals", [])]
+        _restore_episodes(history, self.returns, self.lengths, self.extras)
+        self.first_returns = [float(r) for r in history.get("first_returns", [])]
+        self._window.extend(float(r) for r in history.get("window", []))
+        best = history.get("best_window_mean")
+        self.best_window_mean = -math.inf if best is None else float(best)
+        self.env_restarts = int(history.get("env_restarts", 0))
+        for name, track in history.get("policies", {}).items():
+            if name in self.policies:
+                self.policies[name].restore_history(track)
 
     def restart_clock(self) -> None:
         """Start timing now (after actors are up), so throughput excludes start-up."""

@@ -3,13 +3,16 @@
 What a checkpoint holds (periodic ``step_<env steps>.pt`` and ``final.pt``, written atomically): the
 learner's full state (modules, optimizer, version; A3C: every parameter-server shard with its RMSProp
 state), the counters (env steps, updates, episodes, training seconds, each rollout worker's env steps, so
-that exploration schedules continue where they were), the driver's RNG states and the config. The replay
-is saved only with ``checkpoint.replay=true`` (raylab.replay.snapshot: one file per shard beside each
-checkpoint), which a resumed DQN run then loads; without it the run refills its replay to
+that exploration schedules continue where they were), the driver's RNG states, the config, and the run's
+history (its periodic evaluations and last 100 episodes, so that a resumed run's benchmark_metrics.json covers
+the whole run). The replay is saved only with ``checkpoint.replay=true`` (raylab.replay.snapshot: one file per
+shard beside each checkpoint), which a resumed DQN run then loads; without it the run refills its replay to
 ``replay.min_size`` before learning again. Rollout actors restart their envs on fresh seeds.
 
 A resumed run writes into the run dir it resumes: metrics.jsonl continues, newer checkpoints join the old
-ones. Everything that shapes the networks or the data must match the checkpoint's config (env, algo, model,
+ones. The rows a stopped run wrote after the checkpoint it resumes from (training that the resume does over) are
+moved to ``metrics.after-<checkpoint>.jsonl`` beside it, so metrics.jsonl reads as one run and nothing is lost.
+Everything that shapes the networks or the data must match the checkpoint's config (env, algo, model,
 topology name); a mismatch, or a corrupt checkpoint, is a one-line error before anything is written.
 """
 
@@ -45,6 +48,9 @@ class ResumeState:
     rng: dict[str, Any] | None = None
     policies: dict[str, dict[str, int]] = field(default_factory=dict)
     """Several policies: each one's counters at the checkpoint (env_steps, updates, episodes)."""
+    history: dict[str, Any] | None = None
+    """Progress.history at the checkpoint (its evaluations, its last 100 episodes); None in a checkpoint written
+    before checkpoints kept it, whose resumed run reports from its resume on."""
 
     def replay_snapshot(self, shard: int) -> Path | None:
         """The replay snapshot of ``shard`` written with this checkpoint (checkpoint.replay), if there is one."""
@@ -117,6 +123,7 @@ def load_resume(run_dir: str | Path, config: dict[str, Any]) -> ResumeState:
         workers={int(k): int(v) for k, v in state.get("workers", {}).items()},
         rng=state.get("rng"),
         policies={str(k): {c: int(n) for c, n in v.items()} for k, v in counters.get("policies", {}).items()},
+        history=state.get("history"),
     )
 
 

@@ -81,6 +81,39 @@ def test_a_resumed_run_keeps_the_best_policy_of_its_first_part(tmp_path):
     assert load_checkpoint(tmp_path / "checkpoints" / "final.pt")["policy"]["version"] > first["best"]["version"]
 
 
+def test_a_run_stopped_after_a_periodic_checkpoint_resumes_with_its_history(tmp_path):
+    """A run killed after a periodic checkpoint (no final.pt, no benchmark_metrics.json, metrics rows written past
+    the checkpoint) resumes from it: its report holds the evaluations and episodes from before the resume as well
+    as after, the rows past the checkpoint are kept beside metrics.jsonl, and metrics.jsonl reads as one run. The
+    stopped run is made so whatever the machine's speed: its final.pt becomes its last periodic checkpoint."""
+    evaluated = ("topology=local", "eval.every_env_steps=400", "eval.episodes=2")
+    first = run(make_config(tmp_path, *SHORT, *evaluated, "stop.env_steps=2000"))
+    ckpts = tmp_path / "checkpoints"
+    saved = load_checkpoint(ckpts / "final.pt")
+    steps = saved["counters"]["env_steps"]
+    assert saved["history"]["evals"] and steps == first.env_steps
+    path = ckpts / f"step_{steps:012d}.pt"
+    for old in ckpts.glob("*.pt"):
+        if old.name != "final.pt":
+            old.unlink()
+    (ckpts / "final.pt").rename(path)
+    (tmp_path / "benchmark_metrics.json").unlink()
+    with (tmp_path / "metrics.jsonl").open("a") as f:  # what the stopped run wrote after its checkpoint
+        f.write(json.dumps({"time_s": 1e6, "env_steps": steps + 700}) + "\n")
+    later = ("topology=local", "eval.every_env_steps=400", "eval.episodes=2", "stop.env_steps=4000")
+    run(make_config(tmp_path / "ignored", *SHORT, *later, f"resume={tmp_path}"))
+    bm = json.loads((tmp_path / "benchmark_metrics.json").read_text())
+    assert bm["resumed_from"] == str(path)
+    before = [e for e in bm["evals"] if e["env_steps"] <= steps]
+    assert before == saved["history"]["evals"] and len(bm["evals"]) > len(before)  # both parts' evaluations
+    assert bm["performance"]["initial_reward"] == pytest.approx(np.mean(saved["history"]["first_returns"]))
+    (aside,) = tmp_path.glob("metrics.after-*.jsonl")
+    assert aside.name == f"metrics.after-{path.stem}.jsonl"
+    assert [json.loads(line)["env_steps"] for line in aside.read_text().splitlines()] == [steps + 700]
+    row_steps = [r["env_steps"] for r in rows(tmp_path)]
+    assert row_steps == sorted(row_steps) and row_steps[-1] >= 4000
+
+
 def test_resumed_exploration_continues_where_it_was(tmp_path):
     first, _, _ = resume_pair(tmp_path, CASES["dqn_local"])
     first_rows = [r for r in rows(tmp_path) if r["env_steps"] <= first.env_steps]

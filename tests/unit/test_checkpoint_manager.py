@@ -22,7 +22,7 @@ from raylab.driver.resume import ResumeState
 from raylab.envs import env_spaces
 from raylab.learner.checkpoint import load_checkpoint
 from raylab.replay.snapshot import snapshot_path
-from raylab.types import Weights
+from raylab.types import Episodes, EvalResult, RolloutStats, Weights
 from tests.conftest import FAKE, make_config
 
 Make = Callable[..., tuple[CheckpointManager, Progress]]
@@ -77,9 +77,32 @@ def test_a_periodic_checkpoint_holds_the_counters_and_the_config(make, tmp_path)
     progress.workers[0] = {"chunks": 3, "env_steps": 600, "policy_version_first": 0}
     name = manager.save_periodic({"w": torch.ones(2)})
     saved = load_checkpoint(tmp_path / "checkpoints" / name)
-    assert list(saved) == ["learner", "counters", "train_seconds", "workers", "rng", "config"]
+    assert list(saved) == ["learner", "counters", "train_seconds", "workers", "rng", "config", "history"]
     assert saved["counters"] == {"env_steps": 1000, "updates": 50, "episodes": 7}
     assert saved["workers"] == {"0": 600} and saved["config"]["env"]["id"] == "Fake-v0"
+    assert saved["history"] == progress.history()
+
+
+def test_a_resumed_progress_reports_the_whole_run(make, tmp_path):
+    """What benchmark_metrics.json reads from the counters (the evaluations, the last 100 episodes, the first
+    returns, the best 10-episode mean) comes back from a checkpoint, loaded as resume= loads it; episodes after the
+    resume join the restored ones."""
+    manager, progress = make()
+    for k in range(105):  # more than the 100 kept
+        extras = {"x_pos": np.array([10.0 * k])}
+        progress.add_rollout(RolloutStats(0, 10, 0, Episodes(np.array([float(k)]), np.array([k + 1]), extras), {}), 0)
+    progress.add_eval(EvalResult(3, np.array([5.0, 7.0]), np.array([9, 9]), extras={"flag_get": np.array([1.0, 0.0])}))
+    name = manager.save_periodic({"w": torch.ones(2)})
+    resumed = Progress()
+    resumed.restore_history(load_checkpoint(tmp_path / "checkpoints" / name)["history"])
+    assert resumed.evals == progress.evals and resumed.evals[0]["flag_get_mean"] == 0.5
+    assert list(resumed.returns) == [float(k) for k in range(5, 105)] and list(resumed.lengths) == list(range(6, 106))
+    assert list(resumed.extras["x_pos"]) == [10.0 * k for k in range(5, 105)]
+    assert resumed.first_returns == [float(k) for k in range(10)] and resumed.best_window_mean == 99.5
+    resumed.add_rollout(RolloutStats(0, 10, 0, Episodes(np.array([500.0]), np.array([3])), {}), 0)
+    assert resumed.returns[-1] == 500.0 and len(resumed.returns) == 100 and resumed.returns[0] == 6.0
+    assert resumed.best_window_mean == np.mean([*range(96, 105), 500.0])  # the window ran on across the resume
+    assert Progress().history()["best_window_mean"] is None  # -inf (no 10 episodes yet) is written as None
 
 
 def test_final_pt_holds_the_policy_and_comes_after_the_periodic_ones(make, tmp_path):
@@ -90,7 +113,7 @@ def test_final_pt_holds_the_policy_and_comes_after_the_periodic_ones(make, tmp_p
     policy = Weights(version=9, params={"layer": np.arange(3, dtype=np.float32)})
     manager.save_final({"w": torch.ones(1)}, policy)
     final = load_checkpoint(tmp_path / "checkpoints" / "final.pt")
-    assert list(final) == ["learner", "policy", "counters", "train_seconds", "workers", "rng", "config"]
+    assert list(final) == ["learner", "policy", "counters", "train_seconds", "workers", "rng", "config", "history"]
     assert final["policy"]["version"] == 9 and torch.equal(final["policy"]["params"]["layer"], torch.arange(3.0))
     assert final["counters"]["env_steps"] == 150 and final["learner"]["w"].item() == 1.0
     assert manager.files() == ["step_000000000100.pt", "final.pt"]  # benchmark_metrics.json's checkpoints

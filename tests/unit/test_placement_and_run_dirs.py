@@ -3,9 +3,11 @@ and a run dir that holds another run (it was trained over). Both are refused up 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from raylab.driver.outputs import check_holds_no_run, claim_run_dir
+from raylab.driver.outputs import RunOutputs, check_holds_no_run, claim_run_dir
 from raylab.driver.placement import check_placeable, unplaceable
 from raylab.errors import ConfigError
 from raylab.remote.host import Resources
@@ -72,6 +74,27 @@ def test_a_dir_holding_a_run_is_refused_and_untouched(tmp_path):
     claim_run_dir(tmp_path, overwrite=True)  # explicit: the old run's outputs go
     assert not (tmp_path / "checkpoints").exists() and not (tmp_path / "metrics.jsonl").exists()
     assert check_holds_no_run(tmp_path) == []
+
+
+def test_a_resumed_run_sets_aside_the_rows_after_its_checkpoint_and_loses_none(tmp_path):
+    """A run stopped after its last checkpoint (killed, the machine gone) wrote rows past it: a resume does that
+    training again, so those rows move to metrics.after-<checkpoint>.jsonl (a row the stop cut short with them),
+    and metrics.jsonl goes on as one run. A resume from final.pt moves nothing."""
+    rows = [json.dumps({"time_s": t, "env_steps": s}) + "\n" for t, s in ((1, 0), (2, 500), (3, 1000), (4, 1500))]
+    (tmp_path / "metrics.jsonl").write_text("".join(rows) + '{"time_s": 5, "env_st')
+    outputs = RunOutputs(tmp_path)
+    aside = outputs.set_aside_rows_after(1000, "step_000000001000")
+    outputs.append_metrics({"time_s": 3.5, "env_steps": 1100})
+    outputs.close()
+    assert aside == tmp_path / "metrics.after-step_000000001000.jsonl"
+    assert aside.read_text() == rows[3] + '{"time_s": 5, "env_st\n'
+    steps = [json.loads(line)["env_steps"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [0, 500, 1000, 1100]
+    again = RunOutputs(tmp_path)  # stopped again before the next checkpoint: the first set-aside file stays
+    assert again.set_aside_rows_after(1000, "step_000000001000") == tmp_path / "metrics.after-step_000000001000-2.jsonl"
+    assert aside.read_text() == rows[3] + '{"time_s": 5, "env_st\n'
+    assert again.set_aside_rows_after(1000, "final") is None  # nothing past it: nothing moved
+    again.close()
 
 
 def test_a_run_dir_under_a_file_or_unwritable(tmp_path):
