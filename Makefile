@@ -238,8 +238,8 @@ bench-pong-learning: install $(SF_VENV)/bin/python ## Pong learned on this machi
 	WANDB_MODE=disabled $(PY) benchmarks/pong_learning.py --sf-python $(SF_VENV)/bin/python $(ARGS)
 
 ATARI_GAMES ?= Pong Breakout BeamRider SpaceInvaders
-bench-atari-table: install ## one recipe, several games: +experiment=atari_appo per game in ATARI_GAMES to 10M frames, one seed each (~55 min a game on 2 cores); stopped, it resumes game by game (a finished game is read back, a stopped one moved aside and run again) -> benchmarks/atari_table.json, atari_table_curves.png
-	WANDB_MODE=disabled $(PY) -m raylab.bench learn --seeds 0 --reuse --restart-unfinished \
+bench-atari-table: install ## one recipe, several games: +experiment=atari_appo per game in ATARI_GAMES to 10M frames, one seed each (1-2.5 h a game on 2 cores); stopped, it resumes (a finished game is read back, a stopped one continues from its last checkpoint, 10 minutes apart) -> benchmarks/atari_table.json, atari_table_curves.png
+	WANDB_MODE=disabled $(PY) -m raylab.bench learn --seeds 0 --reuse --resume-unfinished \
 		$(foreach g,$(ATARI_GAMES),--variant $(g)=env.id=$(g)-v5) --output benchmarks/atari_table.json +experiment=atari_appo $(ARGS)
 	$(PY) benchmarks/atari_table_plot.py benchmarks/atari_table.json
 

@@ -25,8 +25,8 @@ from typing import Any
 from raylab.bench import plots
 from raylab.bench.checks import output_file
 from raylab.bench.machine import machine_info
-from raylab.bench.same_settings import SettingsCheck, refuse_or_move_aside, settings
-from raylab.errors import ConfigError
+from raylab.bench.same_settings import SettingsCheck, difference, refuse_or_move_aside, settings
+from raylab.errors import ConfigError, RaylabError
 from raylab.metrics.numbers import fmt_return
 
 
@@ -82,6 +82,14 @@ def add_parser(commands: Any) -> None:
         "with other settings than its overrides resolve to now, to <its dir>.other-settings-<time> (nothing is "
         "deleted)",
     )
+    p.add_argument(
+        "--resume-unfinished",
+        action="store_true",
+        help="with --reuse: as --restart-unfinished, except that a run an earlier invocation left unfinished "
+        "continues from its newest checkpoint (raylab.train resume=<its dir>) when it wrote one "
+        "(checkpoint.every_seconds) and ran with the settings its overrides resolve to now; its report then covers "
+        "the whole run, and only the training after that checkpoint is done again",
+    )
     p.set_defaults(func=run)
 
 
@@ -102,18 +110,22 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     output = Path(args.output)
     runs_dir = Path(args.runs_dir or Path("outputs") / "bench" / output.stem)
     names = [f"{name}_seed{seed}" for seed in args.seeds for name, _ in variants]
-    if args.restart_unfinished and not args.reuse:
-        raise ConfigError("--restart-unfinished goes with --reuse (finished runs read back): add --reuse")
+    resume_unfinished = args.resume_unfinished
+    restart = args.restart_unfinished or resume_unfinished
+    for flag, given in (("--restart-unfinished", args.restart_unfinished), ("--resume-unfinished", resume_unfinished)):
+        if given and not args.reuse:
+            raise ConfigError(f"{flag} goes with --reuse (finished runs read back): add --reuse")
     earlier = earlier_report(output, overrides) if args.reuse else {}  # refused before anything is changed
     planned = {(name, seed) for seed in args.seeds for name, _ in variants}
     # a finished run of another recipe is not this table's, though its overrides read the same (a variant run from
     # another tree with --source resolves its settings there, and is not checked)
     check = SettingsCheck({name: [*overrides, *extra] for name, extra in variants if name not in sources})
     stale = check.other_run_dirs(runs_dir, sorted(planned)) if args.reuse else {}
-    refuse_or_move_aside(runs_dir, stale, args.restart_unfinished)
-    if args.restart_unfinished:
-        move_unfinished_aside(runs_dir, names)
-    check_no_runs_over(runs_dir, names, args.reuse)
+    refuse_or_move_aside(runs_dir, stale, restart)
+    resumable = resumable_runs(runs_dir, sorted(planned), check) if resume_unfinished else set()
+    if restart:
+        move_unfinished_aside(runs_dir, [name for name in names if name not in resumable])
+    check_no_runs_over(runs_dir, [name for name in names if name not in resumable], args.reuse)
     gone = {key for key in planned if not (runs_dir / f"{key[0]}_seed{key[1]}" / "benchmark_metrics.json").exists()}
     recorded = {
         key: r for key, r in recorded_runs(earlier, dict(variants)).items() if f"{key[0]}_seed{key[1]}" not in stale
@@ -135,7 +147,8 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
                 result, from_output = recorded[(name, seed)], True
                 print(f"{name} seed {seed}: {run_dir} is gone; kept from {output}", flush=True)
             else:
-                result = run_one(name, [*overrides, *extra], seed, run_dir, sources.get(name))
+                resume = run_dir.name in resumable
+                result = run_one(name, [*overrides, *extra], seed, run_dir, sources.get(name), resume=resume)
             if args.against_random and not from_output and result["ok"] and result.get("policies"):
                 result["against_random"] = against_random(
                     run_dir, list(result["policies"]), result["final_eval_episodes"]
@@ -375,9 +388,45 @@ def check_no_runs_over(runs_dir: Path, names: list[str], reuse: bool) -> None:
             )
 
 
-def run_one(variant: str, overrides: list[str], seed: int, run_dir: Path, source: Path | None = None) -> dict[str, Any]:
-    """One ``python -m raylab.train`` run; ``source``: the raylab tree it imports (Ray's workers inherit it)."""
+def resumable_runs(runs_dir: Path, planned: list[tuple[str, int]], check: SettingsCheck) -> set[str]:
+    """The run directories of ``planned`` (variant, seed) that an earlier invocation left unfinished with a
+    checkpoint of the settings asked for now (a variant of --source: unchecked, as its finished runs are), which
+    ``--resume-unfinished`` continues; each said in one line, as is why another unfinished one starts over."""
+    from raylab.driver.outputs import run_files
+    from raylab.driver.resume import newest_checkpoint
+    from raylab.learner.checkpoint import load_checkpoint
+
+    found = set()
+    for variant, seed in planned:
+        run_dir = runs_dir / f"{variant}_seed{seed}"
+        if not run_dir.is_dir() or not run_files(run_dir) or (run_dir / "benchmark_metrics.json").exists():
+            continue
+        try:
+            path = newest_checkpoint(run_dir)
+            state = load_checkpoint(path)
+        except RaylabError as err:  # no checkpoint, or a corrupt one: it starts over (moved aside, not deleted)
+            print(f"{run_dir} cannot be resumed ({err}): it starts over", flush=True)
+            continue
+        checked = variant in check.overrides
+        changed = difference(state.get("config") or {}, check.asked(variant, seed)) if checked else None
+        if changed is not None:
+            print(f"{run_dir} ran with other settings ({changed}): it starts over", flush=True)
+            continue
+        steps = int((state.get("counters") or {}).get("env_steps", 0))
+        print(f"{run_dir} was not finished: resuming it from {path.name} at {steps:,} env steps", flush=True)
+        found.add(run_dir.name)
+    return found
+
+
+def run_one(
+    variant: str, overrides: list[str], seed: int, run_dir: Path, source: Path | None = None, resume: bool = False
+) -> dict[str, Any]:
+    """One ``python -m raylab.train`` run; ``source``: the raylab tree it imports (Ray's workers inherit it);
+    ``resume``: continue the unfinished run in ``run_dir`` from its newest checkpoint (its ``process_seconds`` are
+    then this part's)."""
     cmd = [sys.executable, "-m", "raylab.train", *overrides, f"seed={seed}", f"hydra.run.dir={run_dir.resolve()}"]
+    if resume:
+        cmd.append(f"resume={run_dir.resolve()}")
     env = {**os.environ, "WANDB_MODE": os.environ.get("WANDB_MODE", "disabled")}
     if source is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
@@ -442,6 +491,7 @@ def read_run(variant: str, seed: int, run_dir: Path, process_seconds: float | No
         policies=bm.get("policies"),
         env_frames_per_s=round(bm["throughput"].get("env_frames_per_s", 0.0), 1),
         final_train_return=(bm.get("performance") or {}).get("average_reward_last_100_episodes"),
+        resumed_from=bm.get("resumed_from"),
         train_curve=train_curve(run_dir / "metrics.jsonl"),
     )
     return result

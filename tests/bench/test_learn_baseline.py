@@ -52,6 +52,7 @@ def test_reuse_reads_finished_runs_instead_of_running_them(tmp_path, monkeypatch
         against_random=False,
         reuse=True,
         restart_unfinished=False,
+        resume_unfinished=False,
     )
     assert learn.run(args, ["env=fake"]) == 0
     (run,) = json.loads((tmp_path / "out.json").read_text())["runs"]
@@ -78,7 +79,7 @@ def test_a_run_read_back_keeps_the_process_time_its_own_invocation_recorded(tmp_
     monkeypatch.setattr(learn, "run_one", train)
     args = argparse.Namespace(
         variant=["ppo="], source=[], seeds=[0], output=str(tmp_path / "out.json"), runs_dir=str(tmp_path / "runs"),
-        random_episodes=0, against_random=False, reuse=False, restart_unfinished=False,
+        random_episodes=0, against_random=False, reuse=False, restart_unfinished=False, resume_unfinished=False,
     )  # fmt: skip
     assert learn.run(args, ["env=fake"]) == 0
     first = json.loads((tmp_path / "out.json").read_text())
@@ -157,6 +158,7 @@ def test_a_benchmark_never_trains_over_the_runs_an_earlier_one_left(tmp_path, mo
     args = argparse.Namespace(
         variant=["ppo="], source=[], seeds=[0, 1], output=str(tmp_path / "out.json"),
         runs_dir=str(tmp_path / "runs"), random_episodes=0, against_random=False, reuse=False, restart_unfinished=False,
+        resume_unfinished=False,
     )  # fmt: skip
     for reuse in (False, True):
         args.reuse = reuse

@@ -15,6 +15,7 @@ import pytest
 from raylab.bench import learn
 from raylab.bench.same_settings import settings_for
 from raylab.errors import ConfigError
+from raylab.learner.checkpoint import save_checkpoint
 
 OVERRIDES = ["+experiment=atari_appo"]
 
@@ -22,7 +23,7 @@ OVERRIDES = ["+experiment=atari_appo"]
 def finished(run_dir: Path, score: float, overrides: list[str], seed: int) -> None:
     """A finished run's benchmark_metrics.json, greedy score ``score``, its config the one ``overrides`` resolve to
     (as ``raylab.train`` writes it)."""
-    run_dir.mkdir(parents=True)
+    run_dir.mkdir(parents=True, exist_ok=True)  # a resumed run finishes in its own directory
     config = json.loads(json.dumps({**settings_for(overrides, seed).values, "run_dir": str(run_dir)}))
     report = {
         "config": config, "evals": [{"time_s": 5.0, "env_steps": 100, "return_mean": score}],
@@ -40,21 +41,31 @@ def invoke(
     stop_at: str | None = None,
     seeds: tuple[int, ...] = (0,),
     restart: bool = True,
+    resume: bool = False,
+    resumed: list[str] | None = None,
 ) -> int:
-    """``make bench-atari-table ATARI_GAMES=<games>`` with a fake trainer that records which games it ran, scores
-    each by its name's length, and is stopped (KeyboardInterrupt) when it reaches ``stop_at``."""
+    """``make bench-atari-table ATARI_GAMES=<games>`` with a fake trainer that records which games it ran (and in
+    ``resumed`` which it continued from a checkpoint), scores each by its name's length, and is stopped
+    (KeyboardInterrupt) when it reaches ``stop_at``."""
 
-    def run_one(variant: str, overrides: list[str], seed: int, run_dir: Path, source: Any = None) -> dict[str, Any]:
+    def run_one(
+        variant: str, overrides: list[str], seed: int, run_dir: Path, source: Any = None, resume: bool = False
+    ) -> dict[str, Any]:
         if variant == stop_at:
             raise KeyboardInterrupt
         ran.append(variant)
+        if resume:
+            assert resumed is not None and (run_dir / "checkpoints").is_dir()  # its files are still in place
+            resumed.append(variant)
+        else:
+            assert not run_dir.exists()  # a fresh run never trains over an earlier one
         finished(run_dir, float(len(variant)), overrides, seed)
         return learn.read_run(variant, seed, run_dir, 1.0)
 
     args = argparse.Namespace(
         variant=[f"{g}=env.id={g}-v5" for g in games], source=[], seeds=list(seeds),
         output=str(tmp_path / "table.json"), runs_dir=str(tmp_path / "runs"), random_episodes=0,
-        against_random=False, reuse=True, restart_unfinished=restart,
+        against_random=False, reuse=True, restart_unfinished=restart, resume_unfinished=resume,
     )  # fmt: skip
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(learn, "run_one", run_one)
@@ -191,3 +202,64 @@ def test_a_seed_this_invocation_does_not_run_is_kept_and_a_moved_runs_record_is_
     assert "Breakout seed 0: recorded without its settings" not in capsys.readouterr().out  # not said kept
     report = json.loads((tmp_path / "table.json").read_text())
     assert sorted(r["seed"] for r in report["runs"]) == [0, 1]  # seed 1 is not this invocation's to judge
+
+
+def unfinished(run_dir: Path, overrides: list[str], seed: int, checkpoint: bool = True, **setting: Any) -> None:
+    """What a stopped run leaves: its config.yaml and metrics.jsonl, and a periodic checkpoint at 1,000 env steps
+    holding the config ``overrides`` resolve to (``setting``: algo keys changed in it)."""
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text("{}")
+    (run_dir / "metrics.jsonl").write_text('{"env_steps": 1000}\n')
+    if checkpoint:
+        config = json.loads(json.dumps({**settings_for(overrides, seed).values, "run_dir": str(run_dir)}))
+        config["algo"].update(setting)
+        state = {"learner": {}, "counters": {"env_steps": 1000, "updates": 4, "episodes": 2}, "config": config}
+        save_checkpoint(run_dir / "checkpoints" / "step_000000001000.pt", state)
+
+
+def test_resume_unfinished_continues_a_stopped_run_from_its_checkpoint(tmp_path, capsys):
+    """--resume-unfinished: a game stopped part-way continues from its newest checkpoint instead of starting
+    over; one without a checkpoint, or whose checkpoint ran with other settings, starts over as with
+    --restart-unfinished (moved aside, nothing deleted), each said in one line."""
+    runs = tmp_path / "runs"
+    unfinished(runs / "Breakout_seed0", [*OVERRIDES, "env.id=Breakout-v5"], 0)
+    unfinished(runs / "BeamRider_seed0", [*OVERRIDES, "env.id=BeamRider-v5"], 0, checkpoint=False)
+    unfinished(runs / "Asterix_seed0", [*OVERRIDES, "env.id=Asterix-v5"], 0, vtrace_lambda=0.5)
+    ran: list[str] = []
+    resumed: list[str] = []
+    assert invoke(tmp_path, ["Breakout", "BeamRider", "Asterix"], ran, resume=True, resumed=resumed) == 0
+    assert ran == ["Breakout", "BeamRider", "Asterix"] and resumed == ["Breakout"]
+    out = capsys.readouterr().out
+    assert f"{runs / 'Breakout_seed0'} was not finished: resuming it from step_000000001000.pt at 1,000 env" in out
+    assert f"{runs / 'BeamRider_seed0'} cannot be resumed (resume=" in out and "no checkpoints in" in out
+    assert f"{runs / 'Asterix_seed0'} ran with other settings (algo.vtrace_lambda was 0.5, now " in out
+    assert (runs / "Breakout_seed0" / "checkpoints" / "step_000000001000.pt").is_file()  # continued in place
+    for game in ("BeamRider", "Asterix"):  # started over, the stopped run kept
+        (aside,) = runs.glob(f"{game}_seed0.unfinished-*")
+        assert (aside / "metrics.jsonl").read_text() == '{"env_steps": 1000}\n'
+    assert scores(tmp_path) == {"Breakout": 8.0, "BeamRider": 9.0, "Asterix": 7.0}
+    with pytest.raises(ConfigError, match="--resume-unfinished goes with --reuse"):
+        args = argparse.Namespace(
+            variant=["Pong=env.id=Pong-v5"], source=[], seeds=[0], output=str(tmp_path / "t.json"),
+            runs_dir=str(runs), random_episodes=0, against_random=False, reuse=False, restart_unfinished=False,
+            resume_unfinished=True,
+        )  # fmt: skip
+        learn.run(args, list(OVERRIDES))
+
+
+def test_a_resumed_run_is_trained_with_resume_into_its_own_directory(tmp_path, monkeypatch):
+    """run_one(resume=True) runs ``raylab.train <overrides> seed=N hydra.run.dir=D resume=D``."""
+    calls: list[list[str]] = []
+
+    def train(cmd: list[str], **kwargs: Any) -> Any:
+        calls.append(cmd)
+        return argparse.Namespace(returncode=1, stdout="", stderr="stopped")
+
+    monkeypatch.setattr(learn.subprocess, "run", train)
+    run_dir = tmp_path / "Breakout_seed0"
+    result = learn.run_one("Breakout", ["env.id=Breakout-v5"], 3, run_dir, resume=True)
+    assert not result["ok"] and calls[0][-4:] == [
+        "env.id=Breakout-v5", "seed=3", f"hydra.run.dir={run_dir.resolve()}", f"resume={run_dir.resolve()}",
+    ]  # fmt: skip
+    learn.run_one("Breakout", ["env.id=Breakout-v5"], 3, run_dir)
+    assert not any(arg.startswith("resume=") for arg in calls[1])
