@@ -77,7 +77,8 @@ def add_parser(commands: Any) -> None:
     p.add_argument(
         "--restart-unfinished",
         action="store_true",
-        help="with --reuse: a run an earlier invocation left unfinished (stopped, killed) is moved aside to "
+        help="with --reuse: a run an earlier invocation left unfinished (killed, or stopped by Ctrl-C or SIGTERM) "
+        "is moved aside to "
         "<its dir>.unfinished-<time> and run again, so a long table resumes run by run; a finished one that ran "
         "with other settings than its overrides resolve to now, to <its dir>.other-settings-<time> (nothing is "
         "deleted)",
@@ -86,9 +87,10 @@ def add_parser(commands: Any) -> None:
         "--resume-unfinished",
         action="store_true",
         help="with --reuse: as --restart-unfinished, except that a run an earlier invocation left unfinished "
-        "continues from its newest checkpoint (raylab.train resume=<its dir>) when it wrote one "
-        "(checkpoint.every_seconds) and ran with the settings its overrides resolve to now; its report then covers "
-        "the whole run, and only the training after that checkpoint is done again",
+        "(killed, or stopped by Ctrl-C or SIGTERM) continues from its newest checkpoint (raylab.train resume=<its "
+        "dir>) when it wrote one (checkpoint.every_seconds) and ran with the settings its overrides resolve to now; "
+        "its report then covers the whole run, and only the training after that checkpoint is done again. With "
+        "--restart-unfinished too, that one wins",
     )
     p.set_defaults(func=run)
 
@@ -122,11 +124,13 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     check = SettingsCheck({name: [*overrides, *extra] for name, extra in variants if name not in sources})
     stale = check.other_run_dirs(runs_dir, sorted(planned)) if args.reuse else {}
     refuse_or_move_aside(runs_dir, stale, restart)
-    resumable = resumable_runs(runs_dir, sorted(planned), check) if resume_unfinished else set()
+    # --restart-unfinished wins: the way to start over a run that --resume-unfinished (the make target's) cannot resume
+    resuming = resume_unfinished and not args.restart_unfinished
+    resumable = resumable_runs(runs_dir, sorted(planned), check) if resuming else set()
     if restart:
         move_unfinished_aside(runs_dir, [name for name in names if name not in resumable])
     check_no_runs_over(runs_dir, [name for name in names if name not in resumable], args.reuse)
-    gone = {key for key in planned if not (runs_dir / f"{key[0]}_seed{key[1]}" / "benchmark_metrics.json").exists()}
+    gone = {key for key in planned if not finished(runs_dir / f"{key[0]}_seed{key[1]}")}
     recorded = {
         key: r for key, r in recorded_runs(earlier, dict(variants)).items() if f"{key[0]}_seed{key[1]}" not in stale
     }
@@ -141,7 +145,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
         for name, extra in variants if k % 2 == 0 else variants[::-1]:  # who goes first alternates too
             run_dir = runs_dir / f"{name}_seed{seed}"
             from_output = False  # only its figures are left: no run directory to score again
-            if args.reuse and (run_dir / "benchmark_metrics.json").exists():
+            if args.reuse and finished(run_dir):
                 result = same_run_timing(read_run(name, seed, run_dir, None), recorded.get((name, seed)))
             elif (name, seed) in recorded:  # its directory is gone (another machine, a cleaned tree)
                 result, from_output = recorded[(name, seed)], True
@@ -149,6 +153,10 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
             else:
                 resume = run_dir.name in resumable
                 result = run_one(name, [*overrides, *extra], seed, run_dir, sources.get(name), resume=resume)
+                if resume and not result["ok"]:
+                    print(
+                        f"{run_dir}: the resume failed; to start it over instead, add --restart-unfinished", flush=True
+                    )
             if args.against_random and not from_output and result["ok"] and result.get("policies"):
                 result["against_random"] = against_random(
                     run_dir, list(result["policies"]), result["final_eval_episodes"]
@@ -257,7 +265,8 @@ def same_run_timing(result: dict[str, Any], earlier: dict[str, Any] | None) -> d
     if not same:
         return result
     assert earlier is not None
-    return {**result, "process_seconds": earlier.get("process_seconds"), "recorded": earlier["recorded"]}
+    kept = {key: earlier[key] for key in ("process_seconds_last_part",) if key in earlier}
+    return {**result, "process_seconds": earlier.get("process_seconds"), "recorded": earlier["recorded"], **kept}
 
 
 def _env_config(overrides: list[str]) -> Any:
@@ -364,7 +373,7 @@ def move_unfinished_aside(runs_dir: Path, names: list[str]) -> list[Path]:
     moved = []
     for name in names:
         run_dir = runs_dir / name
-        if run_dir.is_dir() and run_files(run_dir) and not (run_dir / "benchmark_metrics.json").exists():
+        if run_dir.is_dir() and run_files(run_dir) and not finished(run_dir):
             aside = run_dir.with_name(f"{name}.unfinished-{stamp}")
             run_dir.rename(aside)
             print(f"{run_dir} was not finished: moved to {aside}, running it again", flush=True)
@@ -380,8 +389,12 @@ def check_no_runs_over(runs_dir: Path, names: list[str], reuse: bool) -> None:
     for name in names:
         run_dir = runs_dir / name
         held = run_files(run_dir) if run_dir.is_dir() else []
-        if held and not (reuse and (run_dir / "benchmark_metrics.json").exists()):
-            again = "" if reuse else "take its finished runs back with --reuse, "
+        if held and not (reuse and finished(run_dir)):
+            again = (
+                "continue it with --resume-unfinished or start it over with --restart-unfinished, "
+                if reuse
+                else "take its finished runs back with --reuse, "
+            )
             raise ConfigError(
                 f"{run_dir} already holds a run ({held[0]}) that this benchmark would train over: {again}choose "
                 f"another --runs-dir, or move {runs_dir} aside (nothing was changed)"
@@ -399,7 +412,7 @@ def resumable_runs(runs_dir: Path, planned: list[tuple[str, int]], check: Settin
     found = set()
     for variant, seed in planned:
         run_dir = runs_dir / f"{variant}_seed{seed}"
-        if not run_dir.is_dir() or not run_files(run_dir) or (run_dir / "benchmark_metrics.json").exists():
+        if not run_dir.is_dir() or not run_files(run_dir) or finished(run_dir):
             continue
         try:
             path = newest_checkpoint(run_dir)
@@ -414,16 +427,37 @@ def resumable_runs(runs_dir: Path, planned: list[tuple[str, int]], check: Settin
             continue
         steps = int((state.get("counters") or {}).get("env_steps", 0))
         print(f"{run_dir} was not finished: resuming it from {path.name} at {steps:,} env steps", flush=True)
+        report = run_dir / "benchmark_metrics.json"
+        if report.exists():  # stopped from outside (Ctrl-C, SIGTERM): its partial report is kept beside, not replaced
+            aside = report.with_name(f"benchmark_metrics.{_stop_reason(report)}-{time.strftime('%Y%m%d-%H%M%S')}.json")
+            report.rename(aside)
+            print(f"{report} is the report of a stopped run: moved to {aside.name}", flush=True)
         found.add(run_dir.name)
     return found
+
+
+def finished(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a run that ran to its end: a benchmark_metrics.json whose run was not stopped from
+    outside (Ctrl-C, SIGTERM: such a run writes one too, its stop reason ``interrupted`` or ``terminated``)."""
+    from raylab.driver.stop import INTERRUPTED
+
+    report = run_dir / "benchmark_metrics.json"
+    return report.exists() and _stop_reason(report) not in INTERRUPTED
+
+
+def _stop_reason(report: Path) -> str:
+    try:
+        return str(json.loads(report.read_text()).get("stop_reason"))
+    except (ValueError, AttributeError):
+        return "unreadable"
 
 
 def run_one(
     variant: str, overrides: list[str], seed: int, run_dir: Path, source: Path | None = None, resume: bool = False
 ) -> dict[str, Any]:
     """One ``python -m raylab.train`` run; ``source``: the raylab tree it imports (Ray's workers inherit it);
-    ``resume``: continue the unfinished run in ``run_dir`` from its newest checkpoint (its ``process_seconds`` are
-    then this part's)."""
+    ``resume``: continue the unfinished run in ``run_dir`` from its newest checkpoint (its ``process_seconds`` are then
+    None, the whole run's not being known, and ``process_seconds_last_part`` this part's)."""
     cmd = [sys.executable, "-m", "raylab.train", *overrides, f"seed={seed}", f"hydra.run.dir={run_dir.resolve()}"]
     if resume:
         cmd.append(f"resume={run_dir.resolve()}")
@@ -433,10 +467,14 @@ def run_one(
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=source)
     process_seconds = time.perf_counter() - start
-    if proc.returncode != 0 or not (run_dir / "benchmark_metrics.json").exists():
+    if proc.returncode != 0 or not finished(run_dir):
         error = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
         return {"variant": variant, "seed": seed, "run_dir": str(run_dir), "ok": False, "error": error}
-    return read_run(variant, seed, run_dir, round(process_seconds, 2))
+    if not resume:
+        return read_run(variant, seed, run_dir, round(process_seconds, 2))
+    result = read_run(variant, seed, run_dir, None)
+    del result["reused"]  # it ran here, in part
+    return {**result, "process_seconds_last_part": round(process_seconds, 2)}
 
 
 def read_run(variant: str, seed: int, run_dir: Path, process_seconds: float | None) -> dict[str, Any]:

@@ -94,7 +94,7 @@ class RunMonitor:
             set_rng_state(resume.rng)
         if resume.history is not None:
             p.restore_history(resume.history)
-        aside = self.outputs.set_aside_rows_after(resume.env_steps, resume.path.stem)
+        aside = self.outputs.set_aside_rows_after(resume.env_steps, resume.train_seconds, resume.path.stem)
         if aside is not None:
             print(f"raylab: the metrics rows after {resume.path.name} went to {aside.name}", flush=True)
         self.resumed_from = str(resume.path)

@@ -82,20 +82,21 @@ class RunOutputs:
         self._metrics.write(json.dumps(_finite(row)) + "\n")
         self._metrics.flush()
 
-    def set_aside_rows_after(self, env_steps: int, checkpoint: str) -> Path | None:
-        """A resumed run's metrics.jsonl without the rows its stopped part wrote after ``env_steps`` (the
-        checkpoint it resumes from: training done again now); they go to ``metrics.after-<checkpoint>.jsonl``
-        (the first free name), whose path is returned, with a last row the stop cut short. None when there were none
-        (a resume from final.pt)."""
+    def set_aside_rows_after(self, env_steps: int, train_seconds: float, checkpoint: str) -> Path | None:
+        """A resumed run's metrics.jsonl without the rows its stopped part wrote after the checkpoint it resumes
+        from (past its ``env_steps`` or its ``train_seconds``: training done again now); they go to
+        ``metrics.after-<checkpoint>.jsonl`` (the first free name), whose path is returned, with a last row the stop
+        cut short. None when there were none (a resume from final.pt)."""
         self._metrics.close()
         lines = self.metrics_path.read_text(encoding="utf-8").splitlines(keepends=True)
         torn = lines.pop() + "\n" if lines and not lines[-1].endswith("\n") else None  # the stop cut its write
-        later = [line for line in lines if _env_steps(line) > env_steps] + ([torn] if torn else [])
+        past = [_past(line, env_steps, train_seconds) for line in lines]
+        later = [line for line, p in zip(lines, past, strict=True) if p] + ([torn] if torn else [])
         aside = None
         if later:
             aside = free_path(self.run_dir / f"metrics.after-{checkpoint}.jsonl")
             atomic_write(aside, "".join(later))
-            atomic_write(self.metrics_path, "".join(line for line in lines if _env_steps(line) <= env_steps))
+            atomic_write(self.metrics_path, "".join(line for line, p in zip(lines, past, strict=True) if not p))
         self._metrics = self.metrics_path.open("a", encoding="utf-8")
         return aside
 
@@ -149,13 +150,16 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     os.replace(tmp, path)
 
 
-def _env_steps(line: str) -> float:
-    """A metrics row's env steps (-1: a line that is not a row, which stays where it is)."""
+def _past(line: str, env_steps: int, train_seconds: float) -> bool:
+    """Whether a metrics row came after a checkpoint at ``env_steps`` and ``train_seconds`` (a row's ``time_s`` is
+    training seconds too); a line that is not a row stays where it is."""
     try:
         row = json.loads(line)
     except ValueError:
-        return -1
-    return float(row.get("env_steps", -1)) if isinstance(row, dict) else -1
+        return False
+    if not isinstance(row, dict):
+        return False
+    return float(row.get("env_steps", -1)) > env_steps or float(row.get("time_s", -1)) > train_seconds
 
 
 def _finite(value: Any) -> Any:

@@ -54,8 +54,11 @@ class Reporter:
         self._last_eval_steps = 0
 
     def start(self) -> None:
-        """Report intervals and the evaluation schedule count from now."""
+        """Report intervals and the evaluation schedule count from now; eval.every_env_steps from the run's last
+        evaluation (a resumed run's, from before its resume: Progress.evals), or from its env steps so far."""
         self._last_report = self._last_eval_time = time.perf_counter()
+        evals = self.progress.evals
+        self._last_eval_steps = int(evals[-1]["env_steps"]) if evals else self.progress.env_steps
 
     # -- rows ----------------------------------------------------------------------------------------------
     def tick(self, force_report: bool = False) -> None:

@@ -80,7 +80,9 @@ def _newest(run_dir: Path) -> tuple[Path, dict[str, Any] | None]:
     """(newest checkpoint, its state when it had to be loaded to tell: final.pt, read once)."""
     ckpt_dir = run_dir / "checkpoints"
     candidates: list[tuple[int, float, Path]] = [
-        (int(p.stem.removeprefix("step_")), p.stat().st_mtime, p) for p in ckpt_dir.glob("step_*.pt")
+        (int(p.stem.removeprefix("step_")), p.stat().st_mtime, p)
+        for p in ckpt_dir.glob("step_*.pt")
+        if p.stem.removeprefix("step_").isdigit()  # step_<env steps>.pt; another name there is not one of ours
     ]
     final, final_state = ckpt_dir / "final.pt", None
     if final.exists():  # its env steps are inside it

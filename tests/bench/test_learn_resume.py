@@ -227,7 +227,7 @@ def test_resume_unfinished_continues_a_stopped_run_from_its_checkpoint(tmp_path,
     unfinished(runs / "Asterix_seed0", [*OVERRIDES, "env.id=Asterix-v5"], 0, vtrace_lambda=0.5)
     ran: list[str] = []
     resumed: list[str] = []
-    assert invoke(tmp_path, ["Breakout", "BeamRider", "Asterix"], ran, resume=True, resumed=resumed) == 0
+    assert invoke(tmp_path, ["Breakout", "BeamRider", "Asterix"], ran, restart=False, resume=True, resumed=resumed) == 0
     assert ran == ["Breakout", "BeamRider", "Asterix"] and resumed == ["Breakout"]
     out = capsys.readouterr().out
     assert f"{runs / 'Breakout_seed0'} was not finished: resuming it from step_000000001000.pt at 1,000 env" in out
@@ -245,6 +245,33 @@ def test_resume_unfinished_continues_a_stopped_run_from_its_checkpoint(tmp_path,
             resume_unfinished=True,
         )  # fmt: skip
         learn.run(args, list(OVERRIDES))
+
+
+def test_a_run_stopped_by_sigterm_is_resumed_not_read_back_and_restart_wins(tmp_path, capsys):
+    """A run stopped by SIGTERM or Ctrl-C wrote final.pt and a report of its part (stop reason ``terminated``):
+    --reuse does not read it back as a finished game; --resume-unfinished continues it, its partial report kept
+    beside; --restart-unfinished given as well starts it over instead."""
+    runs = tmp_path / "runs"
+    for game in ("Breakout", "BeamRider"):
+        unfinished(runs / f"{game}_seed0", [*OVERRIDES, f"env.id={game}-v5"], 0)
+        finished(runs / f"{game}_seed0", 1.0, [*OVERRIDES, f"env.id={game}-v5"], 0)
+        report = json.loads((runs / f"{game}_seed0" / "benchmark_metrics.json").read_text())
+        (runs / f"{game}_seed0" / "benchmark_metrics.json").write_text(
+            json.dumps({**report, "stop_reason": "terminated"})
+        )
+    ran: list[str] = []
+    with pytest.raises(ConfigError, match=r"Breakout_seed0 already holds a run .*continue it with --resume-unfinished"):
+        invoke(tmp_path, ["Breakout"], ran, restart=False)
+    resumed: list[str] = []
+    assert invoke(tmp_path, ["Breakout"], ran, restart=False, resume=True, resumed=resumed) == 0
+    assert ran == resumed == ["Breakout"] and scores(tmp_path) == {"Breakout": 8.0}
+    (partial,) = (runs / "Breakout_seed0").glob("benchmark_metrics.terminated-*.json")
+    assert json.loads(partial.read_text())["stop_reason"] == "terminated"  # kept beside the finished report
+    assert invoke(tmp_path, ["BeamRider"], ran, restart=True, resume=True, resumed=resumed) == 0
+    assert ran == ["Breakout", "BeamRider"] and resumed == ["Breakout"]  # started over, moved aside
+    (aside,) = runs.glob("BeamRider_seed0.unfinished-*")
+    assert json.loads((aside / "benchmark_metrics.json").read_text())["stop_reason"] == "terminated"
+    assert "BeamRider_seed0 was not finished: resuming" not in capsys.readouterr().out
 
 
 def test_a_resumed_run_is_trained_with_resume_into_its_own_directory(tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -103,6 +104,22 @@ def test_a_resumed_progress_reports_the_whole_run(make, tmp_path):
     assert resumed.returns[-1] == 500.0 and len(resumed.returns) == 100 and resumed.returns[0] == 6.0
     assert resumed.best_window_mean == np.mean([*range(96, 105), 500.0])  # the window ran on across the resume
     assert Progress().history()["best_window_mean"] is None  # -inf (no 10 episodes yet) is written as None
+
+
+def test_each_policys_last_episodes_come_back(tmp_path):
+    """Several policies: each one's last 100 episodes (returns, lengths, the env's values) are kept by name; a
+    policy the resumed run does not have is left out."""
+    first = Progress(policies=["red", "blue"])
+    first.policies["red"].returns.extend([1.0, 2.0])
+    first.policies["red"].lengths.extend([3, 4])
+    first.policies["blue"].extras["snake_length"] = deque([5.0], maxlen=100)
+    path = tmp_path / "history.pt"
+    torch.save(first.history(), path)
+    resumed = Progress(policies=["red"])
+    resumed.restore_history(torch.load(path, weights_only=True))
+    red = resumed.policies["red"]
+    assert (list(red.returns), list(red.lengths), red.extras) == ([1.0, 2.0], [3, 4], {})
+    assert set(resumed.policies) == {"red"}
 
 
 def test_final_pt_holds_the_policy_and_comes_after_the_periodic_ones(make, tmp_path):

@@ -78,22 +78,25 @@ def test_a_dir_holding_a_run_is_refused_and_untouched(tmp_path):
 
 def test_a_resumed_run_sets_aside_the_rows_after_its_checkpoint_and_loses_none(tmp_path):
     """A run stopped after its last checkpoint (killed, the machine gone) wrote rows past it: a resume does that
-    training again, so those rows move to metrics.after-<checkpoint>.jsonl (a row the stop cut short with them),
-    and metrics.jsonl goes on as one run. A resume from final.pt moves nothing."""
-    rows = [json.dumps({"time_s": t, "env_steps": s}) + "\n" for t, s in ((1, 0), (2, 500), (3, 1000), (4, 1500))]
+    training again, so those rows (past its env steps, or at them but later in training time) move to
+    metrics.after-<checkpoint>.jsonl (a row the stop cut short with them), and metrics.jsonl goes on as one run. A
+    resume from final.pt moves nothing."""
+    timed = ((1, 0), (2, 500), (3, 1000), (3.4, 1000), (4, 1500))
+    rows = [json.dumps({"time_s": t, "env_steps": s}) + "\n" for t, s in timed]
     (tmp_path / "metrics.jsonl").write_text("".join(rows) + '{"time_s": 5, "env_st')
     outputs = RunOutputs(tmp_path)
-    aside = outputs.set_aside_rows_after(1000, "step_000000001000")
+    aside = outputs.set_aside_rows_after(1000, 3.0, "step_000000001000")
     outputs.append_metrics({"time_s": 3.5, "env_steps": 1100})
     outputs.close()
     assert aside == tmp_path / "metrics.after-step_000000001000.jsonl"
-    assert aside.read_text() == rows[3] + '{"time_s": 5, "env_st\n'
-    steps = [json.loads(line)["env_steps"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert steps == [0, 500, 1000, 1100]
+    assert aside.read_text() == rows[3] + rows[4] + '{"time_s": 5, "env_st\n'
+    kept = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [(r["time_s"], r["env_steps"]) for r in kept] == [(1, 0), (2, 500), (3, 1000), (3.5, 1100)]
     again = RunOutputs(tmp_path)  # stopped again before the next checkpoint: the first set-aside file stays
-    assert again.set_aside_rows_after(1000, "step_000000001000") == tmp_path / "metrics.after-step_000000001000-2.jsonl"
-    assert aside.read_text() == rows[3] + '{"time_s": 5, "env_st\n'
-    assert again.set_aside_rows_after(1000, "final") is None  # nothing past it: nothing moved
+    path = again.set_aside_rows_after(1000, 3.0, "step_000000001000")
+    assert path == tmp_path / "metrics.after-step_000000001000-2.jsonl"
+    assert aside.read_text() == rows[3] + rows[4] + '{"time_s": 5, "env_st\n'
+    assert again.set_aside_rows_after(1000, 3.0, "final") is None  # nothing past it: nothing moved
     again.close()
 
 
