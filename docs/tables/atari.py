@@ -453,3 +453,24 @@ def pong_recipe_change(data: list[Json], before: str, after: str) -> str:
          ", ".join(str(round(e)) for e in evals), fps[i], f"{steps:.1f}"]
         for i, (name, seed, at, frames, score, evals, _, _, steps) in enumerate(rows)
     ])  # fmt: skip
+
+
+RESET_LABELS = {"envpool": "EnvPool's FIRE (the recipe)", "baselines": "FIRE, then action 2 (`reset_actions=[2]`)"}
+
+
+def atari_life_restart(data: list[Json]) -> str:
+    """benchmarks/atari_life_restart.py: per game and reset, the agent step of the first lost life (random play),
+    the actions that leave the game waiting after it (no reward, no lost life, no end within the patience), and
+    for each action the agent steps until the game went on ("waits" where it did not)."""
+    (d,) = data
+    header = ["game", "after a reset", "first lost life (agent step)", "actions that wait",
+              f"agent steps until the game goes on, action 0, 1, … (patience {d['patience']:,})"]  # fmt: skip
+    rows = []
+    for g in d["games"]:
+        steps = ", ".join("waits" if r["plays_on"] is False else str(r["steps_to_go_on"]) for r in g["rows"])
+        waiting = ", ".join(str(a) for a in g["waiting_actions"]) or "none"
+        rows.append([
+            g["game"], RESET_LABELS.get(g["variant"], g["variant"]), str(g["rows"][0]["first_lost_life"]),
+            f"{waiting} (of {g['actions']})", steps,
+        ])  # fmt: skip
+    return _rows(header, rows)

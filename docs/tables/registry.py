@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 
 from .atari import (
+    atari_life_restart,
     atari_machines,
     atari_recipe_change,
     atari_seeds,
@@ -375,6 +376,11 @@ TABLES: dict[str, Table] = {
     ),
     "atari_seeds": Table(
         ("atari_table.json", "atari_table_seed1.json"), atari_seeds, "the Atari table's games on more than one seed"
+    ),
+    "atari_life_restart": Table(
+        ("atari_life_restart.json",),
+        atari_life_restart,
+        "which actions start an Atari game's next life, with EnvPool's FIRE reset and with baselines'",
     ),
     "atari_lambda": Table(
         ("atari_table_lambda1.json", "atari_table.json"),

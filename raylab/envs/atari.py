@@ -19,7 +19,15 @@ steps
 ``env.options`` take the rest: ``episodic_life`` (a lost life ends the training episode, the game goes on;
 default true), ``repeat_action_probability`` (Machado et al.'s sticky actions: 0.25), ``full_action_space``
 (all 18 actions), ``use_fire_reset`` (press FIRE after a reset in games that need it; EnvPool's default true),
-``num_threads`` (EnvPool threads per rollout worker, 1: one worker is one reserved CPU).
+``num_threads`` (EnvPool threads per rollout worker, 1: one worker is one reserved CPU), ``reset_actions`` (a list
+of actions played one agent step each after every reset, the game's start and each lost life's under
+``episodic_life``; default none).
+
+EnvPool's FIRE reset presses FIRE for one frame. OpenAI baselines' ``FireResetEnv`` (SB3's ``AtariWrapper``, CleanRL's
+``ppo_atari.py``) plays FIRE and then action 2 for a whole agent step each; ``reset_actions: [2]`` adds that second
+step. It matters where a game waits for a move before its next life: BeamRider does, and a policy that picks NOOP
+or FIRE on that screen waits there until the time limit (``benchmarks/atari_life_restart.py``). Their rewards count
+in the game's raw score and their steps in its length; the learner sees neither.
 
 Rewards reach raylab raw: ``env.reward_clip`` (1 by default, DeepMind's sign clip for integer scores) and
 ``env.reward_scale`` apply to what the learner sees only. Episode statistics always count whole games on the
@@ -43,7 +51,9 @@ from raylab.envs.vector import VectorStep
 from raylab.envs.wrappers import transform_reward
 from raylab.errors import ConfigError
 
-OPTIONS = ("episodic_life", "repeat_action_probability", "full_action_space", "use_fire_reset", "num_threads")
+OPTIONS = (
+    "episodic_life", "repeat_action_probability", "full_action_space", "use_fire_reset", "num_threads", "reset_actions",
+)  # fmt: skip
 BOOL_OPTIONS = ("episodic_life", "full_action_space", "use_fire_reset")
 DEFAULT_MAX_EPISODE_STEPS = 27_000
 """Agent steps per game when env.max_episode_steps is null: 108,000 frames at frame skip 4 (the usual cap)."""
@@ -100,7 +110,27 @@ def check(cfg: EnvConfig) -> None:
     threads = cfg.options.get("num_threads", 1)
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ConfigError(f"env.options.num_threads must be an integer >= 1 for env=atari (got {threads!r})")
+    reset_actions(cfg)
     task_id(cfg)
+
+
+def reset_actions(cfg: EnvConfig, num_actions: int | None = None) -> tuple[int, ...]:
+    """``env.options.reset_actions`` as a tuple of action indices, checked against the game's ``num_actions``
+    when it is known (the pool tells it)."""
+    value = cfg.options.get("reset_actions") or []
+    if not isinstance(value, list | tuple) or not all(
+        isinstance(a, int) and not isinstance(a, bool) and a >= 0 for a in value
+    ):
+        raise ConfigError(
+            f"env.options.reset_actions must be a list of action indices for env=atari (got {value!r}; OpenAI "
+            f"baselines' FIRE reset: [2])"
+        )
+    if num_actions is not None and any(a >= num_actions for a in value):
+        raise ConfigError(
+            f"env.options.reset_actions {list(value)} names an action {cfg.id} lacks: it has {num_actions} "
+            f"(0-{num_actions - 1}); fix env.options.reset_actions"
+        )
+    return tuple(int(a) for a in value)
 
 
 def pool_options(cfg: EnvConfig) -> dict[str, Any]:
@@ -151,6 +181,7 @@ class AtariVectorEnv(PoolAdapter):
             0, 255, tuple(self.pool.observation_space.shape), np.uint8
         )
         self.single_action_space: gym.Space = self.pool.action_space
+        self._reset_actions = reset_actions(cfg, int(self.single_action_space.n))
         self._obs = np.zeros((self.num_envs, *self.single_observation_space.shape), np.uint8)
         self._noop = np.full(self.num_envs, NOOP_ACTION)
 
@@ -159,7 +190,34 @@ class AtariVectorEnv(PoolAdapter):
         self._obs[:] = obs[np.argsort(info["env_id"])]
         self._return[:] = 0.0
         self._length[:] = 0
+        self._play_reset_actions(np.arange(self.num_envs), [])
         return self._obs
+
+    def _play_reset_actions(self, ids: np.ndarray, episodes: list[tuple[int, dict[str, float]]]) -> None:
+        """env.options.reset_actions for the envs ``ids``, just reset: one agent step each, their rewards and steps
+        counted in the game's score and length. An env whose episode ends in one (a lost life, the time limit)
+        takes its reset step at once, a finished game appended to ``episodes``, and plays them again from the first."""
+        for action in self._reset_actions:
+            if not len(ids):
+                return
+            out = self.pool.step(np.full(len(ids), action), env_id=ids)
+            order = np.argsort(out[-1]["env_id"])  # ids is sorted: this puts the results in its order
+            obs, rew, term, trunc = (v[order] for v in out[:4])
+            over = out[-1]["terminated"][order] != 0
+            self._obs[ids] = obs
+            self._return[ids] += rew
+            self._length[ids] += 1
+            ended = term | trunc
+            if ended.any():
+                gone = ids[ended]
+                for i in ids[ended & (over | trunc)]:
+                    episodes.append((int(i), {"return": float(self._return[i]), "length": float(self._length[i])}))
+                    self._return[i] = 0.0
+                    self._length[i] = 0
+                reset_obs, *_, reset_info = self.pool.step(self._noop[: len(gone)], env_id=gone)
+                self._obs[gone] = reset_obs[np.argsort(reset_info["env_id"])]
+                self._play_reset_actions(gone, episodes)
+                ids = ids[~ended]
 
     def step(self, actions: np.ndarray) -> VectorStep:
         try:
@@ -180,6 +238,10 @@ class AtariVectorEnv(PoolAdapter):
         self._length[games_over] = 0
         if len(ids):
             self._obs[ids] = reset_obs[np.argsort(reset_info["env_id"])]
+            try:
+                self._play_reset_actions(ids, episodes)
+            except Exception as err:
+                return self._restart(err)
         rewards = transform_reward(rew.astype(np.float32), self.cfg.reward_clip, self.cfg.reward_scale)
         return VectorStep(self._obs, rewards, term, trunc, final_obs, episodes, None)
 
@@ -188,7 +250,8 @@ class AtariEnv(gym.Env[np.ndarray, np.int64]):
     """One Atari game as a plain gymnasium.Env (an EnvPool of one), preprocessed natively: what make_env builds
     for the env checker, the spaces and videos (``render()`` gives the 210 x 160 RGB screen). Its episodes are
     whole games: with ``episodic_life``, a lost life takes EnvPool's life-loss reset (no-ops, FIRE) at once, as
-    the vector env does, and the game goes on."""
+    the vector env does, and the game goes on. ``env.options.reset_actions`` follow every reset; after a lost life
+    their rewards are added to the step's, after ``reset()`` they are dropped (it returns none)."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 15}  # noqa: RUF012 - 60 frames/s at frame skip 4
 
@@ -198,6 +261,7 @@ class AtariEnv(gym.Env[np.ndarray, np.int64]):
         self.pool = make_pool(cfg, 1, 0, render=render_mode == "rgb_array")
         self.observation_space = gym.spaces.Box(0, 255, tuple(self.pool.observation_space.shape), np.uint8)
         self.action_space = self.pool.action_space
+        self._reset_actions = reset_actions(cfg, int(self.pool.action_space.n))
         self.metadata = {**self.metadata, "render_fps": max(1, round(60 / cfg.frame_skip))}  # the ALE's 60 Hz
         self._episode_over = False
 
@@ -214,16 +278,44 @@ class AtariEnv(gym.Env[np.ndarray, np.int64]):
         else:
             obs, info = self.pool.reset()
         self._episode_over = False
+        played = self._play_reset_actions()
+        if played is not None:
+            obs, _, self._episode_over, _, info = played
         return obs[0].copy(), {"lives": int(info["lives"][0])}
+
+    def _play_reset_actions(self) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]] | None:
+        """env.options.reset_actions after a reset: (observation, their reward, game over, truncated, info), or
+        None when there are none. A life lost in one takes its reset step and starts them again; a game that
+        ends in one ends there."""
+        if not self._reset_actions:
+            return None
+        total = 0.0
+        restarted = True
+        while restarted:
+            restarted = False
+            for action in self._reset_actions:
+                obs, rew, term, trunc, info = self.pool.step(np.array([action]))
+                total += float(rew[0])
+                if bool(trunc[0]) or bool(term[0] and info["terminated"][0]):
+                    return obs, total, True, bool(trunc[0]), info
+                if term[0]:  # a lost life: its reset step, then the reset actions again
+                    obs, *_, info = self.pool.step(np.array([NOOP_ACTION]))
+                    restarted = True
+                    break
+        return obs, total, False, False, info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         obs, rew, term, trunc, info = self.pool.step(np.array([int(action)]))
         game_over = bool(trunc[0]) or bool(term[0] and info["terminated"][0])
+        reward, truncated, terminated = float(rew[0]), bool(trunc[0]), bool(term[0]) and game_over
         if term[0] and not game_over:  # a lost life under episodic_life: its reset step, and the game goes on
             obs, *_, info = self.pool.step(np.array([NOOP_ACTION]))
+            played = self._play_reset_actions()
+            if played is not None:
+                obs, extra, game_over, truncated, info = played
+                reward, terminated = reward + extra, game_over and not truncated
         self._episode_over = game_over
-        terminated = bool(term[0]) and game_over
-        return obs[0].copy(), float(rew[0]), terminated, bool(trunc[0]), {"lives": int(info["lives"][0])}
+        return obs[0].copy(), reward, terminated, truncated, {"lives": int(info["lives"][0])}
 
     def render(self) -> np.ndarray | None:
         if self.render_mode != "rgb_array":

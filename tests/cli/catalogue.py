@@ -112,6 +112,8 @@ TRAIN_ENV = [
     Case(T, "env=snake env.options.dim=2", "bad env.options for env=snake: snake needs", "env"),
     Case(T, "env=snake +env.options.size=12", "unknown env.options.size for env=snake: valid options are dim", "env"),
     Case(T, "env=mario env.id=SuperMarioBros-1-1-v9", "valid ids are SuperMarioBros-v0..v3", "env", False),
+    Case(T, "+experiment=atari_appo +env.options.reset_actions=2", "env.options.reset_actions must be a list of action indices for env=atari (got 2; OpenAI baselines' FIRE reset: [2])", "env"),
+    Case(T, "+experiment=atari_appo +env.options.reset_actions=[6]", "env.options.reset_actions [6] names an action Pong-v5 lacks: it has 6 (0-5); fix env.options.reset_actions", "env"),
     Case(T, "+experiment=mario_dqn env.options.stall_steps=0", "env.options.stall_steps must be a whole number of agent steps >= 1 or null (off), got 0", "env"),
     Case(T, "+experiment=mario_dqn env.options.stall_steps=null env.options.stall_penalty=15", "env.options.stall_penalty=15 needs env.options.stall_steps (the agent steps without progress that make a stall), e.g. env.options.stall_steps=150", "env"),
     Case(T, "+experiment=mario_dqn env.options.stall_steps=150 env.options.stall_penalty=-1", "env.options.stall_penalty must be a number >= 0 (the game's reward units; 15 is a death's) or null (a stall is truncated), got -1", "env"),

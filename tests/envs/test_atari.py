@@ -105,6 +105,54 @@ def test_the_vector_env_matches_the_single_env_and_resets_on_the_same_step(limit
     assert ended >= (6 if limit else 1)
 
 
+def test_reset_actions_follow_every_reset_alike_in_the_vector_env_and_the_single_env():
+    """env.options.reset_actions=[2] (baselines' FIRE reset: FIRE, then action 2) on BeamRider, whose next life
+    waits for a move: after each lost life the vector env (a terminal for the learner) and the single env (the
+    game goes on) play the reset step and action 2 alike, frame for frame, and the game ends on the same step in
+    both, its raw score the single env's rewards summed (action 2's included)."""
+    cfg = EnvConfig(family="atari", id="BeamRider-v5", options={"reset_actions": [2]}, **DEEPMIND)
+    venv = make_vector_env(cfg, num_envs=1, seed=2)
+    single = make_env(cfg, seed=2)
+    np.testing.assert_array_equal(venv.reset()[0], single.reset(seed=2)[0])
+    rng = np.random.default_rng(2)
+    lives_lost, score = 0, 0.0
+    for t in range(27_000):
+        a = int(rng.integers(0, 9))
+        step = venv.step(np.array([a]))
+        obs, reward, terminated, truncated, _ = single.step(a)
+        score += reward
+        if step.episodes:  # the vector env is at the next game's first frame already
+            break
+        np.testing.assert_array_equal(step.obs[0], obs, err_msg=f"step {t}")
+        lives_lost += int(step.terminated[0])
+        assert not (terminated or truncated), f"step {t}: the single env ended its game first"
+    assert terminated and not truncated and lives_lost == 2, "BeamRider's 3 lives, each ended by the game"
+    assert step.episodes[0][1]["return"] == score and score > 0
+    venv.close(), single.close()
+
+
+def test_reset_actions_start_beamriders_next_life_where_fire_alone_leaves_it_waiting():
+    """After the first lost life a policy that only plays NOOP: with EnvPool's FIRE reset alone BeamRider shows
+    the same waiting screen for 1,500 agent steps (no reward, no life lost); with reset_actions=[2] the next
+    life starts and is lost."""
+    outcomes = {}
+    for options in ({}, {"reset_actions": [2]}):
+        venv = make_vector_env(EnvConfig(family="atari", id="BeamRider-v5", options=options, **DEEPMIND), 1, seed=0)
+        venv.reset()
+        rng = np.random.default_rng(0)
+        while not venv.step(rng.integers(0, 9, 1)).terminated[0]:
+            pass
+        went_on = None
+        for t in range(1500):
+            step = venv.step(np.zeros(1, np.int64))
+            if step.rewards[0] or step.terminated[0] or step.truncated[0]:
+                went_on = t
+                break
+        outcomes[bool(options)] = went_on
+        venv.close()
+    assert outcomes[False] is None and outcomes[True] is not None
+
+
 def test_workers_play_different_games():
     """Pong's opening screens are the same whatever the seed; the seeded no-op starts make the games differ."""
     cfg = EnvConfig(family="atari", id="Pong-v5", **DEEPMIND)
@@ -134,6 +182,8 @@ def test_videos_render_the_rgb_screen():
         (EnvConfig(family="atari", id="pong", options={"repeat_action_probability": 1.5}), "in \\[0, 1\\)"),
         (EnvConfig(family="atari", id="pong", options={"episodic_life": "yes"}), "true or false"),
         (EnvConfig(family="atari", id="pong", options={"num_threads": 0}), "integer >= 1"),
+        (EnvConfig(family="atari", id="pong", options={"reset_actions": 2}), "list of action indices.*\\[2\\]"),
+        (EnvConfig(family="atari", id="pong", options={"reset_actions": [True]}), "list of action indices"),
         (EnvConfig(family="atari", id="pong", normalize_reward=True), "env.normalize_reward=false"),
     ],
 )
@@ -141,6 +191,13 @@ def test_bad_ids_and_options_are_one_line_naming_the_fix(cfg, message):
     with pytest.raises(ConfigError, match=message) as info:
         check_env_config(cfg)
     assert "\n" not in str(info.value)
+
+
+def test_a_reset_action_the_game_lacks_is_one_line_naming_the_fix():
+    cfg = EnvConfig(family="atari", id="BeamRider-v5", options={"reset_actions": [9]}, **DEEPMIND)
+    for make in (lambda: make_vector_env(cfg, num_envs=1, seed=0), lambda: make_env(cfg, seed=0)):
+        with pytest.raises(ConfigError, match=r"names an action BeamRider-v5 lacks: it has 9 \(0-8\).*reset_actions"):
+            make()
 
 
 def test_game_names_resolve_to_envpool_ids():
