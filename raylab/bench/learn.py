@@ -516,6 +516,7 @@ def read_run(variant: str, seed: int, run_dir: Path, process_seconds: float | No
         final_eval_return=final,
         final_eval_std=bm["eval"]["return_std"],
         final_eval_episodes=bm["eval"]["episodes"],
+        final_eval_games=_games(bm["eval"]),
         train_target=train_target,
         eval_extras_target=extras_target or None,
         final_eval_extras=final_extras,
@@ -533,6 +534,15 @@ def read_run(variant: str, seed: int, run_dir: Path, process_seconds: float | No
         train_curve=train_curve(run_dir / "metrics.jsonl"),
     )
     return result
+
+
+def _games(final_eval: dict[str, Any]) -> list[list[float]] | None:
+    """The final evaluation's games as [return, agent steps] pairs (an episode that ran to the time limit shows
+    there); None for a report from before they were kept."""
+    returns, lengths = final_eval.get("returns"), final_eval.get("lengths")
+    if not returns or lengths is None or len(lengths) != len(returns):
+        return None
+    return [[r, n] for r, n in zip(returns, lengths, strict=True)]
 
 
 def meets(row: dict[str, Any], target: float | None, extras: dict[str, float]) -> bool:

@@ -122,13 +122,16 @@ def _resource_usage(usage: ResourceUsage, process_peaks: int) -> dict[str, Any]:
 
 
 def eval_section(final_eval: EvalResult | None) -> dict[str, Any]:
-    """A final evaluation: its mean, std, episodes and the weights version it ran on; the env family's episode
-    values, each episode's and their means (Mario: x_pos, and flag_get, whose mean is the flag rate)."""
+    """A final evaluation: its mean, std, episodes and the weights version it ran on; each episode's return and
+    length (agent steps: an episode that ran to the time limit shows there); the env family's episode values,
+    each episode's and their means (Mario: x_pos, and flag_get, whose mean is the flag rate)."""
     return {
         "return_mean": final_eval.mean if final_eval else None,
         "return_std": final_eval.std if final_eval else None,
         "episodes": int(final_eval.returns.size) if final_eval else 0,
         "policy_version": final_eval.version if final_eval else None,
+        "returns": [float(r) for r in final_eval.returns] if final_eval else [],
+        "lengths": [int(n) for n in final_eval.lengths] if final_eval else [],
         "extras_mean": final_eval.extra_means() if final_eval else {},
         "extras": {k: v.tolist() for k, v in final_eval.extras.items()} if final_eval else {},
     }

@@ -51,6 +51,17 @@ def test_a_final_evaluation_under_the_extras_target_is_not_reached(tmp_path):
     assert never["target_hit_seconds"] is None and never["reached"] is False
 
 
+def test_the_record_keeps_each_final_game_with_its_length_where_the_report_has_them(tmp_path):
+    """A game that ran to the time limit shows in its length (BeamRider's greedy wait after a lost life)."""
+    run_dir = mario_run(tmp_path / "games", [0.0], 0.5)
+    report = json.loads((run_dir / "benchmark_metrics.json").read_text())
+    report["eval"] |= {"returns": [2900.0, 0.0], "lengths": [812, 27_000]}
+    (run_dir / "benchmark_metrics.json").write_text(json.dumps(report))
+    assert learn.read_run("default", 0, run_dir, None)["final_eval_games"] == [[2900.0, 812], [0.0, 27_000]]
+    older = learn.read_run("default", 0, mario_run(tmp_path / "older", [0.0], 0.5), None)
+    assert older["final_eval_games"] is None  # a report from before the games were kept
+
+
 def test_the_mario_table_says_when_the_flag_came_first_and_when_it_came_8_times_in_10(tmp_path):
     runs = [
         learn.read_run("default", 0, mario_run(tmp_path / "a", [0.0, 0.2, 0.6, 0.9], 0.8), None),

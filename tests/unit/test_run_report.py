@@ -82,8 +82,8 @@ def test_the_report_of_synthetic_counters(cfg):
     assert perf["reward_std_last_100_episodes"] == pytest.approx(np.std(returns))
     assert bm["final_losses"] == {"loss": 0.25}
     assert bm["eval"] == {
-        "return_mean": 11.0, "return_std": 1.0, "episodes": 2, "policy_version": 7,
-        "extras_mean": {"x_pos": 2180.5}, "extras": {"x_pos": [3161.0, 1200.0]},
+        "return_mean": 11.0, "return_std": 1.0, "episodes": 2, "policy_version": 7, "returns": [10.0, 12.0],
+        "lengths": [5, 5], "extras_mean": {"x_pos": 2180.5}, "extras": {"x_pos": [3161.0, 1200.0]},
     }  # fmt: skip
     assert [(e["return_mean"], e["flag_get_mean"]) for e in bm["evals"]] == [(8.0, 0.5)]
     assert p.row()["eval/flag_get_mean"] == 0.5  # metrics.jsonl and W&B: the flag rate of the latest evaluation
@@ -113,7 +113,8 @@ def test_no_episodes_no_eval(cfg):
     assert bm["final_fps"] == 0.0 and bm["total_timesteps"] == 0
     assert set(bm["performance"].values()) == {None}
     assert bm["eval"] == {
-        "return_mean": None, "return_std": None, "episodes": 0, "policy_version": None, "extras_mean": {}, "extras": {},
+        "return_mean": None, "return_std": None, "episodes": 0, "policy_version": None, "returns": [], "lengths": [],
+        "extras_mean": {}, "extras": {},
     }  # fmt: skip
 
 
