@@ -63,7 +63,8 @@ def machine_line(data: Json) -> str:
         f"{name} {m[key]}" for name, key in (("Python", "python"), ("torch", "torch"), ("Ray", "ray")) if m.get(key)
     )
     when = m["date"].replace("T", " ")[:16]
-    return f"{when}, {m['cpu']}, {m['cores']} cores, {gpu}; {versions}; commit {commit_text(m.get('git_commit'))}"
+    cpu = f"{m['cpu']} with native bf16" if m.get("native_bf16") else m["cpu"]
+    return f"{when}, {cpu}, {m['cores']} cores, {gpu}; {versions}; commit {commit_text(m.get('git_commit'))}"
 
 
 def commit_text(commit: str | None) -> str:
@@ -74,9 +75,12 @@ def commit_text(commit: str | None) -> str:
 
 def run_cpu(run: Json, report: Json) -> str:
     """The CPU a learn table's run trained on: the machine stamp kept with a run read back from an earlier
-    invocation, else the file's own (the invocation that trained it)."""
-    cpu = str((run.get("recorded") or report.get("machine") or {}).get("cpu") or "not recorded")
-    return " ".join(cpu.replace("(R)", "").replace("(TM)", "").removesuffix(" Processor").split())
+    invocation, else the file's own (the invocation that trained it); "with bf16" where the stamp says the CPU
+    computes bf16 natively (learner.precision=auto trains in it there; stamps from before say nothing)."""
+    machine = run.get("recorded") or report.get("machine") or {}
+    cpu = str(machine.get("cpu") or "not recorded")
+    name = " ".join(cpu.replace("(R)", "").replace("(TM)", "").removesuffix(" Processor").split())
+    return f"{name} with bf16" if machine.get("native_bf16") else name
 
 
 def fps_cells(cells: list[tuple[float, str]]) -> list[str]:

@@ -16,6 +16,8 @@ def machine_info() -> dict[str, Any]:
     import numpy
     import torch
 
+    from raylab.models.precision import native_bf16
+
     info: dict[str, Any] = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "hostname": platform.node(),
@@ -25,6 +27,7 @@ def machine_info() -> dict[str, Any]:
         "torch": torch.__version__,
         "numpy": numpy.__version__,
         "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "native_bf16": native_bf16(),  # learner.precision=auto trains in bf16 here: a CPU's rates depend on it
         "git_commit": _git_commit(),
     }
     try:
