@@ -460,17 +460,30 @@ RESET_LABELS = {"envpool": "EnvPool's FIRE (the recipe)", "baselines": "FIRE, th
 
 def atari_life_restart(data: list[Json]) -> str:
     """benchmarks/atari_life_restart.py: per game and reset, the agent step of the first lost life (random play),
-    the actions that leave the game waiting after it (no reward, no lost life, no end within the patience), and
-    for each action the agent steps until the game went on ("waits" where it did not)."""
+    the actions that leave the game waiting after it (to the time limit, or past the patience), and for each action
+    the agent steps until the game went on: a reward, another lost life or the game's end; "waits to the time
+    limit (N)" where the game stood until its 27,000-step limit came N steps later; and a game played NOOP from its
+    start: its first lost life, the rewarded steps before it, and what NOOP did after it."""
     (d,) = data
+
+    def cell(r: Json) -> str:
+        if r["outcome"] == "time limit":
+            return f"waits to the time limit ({r['steps']:,})"
+        return f"waits ≥ {r['steps']:,}" if r["outcome"] == "waits" else f"{r['steps']:,} ({r['outcome']})"
+
+    def noop_cell(r: Json) -> str:
+        if r["first_lost_life"] is None:
+            return "no life lost before the game's end"
+        return f"{r['first_lost_life']:,}, {r['rewards_before']:.0f}, {cell(r)}"
+
     header = ["game", "after a reset", "first lost life (agent step)", "actions that wait",
-              f"agent steps until the game goes on, action 0, 1, … (patience {d['patience']:,})"]  # fmt: skip
+              "agent steps until the game goes on, action 0, 1, …",
+              "NOOP from the start: first lost life, rewarded steps before it, then"]  # fmt: skip
     rows = []
     for g in d["games"]:
-        steps = ", ".join("waits" if r["plays_on"] is False else str(r["steps_to_go_on"]) for r in g["rows"])
         waiting = ", ".join(str(a) for a in g["waiting_actions"]) or "none"
         rows.append([
             g["game"], RESET_LABELS.get(g["variant"], g["variant"]), str(g["rows"][0]["first_lost_life"]),
-            f"{waiting} (of {g['actions']})", steps,
+            f"{waiting} (of {g['actions']})", "; ".join(cell(r) for r in g["rows"]), noop_cell(g["noop_from_start"]),
         ])  # fmt: skip
     return _rows(header, rows)

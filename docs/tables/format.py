@@ -75,12 +75,12 @@ def commit_text(commit: str | None) -> str:
 
 def run_cpu(run: Json, report: Json) -> str:
     """The CPU a learn table's run trained on: the machine stamp kept with a run read back from an earlier
-    invocation, else the file's own (the invocation that trained it); "with bf16" where the stamp says the CPU
+    invocation, else the file's own (the invocation that trained it); "with native bf16" where the stamp says the CPU
     computes bf16 natively (learner.precision=auto trains in it there; stamps from before say nothing)."""
     machine = run.get("recorded") or report.get("machine") or {}
     cpu = str(machine.get("cpu") or "not recorded")
     name = " ".join(cpu.replace("(R)", "").replace("(TM)", "").removesuffix(" Processor").split())
-    return f"{name} with bf16" if machine.get("native_bf16") else name
+    return f"{name} with native bf16" if machine.get("native_bf16") else name
 
 
 def fps_cells(cells: list[tuple[float, str]]) -> list[str]:

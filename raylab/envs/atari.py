@@ -117,7 +117,8 @@ def check(cfg: EnvConfig) -> None:
 def reset_actions(cfg: EnvConfig, num_actions: int | None = None) -> tuple[int, ...]:
     """``env.options.reset_actions`` as a tuple of action indices, checked against the game's ``num_actions``
     when it is known (the pool tells it)."""
-    value = cfg.options.get("reset_actions") or []
+    value = cfg.options.get("reset_actions")
+    value = [] if value is None else value  # 0 or false is a mistake, not "none": it is refused below
     if not isinstance(value, list | tuple) or not all(
         isinstance(a, int) and not isinstance(a, bool) and a >= 0 for a in value
     ):
@@ -153,6 +154,15 @@ def pool_options(cfg: EnvConfig) -> dict[str, Any]:
     }
 
 
+def checked_reset_actions(cfg: EnvConfig, pool: Any) -> tuple[int, ...]:
+    """reset_actions(cfg) against the game ``pool`` plays; a mistake closes the pool before it is raised."""
+    try:
+        return reset_actions(cfg, int(pool.action_space.n))
+    except ConfigError:
+        pool.close()
+        raise
+
+
 def make_pool(cfg: EnvConfig, num_envs: int, seed: int, render: bool = False) -> Any:
     """An EnvPool of ``num_envs`` games seeded ``seed, seed + 1, ...``."""
     envpool = envpool_module()
@@ -181,7 +191,7 @@ class AtariVectorEnv(PoolAdapter):
             0, 255, tuple(self.pool.observation_space.shape), np.uint8
         )
         self.single_action_space: gym.Space = self.pool.action_space
-        self._reset_actions = reset_actions(cfg, int(self.single_action_space.n))
+        self._reset_actions = checked_reset_actions(cfg, self.pool)
         self._obs = np.zeros((self.num_envs, *self.single_observation_space.shape), np.uint8)
         self._noop = np.full(self.num_envs, NOOP_ACTION)
 
@@ -261,7 +271,7 @@ class AtariEnv(gym.Env[np.ndarray, np.int64]):
         self.pool = make_pool(cfg, 1, 0, render=render_mode == "rgb_array")
         self.observation_space = gym.spaces.Box(0, 255, tuple(self.pool.observation_space.shape), np.uint8)
         self.action_space = self.pool.action_space
-        self._reset_actions = reset_actions(cfg, int(self.pool.action_space.n))
+        self._reset_actions = checked_reset_actions(cfg, self.pool)
         self.metadata = {**self.metadata, "render_fps": max(1, round(60 / cfg.frame_skip))}  # the ALE's 60 Hz
         self._episode_over = False
 
@@ -280,13 +290,13 @@ class AtariEnv(gym.Env[np.ndarray, np.int64]):
         self._episode_over = False
         played = self._play_reset_actions()
         if played is not None:
-            obs, _, self._episode_over, _, info = played
+            obs, _, self._episode_over, _, _, info = played
         return obs[0].copy(), {"lives": int(info["lives"][0])}
 
-    def _play_reset_actions(self) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]] | None:
-        """env.options.reset_actions after a reset: (observation, their reward, game over, truncated, info), or
-        None when there are none. A life lost in one takes its reset step and starts them again; a game that
-        ends in one ends there."""
+    def _play_reset_actions(self) -> tuple[np.ndarray, float, bool, bool, bool, dict[str, Any]] | None:
+        """env.options.reset_actions after a reset: (observation, their reward, game over, terminated, truncated,
+        info), or None when there are none. A life lost in one takes its reset step and starts them again; a
+        game that ends in one ends there."""
         if not self._reset_actions:
             return None
         total = 0.0
@@ -296,13 +306,14 @@ class AtariEnv(gym.Env[np.ndarray, np.int64]):
             for action in self._reset_actions:
                 obs, rew, term, trunc, info = self.pool.step(np.array([action]))
                 total += float(rew[0])
-                if bool(trunc[0]) or bool(term[0] and info["terminated"][0]):
-                    return obs, total, True, bool(trunc[0]), info
+                over = bool(term[0] and info["terminated"][0])
+                if over or bool(trunc[0]):
+                    return obs, total, True, over, bool(trunc[0]), info
                 if term[0]:  # a lost life: its reset step, then the reset actions again
                     obs, *_, info = self.pool.step(np.array([NOOP_ACTION]))
                     restarted = True
                     break
-        return obs, total, False, False, info
+        return obs, total, False, False, False, info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         obs, rew, term, trunc, info = self.pool.step(np.array([int(action)]))
@@ -312,8 +323,8 @@ class AtariEnv(gym.Env[np.ndarray, np.int64]):
             obs, *_, info = self.pool.step(np.array([NOOP_ACTION]))
             played = self._play_reset_actions()
             if played is not None:
-                obs, extra, game_over, truncated, info = played
-                reward, terminated = reward + extra, game_over and not truncated
+                obs, extra, game_over, terminated, truncated, info = played
+                reward += extra
         self._episode_over = game_over
         return obs[0].copy(), reward, terminated, truncated, {"lives": int(info["lives"][0])}
 

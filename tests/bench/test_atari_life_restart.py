@@ -24,6 +24,11 @@ def test_noop_waits_after_a_lost_life_in_beamrider_unless_action_2_follows_the_r
         assert game["env_id"] == "BeamRider-v5" and game["actions"] == 9 and len(game["rows"]) == 1
         assert game["rows"][0]["first_lost_life"] > 0
     assert by_variant["envpool"]["waiting_actions"] == [0]
-    assert by_variant["envpool"]["rows"][0]["steps_to_go_on"] is None
+    assert by_variant["envpool"]["rows"][0] | {"first_lost_life": 0, "rewards_before": 0} == {
+        "action": 0, "first_lost_life": 0, "rewards_before": 0, "outcome": "waits", "steps": 1500, "plays_on": False,
+    }  # fmt: skip
     assert by_variant["baselines"]["waiting_actions"] == []
-    assert 0 < by_variant["baselines"]["rows"][0]["steps_to_go_on"] <= 1500
+    idle = by_variant["envpool"]["noop_from_start"]  # BeamRider starts by itself: a policy that never acts
+    assert idle["first_lost_life"] > 0 and idle["rewards_before"] == 0 and idle["outcome"] == "waits"
+    went_on = by_variant["baselines"]["rows"][0]
+    assert went_on["plays_on"] and went_on["outcome"] in ("reward", "life lost") and 0 < went_on["steps"] < 1500

@@ -107,28 +107,45 @@ def test_the_vector_env_matches_the_single_env_and_resets_on_the_same_step(limit
 
 def test_reset_actions_follow_every_reset_alike_in_the_vector_env_and_the_single_env():
     """env.options.reset_actions=[2] (baselines' FIRE reset: FIRE, then action 2) on BeamRider, whose next life
-    waits for a move: after each lost life the vector env (a terminal for the learner) and the single env (the
-    game goes on) play the reset step and action 2 alike, frame for frame, and the game ends on the same step in
-    both, its raw score the single env's rewards summed (action 2's included)."""
+    waits for a move: in a batch of 3 games, where EnvPool's partial steps come back in its own order, each game
+    after each lost life plays the reset step and action 2 as a single env of its seed does (the vector env a
+    terminal for the learner, the single env going on), frame for frame; each game ends on the same step in both,
+    its raw score the single env's rewards summed (action 2's included) and its length every agent step played,
+    the 3 reset-action steps (the start, 2 lost lives) among them."""
     cfg = EnvConfig(family="atari", id="BeamRider-v5", options={"reset_actions": [2]}, **DEEPMIND)
-    venv = make_vector_env(cfg, num_envs=1, seed=2)
-    single = make_env(cfg, seed=2)
-    np.testing.assert_array_equal(venv.reset()[0], single.reset(seed=2)[0])
+    venv = make_vector_env(cfg, num_envs=3, seed=2)
+    singles = [make_env(cfg, seed=2 + i) for i in range(3)]
+    first = venv.reset()
+    for i, single in enumerate(singles):
+        np.testing.assert_array_equal(first[i], single.reset(seed=2 + i)[0])
     rng = np.random.default_rng(2)
-    lives_lost, score = 0, 0.0
+    lives_lost, scores, ended = np.zeros(3, int), np.zeros(3), {}
     for t in range(27_000):
-        a = int(rng.integers(0, 9))
-        step = venv.step(np.array([a]))
-        obs, reward, terminated, truncated, _ = single.step(a)
-        score += reward
-        if step.episodes:  # the vector env is at the next game's first frame already
+        actions = rng.integers(0, 9, 3)
+        step = venv.step(actions)
+        games = dict(step.episodes)
+        for i, single in enumerate(singles):
+            if i in ended:
+                continue
+            obs, reward, terminated, truncated, _ = single.step(int(actions[i]))
+            scores[i] += reward
+            if i in games:  # the vector env is at the next game's first frame already
+                assert terminated and not truncated, f"game {i}: the single env plays on"
+                ended[i] = (t, games[i])
+                continue
+            assert not (terminated or truncated), f"game {i}, step {t}: the single env ended its game first"
+            np.testing.assert_array_equal(step.obs[i], obs, err_msg=f"game {i}, step {t}")
+            lives_lost[i] += int(step.terminated[i])
+        if len(ended) == 3:
             break
-        np.testing.assert_array_equal(step.obs[0], obs, err_msg=f"step {t}")
-        lives_lost += int(step.terminated[0])
-        assert not (terminated or truncated), f"step {t}: the single env ended its game first"
-    assert terminated and not truncated and lives_lost == 2, "BeamRider's 3 lives, each ended by the game"
-    assert step.episodes[0][1]["return"] == score and score > 0
-    venv.close(), single.close()
+    assert list(lives_lost) == [2, 2, 2], "BeamRider's 3 lives, each ended by the game"
+    for i, (t, record) in ended.items():
+        assert record["return"] == scores[i], f"game {i}"
+        assert record["length"] == t + 1 + 3, f"game {i}: its {t + 1} steps and the 3 reset-action steps"
+    assert scores.sum() > 0
+    venv.close()
+    for single in singles:
+        single.close()
 
 
 def test_reset_actions_start_beamriders_next_life_where_fire_alone_leaves_it_waiting():

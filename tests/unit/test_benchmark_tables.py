@@ -166,7 +166,7 @@ def test_frames_per_second_name_their_cpu_only_when_the_runs_trained_on_differen
     assert run_cpu({"recorded": {"cpu": "AMD EPYC"}}, {"machine": {"cpu": "Intel Xeon"}}) == "AMD EPYC"
     assert run_cpu({}, {}) == "not recorded"
     assert run_cpu({}, {"machine": {"cpu": "Intel(R) Xeon(R) Processor"}}) == "Intel Xeon"  # as /proc/cpuinfo says it
-    assert run_cpu({"recorded": {"cpu": "AMD EPYC", "native_bf16": True}}, {}) == "AMD EPYC with bf16"
+    assert run_cpu({"recorded": {"cpu": "AMD EPYC", "native_bf16": True}}, {}) == "AMD EPYC with native bf16"
     assert run_cpu({}, {"machine": {"cpu": "AMD EPYC", "native_bf16": False}}) == "AMD EPYC"
     assert fps_cells([(3970.4, "a"), (5330.0, "a")]) == ["3,970", "5,330"]
 
