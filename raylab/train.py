@@ -61,7 +61,7 @@ def run(cfg: RunConfig, keep_ray: bool = False, sizing: Sizing | None = None) ->
 
         check_frames(cfg)
     from raylab.builders.run import build_run
-    from raylab.driver.outputs import claim_run_dir
+    from raylab.driver.outputs import check_not_in_use, claim_run_dir, hold_run_dir
     from raylab.driver.report import result_words
     from raylab.driver.resume import load_resume
     from raylab.metrics.loggers import check_logger_config
@@ -69,6 +69,7 @@ def run(cfg: RunConfig, keep_ray: bool = False, sizing: Sizing | None = None) ->
     check_logger_config(cfg.logger)
     resume = None
     if cfg.resume:  # read and checked before anything is written
+        check_not_in_use(Path(cfg.resume), "wait for it to end, or stop it, then resume it")
         resume = load_resume(cfg.resume, cfg.to_dict())
         cfg = dataclasses.replace(cfg, run_dir=str(Path(cfg.resume)))
     else:  # a finished run is never trained over (nor a half-finished one: resume it)
@@ -78,8 +79,10 @@ def run(cfg: RunConfig, keep_ray: bool = False, sizing: Sizing | None = None) ->
         print(sizing.line(), flush=True)
         sizing.write(cfg.run_dir)
 
-    # the topology runs its monitor in a with block: a run that raised leaves no sampler thread, logger or file open
-    summary = build_run(cfg, spaces, resume, keep_ray).run()
+    # the topology runs its monitor in a with block: a run that raised leaves no sampler thread, logger or file open;
+    # the run dir is held while it trains: another run, resume or benchmark finds it in use and refuses
+    with hold_run_dir(Path(cfg.run_dir)):
+        summary = build_run(cfg, spaces, resume, keep_ray).run()
     result = result_words(summary.benchmark)
     print(
         f"raylab: done ({summary.stop_reason}): {result}{summary.env_steps:,} env steps and "

@@ -103,6 +103,7 @@ def parse_variant(text: str) -> tuple[str, list[str]]:
 
 
 def run(args: argparse.Namespace, overrides: list[str]) -> int:
+    from raylab.driver.outputs import check_not_in_use
     from raylab.train import check_overrides
 
     variants = [parse_variant(v) for v in args.variant] or [("default", [])]
@@ -117,6 +118,8 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     for flag, given in (("--restart-unfinished", args.restart_unfinished), ("--resume-unfinished", resume_unfinished)):
         if given and not args.reuse:
             raise ConfigError(f"{flag} goes with --reuse (finished runs read back): add --reuse")
+    for name in names:  # a run training there now (another invocation's) is neither moved, continued nor read
+        check_not_in_use(runs_dir / name, "wait for that benchmark or run to end, or stop it, then run this again")
     earlier = earlier_report(output, overrides) if args.reuse else {}  # refused before anything is changed
     planned = {(name, seed) for seed in args.seeds for name, _ in variants}
     # a finished run of another recipe is not this table's, though its overrides read the same (a variant run from

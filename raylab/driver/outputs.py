@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import shutil
+import sys
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +48,67 @@ def check_holds_no_run(run_dir: Path, allowed: bool = False) -> list[str]:
     return held
 
 
+def _try_lock(fd: int, exclusive: bool) -> bool:
+    """flock ``fd`` without waiting; False when another open of the directory holds it exclusively."""
+    if sys.platform == "win32":  # no flock: a run dir is not guarded there
+        return True
+    import fcntl
+
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:  # a filesystem without locks (some network mounts): the run dir goes unguarded, as before
+        return True
+    return True
+
+
+def in_use_message(run_dir: Path, fix: str) -> str:
+    """The one line for a run dir that a run is training in now."""
+    return f"{run_dir} is in use: a run is training in it now: {fix} (nothing was changed)"
+
+
+def in_use(run_dir: Path) -> bool:
+    """Whether a run is training in ``run_dir`` now (hold_run_dir): what a resume, an overwrite or a benchmark
+    that would move it aside checks first."""
+    try:
+        fd = os.open(run_dir, os.O_RDONLY)
+    except OSError:  # none there (or unreadable): nothing trains in it that this process could see
+        return False
+    try:
+        return not _try_lock(fd, exclusive=False)  # shared: checkers never block each other
+    finally:
+        os.close(fd)  # and so released
+
+
+def check_not_in_use(run_dir: Path, fix: str = "wait for it to end, or stop it, then run this again") -> None:
+    """ConfigError naming the fix when a run is training in ``run_dir`` now."""
+    if in_use(run_dir):
+        raise ConfigError(in_use_message(run_dir, fix))
+
+
+@contextlib.contextmanager
+def hold_run_dir(run_dir: Path, patience_s: float = 1.0) -> Iterator[None]:
+    """Hold ``run_dir`` while a run trains in it: an exclusive flock on the directory itself (no file added to
+    it), which the OS drops when the process ends however it ends, kill -9 included. A second run, resume or
+    overwrite there, or a benchmark that would move it aside or continue it, finds it held and refuses. A
+    checker holds its shared lock for an instant, so the exclusive one is tried for up to ``patience_s``."""
+    try:
+        fd = os.open(run_dir, os.O_RDONLY)
+    except OSError:  # a directory that cannot be opened for reading (Windows): unguarded, as before
+        yield
+        return
+    try:
+        deadline = time.monotonic() + patience_s
+        while not _try_lock(fd, exclusive=True):
+            if time.monotonic() >= deadline:
+                raise ConfigError(in_use_message(run_dir, "wait for it to end, or choose another hydra.run.dir"))
+            time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)
+
+
 def claim_run_dir(run_dir: Path, overwrite: bool) -> None:
     """Make sure a new run may write into ``run_dir``: not a file nor under one, writable, and holding no other
     run (nothing in it is touched), unless ``overwrite``, which deletes that run's outputs first."""
@@ -57,6 +122,7 @@ def claim_run_dir(run_dir: Path, overwrite: bool) -> None:
         raise ConfigError(
             f"cannot write hydra.run.dir {run_dir} ({reason}): choose a directory you can write"
         ) from None
+    check_not_in_use(run_dir, "wait for it to end, or choose another hydra.run.dir")  # before overwrite deletes
     held = check_holds_no_run(run_dir, overwrite)
     for name in held:
         target = run_dir / name

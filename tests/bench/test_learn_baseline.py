@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 
 import gymnasium as gym
 import numpy as np
@@ -168,6 +170,29 @@ def test_a_benchmark_never_trains_over_the_runs_an_earlier_one_left(tmp_path, mo
         assert message.startswith(f"{left} already holds a run (metrics.jsonl) that this benchmark would train over")
         assert ("--reuse" in message) != reuse and "nothing was changed" in message
     assert (left / "metrics.jsonl").read_text() == "{}\n" and not (tmp_path / "out.json").exists()
+
+
+def test_a_benchmark_leaves_alone_a_run_another_invocation_is_training_now(tmp_path, monkeypatch):
+    """A second `bench learn` of the same table (the make target run twice) finds the first one's run training
+    and refuses before anything: with --resume-unfinished it would have continued that run beside it, with
+    --restart-unfinished moved it aside under it."""
+    from raylab.driver.outputs import hold_run_dir
+
+    live = tmp_path / "runs" / "ppo_seed0"
+    live.mkdir(parents=True)
+    (live / "metrics.jsonl").write_text("{}\n")
+    monkeypatch.setattr(learn, "run_one", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
+    args = argparse.Namespace(
+        variant=["ppo="], source=[], seeds=[0], output=str(tmp_path / "out.json"), runs_dir=str(tmp_path / "runs"),
+        random_episodes=0, against_random=False, reuse=True, restart_unfinished=False, resume_unfinished=False,
+    )  # fmt: skip
+    with hold_run_dir(live):
+        for flag in ("restart_unfinished", "resume_unfinished"):
+            refused = rf"^{re.escape(str(live))} is in use: .*wait for that benchmark.*nothing was changed"
+            with pytest.raises(ConfigError, match=refused):
+                learn.run(argparse.Namespace(**{**vars(args), flag: True}), ["env=fake"])
+    assert os.listdir(live.parent) == ["ppo_seed0"] and (live / "metrics.jsonl").read_text() == "{}\n"
+    assert not (tmp_path / "out.json").exists()
 
 
 def test_a_run_brings_its_training_curve_and_final_training_return(tmp_path):

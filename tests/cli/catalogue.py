@@ -12,6 +12,7 @@ mistake has no row in docs/errors.md's table. Arguments may name paths the test 
     {empty}     an existing empty directory
     {bad}       a run dir whose config.yaml does not parse
     {missing}   a path that does not exist
+    {live}      a run dir like {run} that a run is training in now (the test holds it, as raylab.train does)
     {out}       a new path for outputs (train: hydra.run.dir is {out}/run unless the case sets it)
 """
 
@@ -36,6 +37,7 @@ SHOWN = {
     "{empty}": "empty_dir",
     "{bad}": "broken_run",
     "{missing}": "no/such/dir",
+    "{live}": "outputs/training_now",
     "{out}": "new_dir",
 }
 """How the docs page writes each placeholder path."""
@@ -229,6 +231,8 @@ TRAIN_RUN = [
     Case(T, "resume={file}", "is a file: resume takes the run dir", "resume", False),
     Case(T, "hydra.run.dir={file}/run", "which is a file, not a directory: choose another hydra.run.dir", "run_dir", False),
     Case(T, "hydra.run.dir={run}", "already holds a run (config.yaml), which this one would train over", "run_dir", False),
+    Case(T, "resume={live}", "is in use: a run is training in it now: wait for it to end, or stop it, then resume it", "resume", False),
+    Case(T, "hydra.run.dir={live} overwrite=true", "is in use: a run is training in it now: wait for it to end, or choose another hydra.run.dir", "run_dir", False),
     Case(T, "hydra.run.dir=/proc/raylab_run", "cannot write hydra.run.dir /proc/raylab_run (No such file or directory in /proc)", "run_dir"),
     Case(T, "+policies.a.model.hidden_sizes=[64]", "policies a need policy_mapping: set policy_mapping", "policies"),
     Case(T, f"{RIVALS} +policies.rival.lr=0.5", "unknown config key 'policies.rival.lr': valid keys: algo", "policies"),

@@ -8,30 +8,37 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
+from raylab.driver.outputs import hold_run_dir
 from tests.cli.catalogue import CASES, SUBPROCESS, Case
 from tests.cli.inprocess import run_cli
 from tests.conftest import make_config
 
 
 @pytest.fixture(scope="module")
-def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The placeholder paths of the catalogue (its docstring)."""
+def paths(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    """The placeholder paths of the catalogue (its docstring); {live} held, as a run training there holds it."""
     root = tmp_path_factory.mktemp("catalogue")
-    run, bad, empty = root / "run", root / "bad", root / "empty"
-    (run / "checkpoints").mkdir(parents=True)
+    run, bad, empty, live = root / "run", root / "bad", root / "empty", root / "live"
     cfg = make_config(root / "scratch", "env=fake")
-    (run / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict()))
-    (run / "checkpoints" / "final.pt").write_bytes(b"not a checkpoint")
+    for held in (run, live):
+        (held / "checkpoints").mkdir(parents=True)
+        (held / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict()))
+        (held / "checkpoints" / "final.pt").write_bytes(b"not a checkpoint")
     (bad / "checkpoints").mkdir(parents=True)
     (bad / "config.yaml").write_text("seed: [1\n")
     empty.mkdir()
     (root / "notes.txt").write_text("a plain file\n")
-    return {"file": root / "notes.txt", "run": run, "empty": empty, "bad": bad, "missing": root / "no" / "such"}
+    with hold_run_dir(live):
+        yield {
+            "file": root / "notes.txt", "run": run, "empty": empty, "bad": bad, "missing": root / "no" / "such",
+            "live": live,
+        }  # fmt: skip
 
 
 def argv(case: Case, paths: dict[str, Path], out: Path) -> list[str]:

@@ -227,3 +227,36 @@ def test_driver_rng_state_round_trips():
     random.random(), np.random.rand(), torch.rand(3)
     set_rng_state(state)
     assert (random.random(), np.random.rand(), torch.rand(1).item()) == expected
+
+
+def test_a_run_holds_its_dir_while_it_trains_and_a_resume_or_overwrite_there_meanwhile_is_refused(
+    tmp_path, monkeypatch
+):
+    """raylab.train holds its run dir while it trains (a second process finds it in use), and lets it go when it
+    ends; a resume of a dir another process trains in, or an overwrite of it, is one line and changes nothing."""
+    import raylab.builders.run as builders
+    from raylab.driver.outputs import hold_run_dir, in_use
+
+    real, seen = builders.build_run, []
+
+    def watched(cfg, *args, **kwargs):
+        built = real(cfg, *args, **kwargs)
+        train = built.run
+
+        def run_and_look():
+            seen.append(in_use(Path(cfg.run_dir)))
+            return train()
+
+        built.run = run_and_look
+        return built
+
+    monkeypatch.setattr(builders, "build_run", watched)
+    run(make_config(tmp_path, *SHORT, *CASES["dqn_local"], "stop.env_steps=1000"))
+    assert seen == [True] and not in_use(tmp_path)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    with hold_run_dir(tmp_path):  # another process's run, training there now
+        with pytest.raises(ConfigError, match=r"is in use: a run is training in it now: wait .* then resume it"):
+            run(make_config(tmp_path / "new", *SHORT, *CASES["dqn_local"], f"resume={tmp_path}"))
+        with pytest.raises(ConfigError, match=r"is in use: .*choose another hydra.run.dir \(nothing was changed\)"):
+            run(make_config(tmp_path, *SHORT, *CASES["dqn_local"], "overwrite=true"))
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and "new" not in p.parts} == before

@@ -1,13 +1,17 @@
 """Two ways a run used to go wrong without a word: actors the cluster can never hold (the run waited for ever)
-and a run dir that holds another run (it was trained over). Both are refused up front, in one line."""
+and a run dir that holds another run (it was trained over), or that a run is training in now. Each is refused up
+front, in one line."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
-from raylab.driver.outputs import RunOutputs, check_holds_no_run, claim_run_dir
+from raylab.driver.outputs import RunOutputs, check_holds_no_run, claim_run_dir, hold_run_dir, in_use
 from raylab.driver.placement import check_placeable, unplaceable
 from raylab.errors import ConfigError
 from raylab.remote.host import Resources
@@ -74,6 +78,47 @@ def test_a_dir_holding_a_run_is_refused_and_untouched(tmp_path):
     claim_run_dir(tmp_path, overwrite=True)  # explicit: the old run's outputs go
     assert not (tmp_path / "checkpoints").exists() and not (tmp_path / "metrics.jsonl").exists()
     assert check_holds_no_run(tmp_path) == []
+
+
+def test_a_run_dir_a_run_is_training_in_is_neither_overwritten_nor_claimed_and_is_freed_when_it_ends(tmp_path):
+    """While a run holds its dir, overwrite=true deletes nothing and a second holder is refused; the dir is free
+    again once the holder ends, and a checker (in_use) never takes the dir from the run that checks next."""
+    (tmp_path / "metrics.jsonl").write_text("{}\n")
+    with hold_run_dir(tmp_path):
+        assert in_use(tmp_path)
+        with pytest.raises(ConfigError, match=r"is in use: a run is training in it now: wait .*nothing was changed"):
+            claim_run_dir(tmp_path, overwrite=True)
+        with pytest.raises(ConfigError, match="is in use"), hold_run_dir(tmp_path, patience_s=0.05):
+            pass
+        assert (tmp_path / "metrics.jsonl").read_text() == "{}\n"
+    assert not in_use(tmp_path) and not in_use(tmp_path / "absent")
+    with hold_run_dir(tmp_path):  # a check just before does not keep it
+        assert in_use(tmp_path)
+    assert os.listdir(tmp_path) == ["metrics.jsonl"]  # the lock is on the directory: no file added
+
+
+def test_a_run_dir_is_freed_when_the_process_holding_it_is_killed(tmp_path):
+    """kill -9 leaves no lock behind: the OS drops a process's flocks with it (no stale lock file to clean up)."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"  # waits for the event
+        assert in_use(tmp_path)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not in_use(tmp_path)
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from raylab.driver.outputs import hold_run_dir
+with hold_run_dir(Path(sys.argv[1])):
+    print("held", flush=True)
+    time.sleep(600)
+"""
 
 
 def test_a_resumed_run_sets_aside_the_rows_after_its_checkpoint_and_loses_none(tmp_path):
