@@ -389,18 +389,34 @@ def atari_seeds(data: list[Json]) -> str:
     return _rows(header, rows)
 
 
+ATARI_TIME_LIMIT = 27_000
+"""Agent steps a game may last when env.max_episode_steps is null (raylab/envs/atari.py): 108,000 frames."""
+
+
+def _timed_out(run: Json) -> str:
+    """How many of a run's final greedy games ran to the game's time limit (a policy waiting on a screen: the
+    Learning page's lost-life wait), "not kept" for a record from before the games' lengths were kept."""
+    games = run.get("final_eval_games")
+    if not games:
+        return "not kept"
+    limit = ((run.get("config") or {}).get("env") or {}).get("max_episode_steps") or ATARI_TIME_LIMIT
+    return f"{sum(1 for _, steps in games if steps >= limit)} of {len(games)}"
+
+
 def atari_recipe_change(data: list[Json], before: str, after: str) -> str:
     """Two runs of the Atari table, the recipe before and after one change (each a learn JSON of the same games):
     per game, the training return at the frames both runs reached (the recent whole games, sampled actions), the
     final greedy score (10 whole games), the wall time and the frames/s of each (with its CPU when the two runs
-    trained on different ones)."""
+    trained on different ones); and where either JSON kept its final games' lengths, how many of those games ran
+    to the time limit."""
     old, new = data
     earlier = {r["variant"]: r for r in old["runs"] if r["ok"]}
+    lengths = any(r.get("final_eval_games") for d in data for r in d["runs"] if r["ok"])
     header = [
         "game", "frames", f"training: {before}", f"training: {after}", f"{after} ÷ {before}",
         f"greedy: {before}", f"greedy: {after}", f"wall time: {before}", f"wall time: {after}",
         f"frames/s: {before}", f"frames/s: {after}",
-    ]  # fmt: skip
+    ] + ([f"greedy games to the time limit: {before}", f"… {after}"] if lengths else [])  # fmt: skip
     rows = []
     for run in sorted((r for r in new["runs"] if r["ok"]), key=lambda r: r["variant"]):
         base = earlier.get(run["variant"])
@@ -417,6 +433,7 @@ def atari_recipe_change(data: list[Json], before: str, after: str) -> str:
             f"{_ret(run['final_eval_return'])} ± {_ret(run['final_eval_std'])}",
             f"{base['train_seconds'] / 60:.0f} min", f"{run['train_seconds'] / 60:.0f} min",
             *fps_cells([(base["env_frames_per_s"], run_cpu(base, old)), (run["env_frames_per_s"], run_cpu(run, new))]),
+            *([_timed_out(base), _timed_out(run)] if lengths else []),
         ])  # fmt: skip
     missing = sorted(name for name in earlier if not any(r["variant"] == name and r["ok"] for r in new["runs"]))
     unmatched = sorted(r["variant"] for r in new["runs"] if r["ok"] and r["variant"] not in earlier)

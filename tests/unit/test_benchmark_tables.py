@@ -235,6 +235,30 @@ def test_a_recipe_change_gives_no_ratio_against_a_negative_return_and_names_a_ga
     assert "| Qbert" not in text and "Not in the earlier table: Qbert." in text
 
 
+def test_a_recipe_change_counts_the_greedy_games_that_ran_to_the_time_limit_where_their_lengths_were_kept():
+    """A game that waited on a screen until its 27,000-step limit (or the run's own env.max_episode_steps) is
+    counted; a record from before the lengths were kept says so, and tables with neither have no such column."""
+    from docs.tables.atari import atari_recipe_change
+
+    old = {"runs": [_atari_run("BeamRider", 2_500_000, [[0, 2.5e6, 10e6, 1600.0]], 2479.2, 4480, 2232)]}
+    games = [[2000.0, 9000], [0.0, 27_000], [3000.0, 27_000], [500.0, 26_999]]
+    new = {"runs": [
+        {**_atari_run("BeamRider", 2_500_000, [[0, 2.5e6, 10e6, 1700.0]], 1375.0, 4400, 2300),
+         "final_eval_games": games},
+        {**_atari_run("Breakout", 2_500_000, [[0, 2.5e6, 10e6, 100.0]], 300.0, 4400, 2300),
+         "final_eval_games": [[300.0, 2000], [250.0, 2000]], "config": {"env": {"max_episode_steps": 2000}}},
+    ]}  # fmt: skip
+    text = atari_recipe_change([old, new], before="a", after="b")
+    assert "greedy games to the time limit: a | … b |" in text
+    (row,) = [line.split(" | ") for line in text.splitlines() if line.startswith("| BeamRider")]
+    assert row[-2:] == ["not kept", "2 of 4 |"]
+    old["runs"].append(_atari_run("Breakout", 2_500_000, [[0, 2.5e6, 10e6, 90.0]], 310.0, 4400, 2300))
+    text = atari_recipe_change([old, new], before="a", after="b")
+    (row,) = [line.split(" | ") for line in text.splitlines() if line.startswith("| Breakout")]
+    assert row[-2:] == ["not kept", "2 of 2 |"]
+    assert "time limit" not in atari_recipe_change([old, {"runs": old["runs"]}], before="a", after="b")
+
+
 def test_an_atari_trial_run_to_the_recipes_end_sits_beside_the_recipes_final_greedy_score():
     """A trial stopped early is set beside the recipe's last periodic evaluation before its frames; one run to the
     recipe's own end, beside the recipe's final evaluation (its 10 games at the end), not a periodic one before."""
