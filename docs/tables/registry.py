@@ -382,6 +382,16 @@ TABLES: dict[str, Table] = {
         atari_life_restart,
         "which actions start an Atari game's next life, with EnvPool's FIRE reset and with baselines'",
     ),
+    "atari_reset_actions": Table(
+        ("atari_table.json", "atari_table_reset2.json"),
+        partial(atari_recipe_change, before="EnvPool's FIRE", after="FIRE, then 2"),
+        "the Atari table's command with baselines' FIRE reset (reset_actions=[2]) against the recipe",
+    ),
+    "atari_trials_reset_actions": Table(
+        ("atari_recipe_trials_reset2.json", "atari_table.json"),
+        atari_trials,
+        "baselines' FIRE reset (reset_actions=[2]) tried on Breakout, beside the recipe's run at the same frames",
+    ),
     "atari_lambda": Table(
         ("atari_table_lambda1.json", "atari_table.json"),
         partial(atari_recipe_change, before="λ 1", after="λ 0.95"),
