@@ -61,7 +61,7 @@ def run(cfg: RunConfig, keep_ray: bool = False, sizing: Sizing | None = None) ->
 
         check_frames(cfg)
     from raylab.builders.run import build_run
-    from raylab.driver.outputs import check_not_in_use, claim_run_dir, hold_run_dir
+    from raylab.driver.outputs import check_not_in_use, claim_run_dir, hold_run_dir, prepare_run_dir
     from raylab.driver.report import result_words
     from raylab.driver.resume import load_resume
     from raylab.metrics.loggers import check_logger_config
@@ -69,19 +69,24 @@ def run(cfg: RunConfig, keep_ray: bool = False, sizing: Sizing | None = None) ->
     check_logger_config(cfg.logger)
     resume = None
     if cfg.resume:  # read and checked before anything is written
-        check_not_in_use(Path(cfg.resume), "wait for it to end, or stop it, then resume it")
+        fix = "wait for it to end, or stop it, then resume it"
+        check_not_in_use(Path(cfg.resume), fix)  # said first: a live run's checkpoints are not this one's to read
         resume = load_resume(cfg.resume, cfg.to_dict())
         cfg = dataclasses.replace(cfg, run_dir=str(Path(cfg.resume)))
-    else:  # a finished run is never trained over (nor a half-finished one: resume it)
-        claim_run_dir(Path(cfg.run_dir), cfg.overwrite)
-    failures.own_run_dir(Path(cfg.run_dir))  # a failure's traceback goes to its train.log from here on
-    if sizing is not None:
-        print(sizing.line(), flush=True)
-        sizing.write(cfg.run_dir)
-
-    # the topology runs its monitor in a with block: a run that raised leaves no sampler thread, logger or file open;
-    # the run dir is held while it trains: another run, resume or benchmark finds it in use and refuses
-    with hold_run_dir(Path(cfg.run_dir)):
+    else:
+        prepare_run_dir(Path(cfg.run_dir))
+        fix = "wait for it to end, or choose another hydra.run.dir"
+    # the run dir is held from here to the run's end: another run, resume, overwrite or benchmark there finds it in
+    # use and refuses; what follows is checked and written under it, so two started together cannot both pass
+    with hold_run_dir(Path(cfg.run_dir), fix):
+        if not cfg.resume:  # a finished run is never trained over (nor a half-finished one: resume it)
+            claim_run_dir(Path(cfg.run_dir), cfg.overwrite)
+        failures.own_run_dir(Path(cfg.run_dir))  # a failure's traceback goes to its train.log from here on
+        if sizing is not None:
+            print(sizing.line(), flush=True)
+            sizing.write(cfg.run_dir)
+        # the topology runs its monitor in a with block: a run that raised leaves no sampler thread, logger or file
+        # open
         summary = build_run(cfg, spaces, resume, keep_ray).run()
     result = result_words(summary.benchmark)
     print(

@@ -12,6 +12,7 @@ the machine; the PNG plots each run's periodic greedy evaluations against traini
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -103,7 +104,13 @@ def parse_variant(text: str) -> tuple[str, list[str]]:
 
 
 def run(args: argparse.Namespace, overrides: list[str]) -> int:
-    from raylab.driver.outputs import check_not_in_use
+    """One invocation: its table's runs dir held for the whole of it (_run)."""
+    with contextlib.ExitStack() as guard:
+        return _run(args, overrides, guard)
+
+
+def _run(args: argparse.Namespace, overrides: list[str], guard: contextlib.ExitStack) -> int:
+    from raylab.driver.outputs import check_not_in_use, check_not_under_a_file, hold_dir
     from raylab.train import check_overrides
 
     variants = [parse_variant(v) for v in args.variant] or [("default", [])]
@@ -118,14 +125,20 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     for flag, given in (("--restart-unfinished", args.restart_unfinished), ("--resume-unfinished", resume_unfinished)):
         if given and not args.reuse:
             raise ConfigError(f"{flag} goes with --reuse (finished runs read back): add --reuse")
-    for name in names:  # a run training there now (another invocation's) is neither moved, continued nor read
-        check_not_in_use(runs_dir / name, "wait for that benchmark or run to end, or stop it, then run this again")
     earlier = earlier_report(output, overrides) if args.reuse else {}  # refused before anything is changed
     planned = {(name, seed) for seed in args.seeds for name, _ in variants}
     # a finished run of another recipe is not this table's, though its overrides read the same (a variant run from
     # another tree with --source resolves its settings there, and is not checked)
     check = SettingsCheck({name: [*overrides, *extra] for name, extra in variants if name not in sources})
     stale = check.other_run_dirs(runs_dir, sorted(planned)) if args.reuse else {}
+    # held until this invocation ends: a second one of the same table (the make target run twice) is refused before
+    # it moves, continues or reads a run; and a run another command is training in one of its dirs now is left alone
+    check_not_under_a_file(runs_dir, "--runs-dir")
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    busy = "another bench learn is running this table's runs now: wait for it to end, or stop it, then run this again"
+    guard.enter_context(hold_dir(runs_dir, f"{runs_dir} is in use: {busy} (nothing was changed)"))
+    for name in names:
+        check_not_in_use(runs_dir / name, "wait for it to end, or stop it, then run this again")
     refuse_or_move_aside(runs_dir, stale, restart)
     # --restart-unfinished wins: the way to start over a run that --resume-unfinished (the make target's) cannot resume
     resuming = resume_unfinished and not args.restart_unfinished

@@ -69,11 +69,13 @@ def in_use_message(run_dir: Path, fix: str) -> str:
 
 
 def in_use(run_dir: Path) -> bool:
-    """Whether a run is training in ``run_dir`` now (hold_run_dir): what a resume, an overwrite or a benchmark
-    that would move it aside checks first."""
+    """Whether a run is training in ``run_dir`` now (hold_run_dir): what a benchmark that would move it aside or
+    continue it checks first."""
+    if sys.platform == "win32":  # no flock there: a run dir is not guarded
+        return False
     try:
         fd = os.open(run_dir, os.O_RDONLY)
-    except OSError:  # none there (or unreadable): nothing trains in it that this process could see
+    except FileNotFoundError:  # nothing trains in a dir that is not there
         return False
     try:
         return not _try_lock(fd, exclusive=False)  # shared: checkers never block each other
@@ -81,37 +83,44 @@ def in_use(run_dir: Path) -> bool:
         os.close(fd)  # and so released
 
 
-def check_not_in_use(run_dir: Path, fix: str = "wait for it to end, or stop it, then run this again") -> None:
+def check_not_in_use(run_dir: Path, fix: str) -> None:
     """ConfigError naming the fix when a run is training in ``run_dir`` now."""
     if in_use(run_dir):
         raise ConfigError(in_use_message(run_dir, fix))
 
 
 @contextlib.contextmanager
-def hold_run_dir(run_dir: Path, patience_s: float = 1.0) -> Iterator[None]:
-    """Hold ``run_dir`` while a run trains in it: an exclusive flock on the directory itself (no file added to
-    it), which the OS drops when the process ends however it ends, kill -9 included. A second run, resume or
-    overwrite there, or a benchmark that would move it aside or continue it, finds it held and refuses. A
-    checker holds its shared lock for an instant, so the exclusive one is tried for up to ``patience_s``."""
-    try:
-        fd = os.open(run_dir, os.O_RDONLY)
-    except OSError:  # a directory that cannot be opened for reading (Windows): unguarded, as before
+def hold_dir(path: Path, refusal: str, patience_s: float = 1.0) -> Iterator[None]:
+    """Hold the directory ``path`` for as long as the block runs: an exclusive flock on the directory itself (no
+    file added to it), which the OS drops when the process ends however it ends, kill -9 included, so no stale
+    lock is ever left. Held by another open (this process's or another's): ConfigError(``refusal``). A checker
+    (in_use) holds its shared lock for an instant, so the exclusive one is tried for up to ``patience_s``."""
+    if sys.platform == "win32":  # no flock: unguarded, as before
         yield
         return
+    fd = os.open(path, os.O_RDONLY)
     try:
         deadline = time.monotonic() + patience_s
         while not _try_lock(fd, exclusive=True):
             if time.monotonic() >= deadline:
-                raise ConfigError(in_use_message(run_dir, "wait for it to end, or choose another hydra.run.dir"))
+                raise ConfigError(refusal)
             time.sleep(0.02)
         yield
     finally:
         os.close(fd)
 
 
-def claim_run_dir(run_dir: Path, overwrite: bool) -> None:
-    """Make sure a new run may write into ``run_dir``: not a file nor under one, writable, and holding no other
-    run (nothing in it is touched), unless ``overwrite``, which deletes that run's outputs first."""
+def hold_run_dir(
+    run_dir: Path, fix: str = "wait for it to end, or choose another hydra.run.dir"
+) -> contextlib.AbstractContextManager[None]:
+    """Hold ``run_dir`` while a run trains in it (hold_dir): a second run, resume or overwrite there, or a
+    benchmark that would move it aside or continue it, finds it held and refuses in one line naming ``fix``."""
+    return hold_dir(run_dir, in_use_message(run_dir, fix))
+
+
+def prepare_run_dir(run_dir: Path) -> None:
+    """Make sure a new run may write into ``run_dir``: not a file nor under one, made, and writable (nothing in it
+    is touched)."""
     check_not_under_a_file(run_dir, "hydra.run.dir")
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -122,7 +131,13 @@ def claim_run_dir(run_dir: Path, overwrite: bool) -> None:
         raise ConfigError(
             f"cannot write hydra.run.dir {run_dir} ({reason}): choose a directory you can write"
         ) from None
-    check_not_in_use(run_dir, "wait for it to end, or choose another hydra.run.dir")  # before overwrite deletes
+
+
+def claim_run_dir(run_dir: Path, overwrite: bool) -> None:
+    """Make sure a new run may write into ``run_dir`` (prepare_run_dir) and that it holds no other run (nothing
+    in it is touched), unless ``overwrite``, which deletes that run's outputs first. raylab.train calls it while
+    it holds the dir (hold_run_dir), so no run training there can lose its outputs to it."""
+    prepare_run_dir(run_dir)
     held = check_holds_no_run(run_dir, overwrite)
     for name in held:
         target = run_dir / name

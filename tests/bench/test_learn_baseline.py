@@ -172,11 +172,11 @@ def test_a_benchmark_never_trains_over_the_runs_an_earlier_one_left(tmp_path, mo
     assert (left / "metrics.jsonl").read_text() == "{}\n" and not (tmp_path / "out.json").exists()
 
 
-def test_a_benchmark_leaves_alone_a_run_another_invocation_is_training_now(tmp_path, monkeypatch):
-    """A second `bench learn` of the same table (the make target run twice) finds the first one's run training
-    and refuses before anything: with --resume-unfinished it would have continued that run beside it, with
-    --restart-unfinished moved it aside under it."""
-    from raylab.driver.outputs import hold_run_dir
+def test_a_benchmark_leaves_alone_a_table_another_invocation_is_running_and_a_run_training_now(tmp_path, monkeypatch):
+    """A second `bench learn` of the same table (the make target run twice) is refused before anything, between
+    the first one's runs too: with --resume-unfinished it would have continued a run beside the first, with
+    --restart-unfinished moved one aside under it. So is one whose run dir a run is training in now."""
+    from raylab.driver.outputs import hold_dir, hold_run_dir
 
     live = tmp_path / "runs" / "ppo_seed0"
     live.mkdir(parents=True)
@@ -186,11 +186,15 @@ def test_a_benchmark_leaves_alone_a_run_another_invocation_is_training_now(tmp_p
         variant=["ppo="], source=[], seeds=[0], output=str(tmp_path / "out.json"), runs_dir=str(tmp_path / "runs"),
         random_episodes=0, against_random=False, reuse=True, restart_unfinished=False, resume_unfinished=False,
     )  # fmt: skip
-    with hold_run_dir(live):
-        for flag in ("restart_unfinished", "resume_unfinished"):
-            refused = rf"^{re.escape(str(live))} is in use: .*wait for that benchmark.*nothing was changed"
-            with pytest.raises(ConfigError, match=refused):
-                learn.run(argparse.Namespace(**{**vars(args), flag: True}), ["env=fake"])
+    for held, refused in (
+        (hold_dir(live.parent, "told"), r"^{} is in use: another bench learn is running this table's runs now: wait"),
+        (hold_run_dir(live), r"^{}/ppo_seed0 is in use: a run is training in it now: wait .*then run this again"),
+    ):
+        with held:
+            for flag in ("restart_unfinished", "resume_unfinished"):
+                match = refused.format(re.escape(str(live.parent))) + ".*nothing was changed"
+                with pytest.raises(ConfigError, match=match):
+                    learn.run(argparse.Namespace(**{**vars(args), flag: True}), ["env=fake"])
     assert os.listdir(live.parent) == ["ppo_seed0"] and (live / "metrics.jsonl").read_text() == "{}\n"
     assert not (tmp_path / "out.json").exists()
 

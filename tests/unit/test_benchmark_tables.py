@@ -259,6 +259,14 @@ def test_a_recipe_change_counts_the_greedy_games_that_ran_to_the_time_limit_wher
     assert "time limit" not in atari_recipe_change([old, {"runs": old["runs"]}], before="a", after="b")
 
 
+def test_the_atari_tables_time_limit_is_the_envs_default():
+    """docs/tables reads JSON only (no raylab import): its copy of the limit must follow raylab's."""
+    from docs.tables.atari import ATARI_TIME_LIMIT
+    from raylab.envs.atari import DEFAULT_MAX_EPISODE_STEPS
+
+    assert ATARI_TIME_LIMIT == DEFAULT_MAX_EPISODE_STEPS
+
+
 def test_an_atari_trial_run_to_the_recipes_end_sits_beside_the_recipes_final_greedy_score():
     """A trial stopped early is set beside the recipe's last periodic evaluation before its frames; one run to the
     recipe's own end, beside the recipe's final evaluation (its 10 games at the end), not a periodic one before."""

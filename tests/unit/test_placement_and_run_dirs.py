@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from raylab.driver.outputs import RunOutputs, check_holds_no_run, claim_run_dir, hold_run_dir, in_use
+from raylab.driver.outputs import RunOutputs, check_holds_no_run, claim_run_dir, hold_dir, hold_run_dir, in_use
 from raylab.driver.placement import check_placeable, unplaceable
 from raylab.errors import ConfigError
 from raylab.remote.host import Resources
@@ -80,15 +80,17 @@ def test_a_dir_holding_a_run_is_refused_and_untouched(tmp_path):
     assert check_holds_no_run(tmp_path) == []
 
 
-def test_a_run_dir_a_run_is_training_in_is_neither_overwritten_nor_claimed_and_is_freed_when_it_ends(tmp_path):
-    """While a run holds its dir, overwrite=true deletes nothing and a second holder is refused; the dir is free
-    again once the holder ends, and a checker (in_use) never takes the dir from the run that checks next."""
+def test_a_run_dir_a_run_is_training_in_is_refused_to_a_second_holder_and_freed_when_it_ends(tmp_path):
+    """While a run holds its dir, a second holder (another run, resume or overwrite there) is refused in one line
+    and nothing in it changes; the dir is free again once the holder ends, and a checker (in_use) never takes the
+    dir from the run that holds it next."""
     (tmp_path / "metrics.jsonl").write_text("{}\n")
     with hold_run_dir(tmp_path):
         assert in_use(tmp_path)
-        with pytest.raises(ConfigError, match=r"is in use: a run is training in it now: wait .*nothing was changed"):
-            claim_run_dir(tmp_path, overwrite=True)
-        with pytest.raises(ConfigError, match="is in use"), hold_run_dir(tmp_path, patience_s=0.05):
+        refused = r"is in use: a run is training in it now: wait .*hydra.run.dir \(nothing was changed\)"
+        with pytest.raises(ConfigError, match=refused), hold_run_dir(tmp_path):
+            pass
+        with pytest.raises(ConfigError, match=r"^told$"), hold_dir(tmp_path, "told", patience_s=0.05):
             pass
         assert (tmp_path / "metrics.jsonl").read_text() == "{}\n"
     assert not in_use(tmp_path) and not in_use(tmp_path / "absent")
