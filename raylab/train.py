@@ -61,7 +61,7 @@ def run(cfg: RunConfig, keep_ray: bool = False, sizing: Sizing | None = None) ->
 
         check_frames(cfg)
     from raylab.builders.run import build_run
-    from raylab.driver.outputs import check_not_in_use, claim_run_dir, hold_run_dir, prepare_run_dir
+    from raylab.driver.outputs import check_not_in_use, clear_run_dir, hold_run_dir, prepare_run_dir
     from raylab.driver.report import result_words
     from raylab.driver.resume import load_resume
     from raylab.metrics.loggers import check_logger_config
@@ -80,7 +80,7 @@ def run(cfg: RunConfig, keep_ray: bool = False, sizing: Sizing | None = None) ->
     # use and refuses; what follows is checked and written under it, so two started together cannot both pass
     with hold_run_dir(Path(cfg.run_dir), fix):
         if not cfg.resume:  # a finished run is never trained over (nor a half-finished one: resume it)
-            claim_run_dir(Path(cfg.run_dir), cfg.overwrite)
+            clear_run_dir(Path(cfg.run_dir), cfg.overwrite)  # prepared above
         failures.own_run_dir(Path(cfg.run_dir))  # a failure's traceback goes to its train.log from here on
         if sizing is not None:
             print(sizing.line(), flush=True)

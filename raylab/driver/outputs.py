@@ -49,9 +49,8 @@ def check_holds_no_run(run_dir: Path, allowed: bool = False) -> list[str]:
 
 
 def _try_lock(fd: int, exclusive: bool) -> bool:
-    """flock ``fd`` without waiting; False when another open of the directory holds it exclusively."""
-    if sys.platform == "win32":  # no flock: a run dir is not guarded there
-        return True
+    """flock ``fd`` without waiting (not on Windows: the callers skip it there); False when another open of the
+    directory holds it exclusively."""
     import fcntl
 
     try:
@@ -138,6 +137,12 @@ def claim_run_dir(run_dir: Path, overwrite: bool) -> None:
     in it is touched), unless ``overwrite``, which deletes that run's outputs first. raylab.train calls it while
     it holds the dir (hold_run_dir), so no run training there can lose its outputs to it."""
     prepare_run_dir(run_dir)
+    clear_run_dir(run_dir, overwrite)
+
+
+def clear_run_dir(run_dir: Path, overwrite: bool) -> None:
+    """The second half of claim_run_dir, for a dir prepare_run_dir already made: refuse one that holds a run, or
+    with ``overwrite`` delete that run's outputs."""
     held = check_holds_no_run(run_dir, overwrite)
     for name in held:
         target = run_dir / name
