@@ -35,6 +35,9 @@ class EvaluateArgs:
     """A file under <run_dir>/checkpoints (final, best, step_…), a path, or "latest" (the newest periodic or
     final checkpoint)."""
     episodes: int = 10
+    starts: str | None = None
+    """The episodes' no-op starts: ``random`` or ``every`` (each of env.noop_max + 1 once per that many
+    episodes: the policy's exact rate over them, on a deterministic env); default: the run's eval.starts."""
     video: bool = False
     video_format: str = "mp4"
     """mp4 (H.264 through imageio-ffmpeg) or gif (Pillow)."""
@@ -64,6 +67,8 @@ class EvaluateArgs:
 FIELDS = {f.name: f for f in dataclasses.fields(EvaluateArgs)}
 WEIGHTS = ("policy", "newest", "average")
 """The values of ``weights=``."""
+STARTS = ("random", "every")
+"""The values of ``starts=``."""
 OPTIONS = [name if name != "env_options" else "env_options.<name>" for name in FIELDS]
 """The options as a refusal lists them."""
 
@@ -104,6 +109,8 @@ def parse_args(argv: list[str]) -> EvaluateArgs:
         raise ConfigError(f"unknown video_format '{args.video_format}': choose mp4 or gif")
     if args.weights not in WEIGHTS:
         raise ConfigError(f"unknown weights '{args.weights}': choose {', '.join(WEIGHTS)}")
+    if args.starts not in (None, *STARTS):
+        raise ConfigError(f"unknown starts '{args.starts}': choose {' or '.join(STARTS)}")
     return args
 
 
@@ -298,6 +305,22 @@ def load_run_config(run_dir: Path, args: EvaluateArgs) -> Any:
             given = " ".join(f"env_options.{k}={json.dumps(v)}" for k, v in args.env_options.items())
             raise ConfigError(f"{given}: {err} (change or drop them)") from None
     ev = dataclasses.replace(cfg.eval, episodes=args.episodes, video=False)  # video=true films its own episode
+    if args.starts is not None:
+        ev = dataclasses.replace(ev, starts="every" if args.starts == "every" else "random")
+    if ev.starts == "every":
+        from raylab.envs.registry import check_every_start
+
+        try:
+            check_every_start(cfg.eval_env)
+        except ConfigError as err:
+            raise ConfigError(str(err).replace("eval.starts=", "starts=")) from None
+        starts = cfg.env.noop_max + 1
+        if args.episodes % starts:
+            given = "" if args.starts else " (the run's eval.starts)"
+            raise ConfigError(
+                f"starts=every{given} plays each of the {starts} no-op starts (env.noop_max={cfg.env.noop_max}) "
+                f"once per {starts} episodes: pass episodes={starts} (or a multiple), or starts=random"
+            )
     return dataclasses.replace(cfg, eval=ev, seed=cfg.seed if args.seed is None else args.seed)
 
 
@@ -345,6 +368,7 @@ def evaluate(args: EvaluateArgs) -> dict[str, Any]:
         "lengths": result.lengths.tolist(),
         "extras_mean": result.extra_means(),  # Mario: the flag rate (flag_get) and the mean x_pos
         "extras": {key: values.tolist() for key, values in result.extras.items()},
+        "starts": result.starts.tolist() if result.starts is not None else None,
         "seed": cfg.seed,
         "env_options": dict(args.env_options),
         "eval_env_options": dict(cfg.eval.env_options),
@@ -401,6 +425,8 @@ def main(argv: list[str] | None = None) -> None:
     for key, values in out["extras"].items():  # each episode's (Mario: flag_get, x_pos)
         shown = ", ".join(f"{v:g}" for v in values)
         print(f"raylab: {key}: mean {out['extras_mean'][key]:.3g} ({shown})", flush=True)
+    if out["starts"] is not None:  # starts=every: which start each episode above played
+        print(f"raylab: no-op starts: {', '.join(str(k) for k in out['starts'])}", flush=True)
     for name, part in out.get("policies", {}).items():
         mean = "n/a" if part["return_mean"] is None else fmt_return(part["return_mean"])
         print(f"raylab: policy {name}: return {mean} over {part['episodes']} episodes", flush=True)

@@ -327,6 +327,8 @@ class EvalResult:
     """The env family's final values per episode, in the order of ``returns`` (Mario: x_pos, flag_get)."""
     video: EpisodeVideo | None = None
     """eval.video: one more greedy episode of the same weights, recorded (not among ``returns``)."""
+    starts: np.ndarray | None = None
+    """eval.starts=every: each episode's no-op start, in the order of ``returns`` (None: drawn at random)."""
 
     @property
     def mean(self) -> float:

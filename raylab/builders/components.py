@@ -22,7 +22,7 @@ from raylab.builders.algorithms import a3c_config, algorithm, dqn_config
 from raylab.config import RunConfig
 from raylab.config.applicability import check_applicable
 from raylab.config.policies import policy_config, policy_map, policy_spaces
-from raylab.envs.registry import EVAL_WORKER_INDEX, make_vector_env
+from raylab.envs.registry import EVAL_WORKER_INDEX, make_vector_env, start_cycles
 from raylab.envs.vector import VectorEnv
 from raylab.errors import ConfigError
 from raylab.learner.learner import Learner
@@ -156,11 +156,15 @@ def build_evaluator(cfg: RunConfig, spaces: EnvSpaces) -> Evaluator:
     """Evaluation: argmax Q (with algo.epsilon.eval) for DQN; for actor-critics the most likely action, or a
     sample from the policy with eval.greedy=false."""
     num_envs = min(max(cfg.eval.episodes, 1), MAX_EVAL_ENVS)
-    env = make_vector_env(cfg.eval_env, num_envs, cfg.seed, worker_index=EVAL_WORKER_INDEX)
+    every = cfg.eval.starts == "every"
+    if every:  # each env takes its share of the starts in turn
+        num_envs = min(num_envs, cfg.env.noop_max + 1)
+    env = make_vector_env(cfg.eval_env, num_envs, cfg.seed, worker_index=EVAL_WORKER_INDEX, every_start=every)
     policy = build_eval_policy(cfg, spaces, env.num_envs)  # a multi-agent env: its agent slots
     names = policy_map(cfg, spaces).names if isinstance(policy, PolicySet) else None
     recorder = EpisodeRecorder(cfg, spaces, lambda: build_eval_policy(cfg, spaces, 1)) if cfg.eval.video else None
-    return Evaluator(env, policy, names, recorder)
+    rounds = [len(cycle) for cycle in start_cycles(cfg.env.noop_max, num_envs)] if every else None
+    return Evaluator(env, policy, names, recorder, start_rounds=rounds)
 
 
 def build_eval_policy(cfg: RunConfig, spaces: EnvSpaces, num_envs: int) -> Policy:

@@ -17,7 +17,7 @@ from raylab.config.applicability import check_applicable
 from raylab.config.coerce import build, to_container
 from raylab.config.policies import check_policies, policy_config
 from raylab.config.schema import RunConfig
-from raylab.envs.registry import check_env_config, env_spaces, family, max_return
+from raylab.envs.registry import check_env_config, check_every_start, env_spaces, family, max_return
 from raylab.errors import ConfigError, check
 
 
@@ -201,12 +201,30 @@ def check_cross_fields(run: RunConfig) -> None:
                 f"{bound:g} per episode; set stop.mean_return<={bound:g} or null"
             )
     check_eval_extras(run)
+    check_eval_starts(run)
     check_lr_schedule(run)
     check(
         not (run.eval.video and family(run.env).multi_agent),
         f"eval.video records one env's game, and env={run.env.family} is a multi-agent env, which has no video "
         f"yet: set eval.video=false",
     )
+
+
+def check_eval_starts(run: RunConfig) -> None:
+    """eval.starts=every: an env whose no-op starts raylab plays, and evaluations of whole rounds of them."""
+    if run.eval.starts != "every":
+        return
+    check_every_start(run.eval_env)
+    starts = run.env.noop_max + 1
+    for key, episodes in (
+        ("eval.episodes", run.eval.episodes), ("eval.confirm_episodes", run.eval.confirm_episodes),
+        ("eval.final_episodes", run.eval.final_episodes),
+    ):  # fmt: skip
+        check(
+            episodes % starts == 0,
+            f"eval.starts=every plays each of the {starts} no-op starts (env.noop_max={run.env.noop_max}) once per "
+            f"{starts} episodes: set {key}={starts} (or a multiple; got {episodes})",
+        )
 
 
 def check_lr_schedule(run: RunConfig) -> None:

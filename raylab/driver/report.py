@@ -124,8 +124,11 @@ def _resource_usage(usage: ResourceUsage, process_peaks: int) -> dict[str, Any]:
 def eval_section(final_eval: EvalResult | None) -> dict[str, Any]:
     """A final evaluation: its mean, std, episodes and the weights version it ran on; each episode's return and
     length (agent steps: an episode that ran to the time limit shows there); the env family's episode values,
-    each episode's and their means (Mario: x_pos, and flag_get, whose mean is the flag rate)."""
+    each episode's and their means (Mario: x_pos, and flag_get, whose mean is the flag rate); with
+    eval.starts=every, the no-op start each episode played."""
+    starts = {"starts": final_eval.starts.tolist()} if final_eval is not None and final_eval.starts is not None else {}
     return {
+        **starts,
         "return_mean": final_eval.mean if final_eval else None,
         "return_std": final_eval.std if final_eval else None,
         "episodes": int(final_eval.returns.size) if final_eval else 0,

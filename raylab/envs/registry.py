@@ -14,6 +14,7 @@ and a run is reproducible from ``seed``.
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import cast
 
 import gymnasium as gym
@@ -94,13 +95,14 @@ def max_return(cfg: EnvConfig) -> float | None:
     return family(cfg).max_return(cfg)
 
 
-def wrap(env: gym.Env, cfg: EnvConfig, fam: EnvFamily) -> gym.Env:
+def wrap(env: gym.Env, cfg: EnvConfig, fam: EnvFamily, noop_cycle: tuple[int, ...] | None = None) -> gym.Env:
     """The shared preprocessing stack (raylab/envs/wrappers.py has the order and the reasons); observations of
-    any space but a Box are first encoded into a flat float32 Box (raylab/envs/spaces.py)."""
+    any space but a Box are first encoded into a flat float32 Box (raylab/envs/spaces.py). ``noop_cycle``:
+    the no-op starts this env takes in turn (eval.starts=every), instead of drawing them."""
     env = as_float32(encoded(env, cfg.id))
     frames = not fam.native_frames  # EnvPool's Atari does noop starts, skip, gray, resize and stack in C++
     if cfg.noop_max and frames:
-        env = NoopReset(env, cfg.noop_max, fam.noop_action)
+        env = NoopReset(env, cfg.noop_max, fam.noop_action, cycle=noop_cycle)
     if cfg.frame_skip > 1 and frames:
         env = MaxPoolFrameSkip(env, cfg.frame_skip)
     if cfg.max_episode_steps is not None and not fam.native_time_limit:
@@ -143,19 +145,52 @@ def make_render_env(cfg: EnvConfig, seed: int, worker_index: int = 0) -> gym.Env
     return env
 
 
-def make_vector_env(cfg: EnvConfig, num_envs: int, seed: int, worker_index: int = 0) -> VectorEnv:
-    """``num_envs`` envs of ``cfg`` stepped as a batch (native batching where the family has it)."""
+def make_vector_env(
+    cfg: EnvConfig, num_envs: int, seed: int, worker_index: int = 0, every_start: bool = False
+) -> VectorEnv:
+    """``num_envs`` envs of ``cfg`` stepped as a batch (native batching where the family has it).
+
+    ``every_start`` (eval.starts=every): the envs share out the no-op starts 0..env.noop_max, env ``i`` taking
+    ``i, i + num_envs, ...`` in turn (``start_cycles``), instead of each drawing its own at random."""
     fam = family(cfg)
     first = seed + worker_index * num_envs
     name = f"{cfg.family} env of worker {worker_index}"
-    native = fam.make_vector(cfg, num_envs, first, name)
-    if native is not None:
-        return native
+    if every_start:
+        check_every_start(cfg, num_envs)
+        cycles: list[tuple[int, ...] | None] = list(start_cycles(cfg.noop_max, num_envs))
+    else:
+        cycles = [None] * num_envs
+        native = fam.make_vector(cfg, num_envs, first, name)
+        if native is not None:
+            return native
 
-    def build() -> gym.Env:
-        return wrap(fam.make_raw(cfg), cfg, fam)
+    def build(cycle: tuple[int, ...] | None) -> gym.Env:
+        return wrap(fam.make_raw(cfg), cfg, fam, noop_cycle=cycle)
 
-    return SerialVectorEnv([build] * num_envs, [first + i for i in range(num_envs)], name=name)
+    return SerialVectorEnv([partial(build, c) for c in cycles], [first + i for i in range(num_envs)], name=name)
+
+
+def start_cycles(noop_max: int, num_envs: int) -> list[tuple[int, ...]]:
+    """The no-op starts 0..noop_max shared out over ``num_envs`` envs (at most noop_max + 1): env ``i`` takes
+    ``i, i + num_envs, ...``."""
+    return [tuple(range(i, noop_max + 1, num_envs)) for i in range(num_envs)]
+
+
+def check_every_start(cfg: EnvConfig, num_envs: int | None = None) -> None:
+    """ConfigError naming the fix where evaluation cannot play every no-op start of ``cfg`` in turn."""
+    fam = family(cfg)
+    if fam.native_frames or fam.batched or fam.multi_agent or fam.vector_only(cfg):
+        raise ConfigError(
+            f"eval.starts=every plays each no-op start in turn, and env={cfg.family} draws its starts itself "
+            f"(or has none): set eval.starts=random"
+        )
+    if not cfg.noop_max:
+        raise ConfigError(
+            "eval.starts=every plays each of env.noop_max + 1 no-op starts in turn, and env.noop_max=0 gives one: "
+            "set eval.starts=random, or env.noop_max=30"
+        )
+    if num_envs is not None and num_envs > cfg.noop_max + 1:
+        raise ConfigError(f"{num_envs} evaluation envs share {cfg.noop_max + 1} no-op starts: use at most that many")
 
 
 def env_spaces(cfg: EnvConfig) -> EnvSpaces:

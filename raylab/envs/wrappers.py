@@ -16,6 +16,7 @@ its FrameStackObservation adds a fourth axis to channel-first images instead of 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -45,25 +46,45 @@ EPISODE_KEY = "episode"
 """info key EpisodeStatistics writes when an episode ends: {"return", "length", extras...}."""
 
 
+START_KEY = "noop_start"
+"""info key NoopReset writes at a reset in cycle mode (the no-ops it took), and EpisodeStatistics keeps in the
+episode's stats: which start each evaluation episode played (eval.starts=every)."""
+
+
 class NoopReset(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """After each reset, take ``U(0, noop_max)`` no-op actions, drawn from the wrapper's own generator
-    (seeded by ``reset(seed=...)``; the wrapped env's generator is left alone)."""
+    (seeded by ``reset(seed=...)``; the wrapped env's generator is left alone).
 
-    def __init__(self, env: gym.Env, noop_max: int, noop_action: Any = 0):
-        gym.utils.RecordConstructorArgs.__init__(self, noop_max=noop_max, noop_action=noop_action)
+    ``cycle``: take these counts in turn instead, one per reset, round and round (eval.starts=every: the
+    evaluation envs share out the starts 0..noop_max, so that any ``len(cycle)`` episodes in a row of this env
+    play each of its counts once), and write the count into the reset's info (``START_KEY``)."""
+
+    def __init__(self, env: gym.Env, noop_max: int, noop_action: Any = 0, cycle: Sequence[int] | None = None):
+        gym.utils.RecordConstructorArgs.__init__(self, noop_max=noop_max, noop_action=noop_action, cycle=cycle)
         super().__init__(env)
         self.noop_max = int(noop_max)
         self.noop_action = noop_action
         self._noops = np.random.default_rng()
+        self.cycle = tuple(int(k) for k in cycle) if cycle is not None else None
+        if self.cycle is not None and (not self.cycle or not all(0 <= k <= self.noop_max for k in self.cycle)):
+            raise ValueError(f"NoopReset cycle {self.cycle} must hold counts within 0..{self.noop_max}")
+        self._turn = 0
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         obs, info = self.env.reset(seed=seed, options=options)
         if seed is not None:
             self._noops = np.random.default_rng(seed)
-        for _ in range(int(self._noops.integers(0, self.noop_max + 1))):
+        if self.cycle is not None:
+            count = self.cycle[self._turn % len(self.cycle)]
+            self._turn += 1
+        else:
+            count = int(self._noops.integers(0, self.noop_max + 1))
+        for _ in range(count):
             obs, _, terminated, truncated, info = self.env.step(self.noop_action)
             if terminated or truncated:
                 obs, info = self.env.reset()
+        if self.cycle is not None:
+            info = {**info, START_KEY: count}
         return obs, info
 
 
@@ -111,10 +132,14 @@ class EpisodeStatistics(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self.extras = tuple(extras)
         self._return = 0.0
         self._length = 0
+        self._start: int | None = None
+        """The no-op start of the episode under way (NoopReset in cycle mode), else None."""
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         self._return, self._length = 0.0, 0
-        return self.env.reset(seed=seed, options=options)
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._start = info.get(START_KEY)
+        return obs, info
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
@@ -123,6 +148,8 @@ class EpisodeStatistics(gym.Wrapper, gym.utils.RecordConstructorArgs):
         if terminated or truncated:
             stats = {"return": self._return, "length": self._length}
             stats.update({k: float(info[k]) for k in self.extras if k in info})
+            if self._start is not None:
+                stats[START_KEY] = int(self._start)
             info = {**info, EPISODE_KEY: stats}
         return obs, reward, terminated, truncated, info
 

@@ -9,6 +9,7 @@ from typing import Any, cast
 import numpy as np
 
 from raylab.envs.vector import GroupedVectorEnv, VectorEnv, space_group_count
+from raylab.envs.wrappers import START_KEY
 from raylab.rollout.policies import Policy, PolicySet
 from raylab.types import EpisodeVideo, EvalResult, EvalTarget, Stateful, Weights
 
@@ -26,11 +27,17 @@ class Evaluator:
         policy: Policy,
         policy_names: Sequence[str] | None = None,
         recorder: Callable[[Weights], EpisodeVideo | None] | None = None,
+        start_rounds: Sequence[int] | None = None,
     ):
         """``policy`` a PolicySet: ``policy_names`` name its policies, and each result holds each policy's returns.
-        ``recorder`` (eval.video): records one more episode of the weights each evaluation is handed."""
+        ``recorder`` (eval.video): records one more episode of the weights each evaluation is handed.
+        ``start_rounds`` (eval.starts=every): how many no-op starts each env takes in turn; an evaluation then
+        asks each env for whole rounds of them, so that its episodes play every start equally often."""
         self.env = env
         self.recorder = recorder
+        self.start_rounds = np.asarray(start_rounds, np.int64) if start_rounds is not None else None
+        if self.start_rounds is not None and (len(self.start_rounds) != env.num_envs or (self.start_rounds < 1).any()):
+            raise ValueError(f"start_rounds {list(self.start_rounds)} must give each of {env.num_envs} envs >= 1 start")
         self.policy = policy
         self.names = list(policy_names) if policy_names is not None else None
         self.slot_policy: np.ndarray | None = None
@@ -74,13 +81,23 @@ class Evaluator:
             by_policy = {name: returns[owner == k] for k, name in enumerate(self.names)}
         # the values every episode reported (a family's extras: Mario's x_pos and flag_get)
         keys = set.intersection(*(set(stats) for stats in done.stats)) - {"return", "length"} if done.stats else set()
+        starts = None
+        if START_KEY in keys:  # eval.starts=every: which start each episode played
+            keys.discard(START_KEY)
+            starts = np.array([int(stats[START_KEY]) for stats in done.stats], np.int64)
         extras = {k: np.array([float(stats[k]) for stats in done.stats]) for k in sorted(keys)}
-        return EvalResult(self.policy.version, returns, np.array(done.lengths), by_policy, extras)
+        return EvalResult(self.policy.version, returns, np.array(done.lengths), by_policy, extras, starts=starts)
 
     def _episodes(self, episodes: int) -> _Done:
         num_envs = self.env.num_envs
-        quota = np.full(num_envs, episodes // num_envs)
-        quota[: episodes % num_envs] += 1
+        if self.start_rounds is not None:  # whole rounds of each env's starts: every start equally often
+            total = int(self.start_rounds.sum())
+            if episodes % total:
+                raise ValueError(f"eval.starts=every evaluates whole rounds of {total} starts, not {episodes} episodes")
+            quota = self.start_rounds * (episodes // total)
+        else:
+            quota = np.full(num_envs, episodes // num_envs)
+            quota[: episodes % num_envs] += 1
         if self.grouped is not None:
             return self._grouped_episodes(self.grouped, quota)
         done = _Done()

@@ -154,6 +154,9 @@ TRAIN_MODEL_ALGO = [
     Case(T, f"{APPO} algo.vtrace_lambda=1.2", "algo.vtrace_lambda must be in [0, 1] (got 1.2)", "algo"),
     Case(T, "algo=ppo", "topology=apex_dqn runs dqn, not algo=ppo: add algo=dqn, or topology=ppo", "algo"),
     Case(T, "eval.greedy=false", "eval.greedy=false applies to algo=a3c/ppo/appo (sampling from their policy), not algo=dqn", "eval", False),
+    Case(T, "eval.starts=all", "eval.starts", "eval"),
+    Case(T, "eval.starts=every", "eval.starts=every plays each of env.noop_max + 1 no-op starts in turn, and env.noop_max=0 gives one: set eval.starts=random, or env.noop_max=30", "eval"),
+    Case(T, "env=fake env.noop_max=6 eval.starts=every", "eval.starts=every plays each of the 7 no-op starts (env.noop_max=6) once per 7 episodes: set eval.episodes=7 (or a multiple; got 10)", "eval"),
 ]  # fmt: skip
 
 TRAIN_LEARNER_REPLAY_TOPOLOGY = [
@@ -261,6 +264,7 @@ EVALUATE = [
     Case(E, "run_dir={run} fps=0", "fps must be >= 1, got 0", "evaluate"),
     Case(E, "run_dir={run} max_video_steps=0", "max_video_steps must be >= 1, got 0", "evaluate"),
     Case(E, "run_dir={run} seed=x", "seed must be an integer, got 'x'", "evaluate"),
+    Case(E, "run_dir={run} starts=all", "unknown starts 'all': choose random or every", "evaluate"),
     Case(E, "run_dir={run} checkpoint=step_9.pt", "checkpoint 'step_9.pt' not found in", "evaluate", False),
     Case(E, "run_dir={run}", "is corrupt or not a raylab checkpoint (UnpicklingError)", "evaluate", False),
 ]  # fmt: skip

@@ -172,3 +172,24 @@ def test_a_run_stops_on_an_episode_value_and_each_episode_s_value_is_reported(tm
     assert out["extras_mean"]["snake_length"] == pytest.approx(np.mean(out["extras"]["snake_length"]))
     shown = ", ".join(f"{v:g}" for v in out["extras"]["snake_length"])
     assert f"raylab: snake_length: mean {out['extras_mean']['snake_length']:.3g} ({shown})" in printed
+
+
+def test_starts_every_scores_each_noop_start_once_and_says_which_each_episode_played(tmp_path, capsys):
+    """A run trained with eval.starts=every evaluates every no-op start in its final evaluation;
+    raylab.evaluate does the same by default for it (starts=random draws them), prints and writes which start
+    each episode played, and refuses in one line an episode count that is not whole rounds of the starts."""
+    run_dir = tmp_path / "fake"
+    summary = run(make_config(run_dir, *FAKE, "topology=local", "stop.env_steps=600", "replay.min_size=100",
+                              "learner.batch_size=16", *SHORT, "env.noop_max=3", "eval.starts=every",
+                              "eval.episodes=4", "eval.confirm_episodes=0", "eval.final_episodes=4"))  # fmt: skip
+    assert summary.benchmark["eval"]["episodes"] == 4 and sorted(summary.benchmark["eval"]["starts"]) == [0, 1, 2, 3]
+    main([f"run_dir={run_dir}", "episodes=8"])
+    out = json.loads((run_dir / "eval" / "final.json").read_text())
+    assert sorted(out["starts"]) == [0, 0, 1, 1, 2, 2, 3, 3] and len(out["returns"]) == 8
+    assert f"raylab: no-op starts: {', '.join(str(k) for k in out['starts'])}" in capsys.readouterr().out
+    assert evaluate(parse_args([f"run_dir={run_dir}", "episodes=3", "starts=random"]))["starts"] is None
+    with pytest.raises(ConfigError, match=r"^starts=every \(the run's eval\.starts\) plays each of the 4 no-op starts"
+                                          r" \(env\.noop_max=3\) once per 4 episodes: pass episodes=4"):  # fmt: skip
+        evaluate(parse_args([f"run_dir={run_dir}", "episodes=3"]))
+    with pytest.raises(ConfigError, match=r"^unknown starts 'all': choose random or every"):
+        parse_args([f"run_dir={run_dir}", "starts=all"])

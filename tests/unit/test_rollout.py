@@ -157,3 +157,60 @@ def test_a_cut_chunk_ends_right_after_the_first_episode_end(tmp_path):
     second, _ = worker.sample()  # the next one starts where the cut one stopped
     np.testing.assert_array_equal(second.obs[0], first.obs[-1])
     assert second.num_steps == 3 and worker.env_steps == 12
+
+
+def test_eval_starts_every_plays_each_noop_start_once_per_round(tmp_path):
+    """eval.starts=every: the evaluation envs share out the no-op starts 0..noop_max, and every evaluation
+    (a round, two rounds, a round confirmed by another) plays each start equally often, however far the envs'
+    turns have run on between evaluations; the starts come back beside the returns, not among the extras."""
+    cfg = make_config(tmp_path, *FAKE, "env.options.episode_length=5", "env.noop_max=6", "eval.starts=every",
+                      "eval.episodes=7", "eval.confirm_episodes=7", "eval.final_episodes=14",
+                      "model.hidden_sizes=[8]")  # fmt: skip
+    evaluator = build_evaluator(cfg, env_spaces(cfg.env))
+    assert evaluator.env.num_envs == 7
+    for episodes in (7, 7, 14, 7):
+        result = evaluator.evaluate(None, episodes)
+        assert result.starts is not None and result.starts.size == result.returns.size == episodes
+        assert sorted(result.starts.tolist()) == sorted(list(range(7)) * (episodes // 7))
+        assert "noop_start" not in result.extras
+    confirmed = evaluator.evaluate(None, 7, EvalTarget(-1.0), confirm_episodes=7)
+    assert sorted(confirmed.starts.tolist()) == sorted(list(range(7)) * 2)
+    many = make_config(tmp_path / "many", *FAKE, "env.noop_max=30", "eval.starts=every", "eval.episodes=31",
+                       "eval.confirm_episodes=0", "eval.final_episodes=0", "model.hidden_sizes=[8]")  # fmt: skip
+    evaluator = build_evaluator(many, env_spaces(many.env))
+    assert evaluator.env.num_envs == 16  # at most MAX_EVAL_ENVS: two starts each but the last's one
+    assert sorted(evaluator.evaluate(None, 31).starts.tolist()) == list(range(31))
+    assert build_evaluator(make_config(tmp_path / "drawn", *FAKE, "env.noop_max=6", "model.hidden_sizes=[8]"),
+                           env_spaces(cfg.env)).evaluate(None, 3).starts is None  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (
+            ("env.noop_max=6", "eval.episodes=10"),
+            r"once per 7 episodes: set eval\.episodes=7 \(or a multiple; got 10\)",
+        ),
+        (("env.noop_max=6", "eval.episodes=7", "eval.confirm_episodes=3"), r"set eval\.confirm_episodes=7"),
+        (
+            ("env.noop_max=6", "eval.episodes=7", "eval.confirm_episodes=0", "eval.final_episodes=20"),
+            r"set eval\.final_episodes=7",
+        ),
+        (("env.noop_max=0",), r"env\.noop_max=0 gives one: set eval\.starts=random, or env\.noop_max=30"),
+    ],
+)
+def test_eval_starts_every_is_refused_where_it_cannot_play_whole_rounds(tmp_path, overrides, expected):
+    with pytest.raises(ConfigError, match=expected) as err:
+        make_config(tmp_path, *FAKE, "eval.starts=every", *overrides)
+    assert "\n" not in str(err.value)
+
+
+def test_eval_starts_every_is_refused_where_the_env_draws_its_own_starts():
+    from raylab.envs.registry import check_every_start
+
+    with pytest.raises(
+        ConfigError, match=r"env=atari draws its starts itself \(or has none\): set eval\.starts=random"
+    ):
+        check_every_start(EnvConfig(family="atari", id="Pong-v5", noop_max=30))
+    with pytest.raises(ConfigError, match=r"17 evaluation envs share 7 no-op starts"):
+        check_every_start(EnvConfig(family="fake", id="Fake-v0", noop_max=6), 17)

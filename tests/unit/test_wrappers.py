@@ -10,6 +10,7 @@ from raylab.config import EnvConfig
 from raylab.envs import make_env
 from raylab.envs.wrappers import (
     EPISODE_KEY,
+    START_KEY,
     EpisodeStatistics,
     FrameStack,
     GrayResize,
@@ -74,6 +75,33 @@ def test_noop_reset_leaves_the_wrapped_envs_generator_alone():
     inner = SnakeEnv()
     NoopReset(inner, noop_max=5).reset(seed=5)
     assert inner.np_random_seed == 5
+
+
+def test_noop_reset_in_cycle_mode_takes_its_counts_in_turn_and_each_episode_keeps_its_start():
+    """eval.starts=every: each reset takes the next count of the cycle (the Counter's first frame shows how many
+    no-ops were taken), writes it into the reset's info, and the episode's stats keep it; drawn starts write
+    nothing."""
+    env = EpisodeStatistics(NoopReset(Counter(length=3), noop_max=5, cycle=(2, 0, 5)))
+    seen = []
+    for _ in range(4):
+        obs, info = env.reset(seed=1)
+        seen.append((int(obs[0, 0]), info[START_KEY]))
+        done = False
+        while not done:
+            _, _, terminated, truncated, info = env.step(0)
+            done = terminated or truncated
+        assert info["episode"][START_KEY] == seen[-1][1]
+    assert seen == [(2, 2), (0, 0), (2, 5), (2, 2)]  # 5 no-ops end a 3-step episode: a fresh reset after 3
+    drawn = EpisodeStatistics(NoopReset(Counter(length=3), noop_max=5))
+    _, info = drawn.reset(seed=1)
+    assert START_KEY not in info
+    for _ in range(3):
+        *_, info = drawn.step(0)
+    assert START_KEY not in info["episode"]
+    with pytest.raises(ValueError, match=r"within 0\.\.5"):
+        NoopReset(Counter(), noop_max=5, cycle=(6,))
+    with pytest.raises(ValueError, match=r"within 0\.\.5"):
+        NoopReset(Counter(), noop_max=5, cycle=())
 
 
 def test_frame_stack_is_channel_first_and_pads_with_the_first_frame():
