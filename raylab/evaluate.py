@@ -310,6 +310,11 @@ def load_run_config(run_dir: Path, args: EvaluateArgs) -> Any:
     if ev.starts == "every":
         from raylab.envs.registry import check_every_start
 
+        if not cfg.env.noop_max:
+            raise ConfigError(
+                "starts=every plays each no-op start in turn, and this run's env.noop_max=0 gives one: pass "
+                "starts=random"
+            )
         try:
             check_every_start(cfg.eval_env)
         except ConfigError as err:

@@ -22,7 +22,7 @@ from raylab.builders.algorithms import a3c_config, algorithm, dqn_config
 from raylab.config import RunConfig
 from raylab.config.applicability import check_applicable
 from raylab.config.policies import policy_config, policy_map, policy_spaces
-from raylab.envs.registry import EVAL_WORKER_INDEX, make_vector_env, start_cycles
+from raylab.envs.registry import EVAL_WORKER_INDEX, make_vector_env
 from raylab.envs.vector import VectorEnv
 from raylab.errors import ConfigError
 from raylab.learner.learner import Learner
@@ -163,8 +163,7 @@ def build_evaluator(cfg: RunConfig, spaces: EnvSpaces) -> Evaluator:
     policy = build_eval_policy(cfg, spaces, env.num_envs)  # a multi-agent env: its agent slots
     names = policy_map(cfg, spaces).names if isinstance(policy, PolicySet) else None
     recorder = EpisodeRecorder(cfg, spaces, lambda: build_eval_policy(cfg, spaces, 1)) if cfg.eval.video else None
-    rounds = [len(cycle) for cycle in start_cycles(cfg.env.noop_max, num_envs)] if every else None
-    return Evaluator(env, policy, names, recorder, start_rounds=rounds)
+    return Evaluator(env, policy, names, recorder, starts=cfg.env.noop_max + 1 if every else None)
 
 
 def build_eval_policy(cfg: RunConfig, spaces: EnvSpaces, num_envs: int) -> Policy:

@@ -56,8 +56,9 @@ class NoopReset(gym.Wrapper, gym.utils.RecordConstructorArgs):
     (seeded by ``reset(seed=...)``; the wrapped env's generator is left alone).
 
     ``cycle``: take these counts in turn instead, one per reset, round and round (eval.starts=every: the
-    evaluation envs share out the starts 0..noop_max, so that any ``len(cycle)`` episodes in a row of this env
-    play each of its counts once), and write the count into the reset's info (``START_KEY``)."""
+    evaluation envs share out the starts 0..noop_max), and write the count into the reset's info
+    (``START_KEY``). No-ops that end an episode reset the env and the rest are taken, in both modes, so a start
+    counts for what a draw of it plays and the cycle weighs the starts as the draws do."""
 
     def __init__(self, env: gym.Env, noop_max: int, noop_action: Any = 0, cycle: Sequence[int] | None = None):
         gym.utils.RecordConstructorArgs.__init__(self, noop_max=noop_max, noop_action=noop_action, cycle=cycle)

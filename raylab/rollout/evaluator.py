@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -27,17 +27,15 @@ class Evaluator:
         policy: Policy,
         policy_names: Sequence[str] | None = None,
         recorder: Callable[[Weights], EpisodeVideo | None] | None = None,
-        start_rounds: Sequence[int] | None = None,
+        starts: int | None = None,
     ):
         """``policy`` a PolicySet: ``policy_names`` name its policies, and each result holds each policy's returns.
         ``recorder`` (eval.video): records one more episode of the weights each evaluation is handed.
-        ``start_rounds`` (eval.starts=every): how many no-op starts each env takes in turn; an evaluation then
-        asks each env for whole rounds of them, so that its episodes play every start equally often."""
+        ``starts`` (eval.starts=every): how many no-op starts the envs share out, each env playing its own in
+        turn; an evaluation then counts each start equally often, by the start each episode reports."""
         self.env = env
         self.recorder = recorder
-        self.start_rounds = np.asarray(start_rounds, np.int64) if start_rounds is not None else None
-        if self.start_rounds is not None and (len(self.start_rounds) != env.num_envs or (self.start_rounds < 1).any()):
-            raise ValueError(f"start_rounds {list(self.start_rounds)} must give each of {env.num_envs} envs >= 1 start")
+        self.starts = starts
         self.policy = policy
         self.names = list(policy_names) if policy_names is not None else None
         self.slot_policy: np.ndarray | None = None
@@ -89,34 +87,27 @@ class Evaluator:
         return EvalResult(self.policy.version, returns, np.array(done.lengths), by_policy, extras, starts=starts)
 
     def _episodes(self, episodes: int) -> _Done:
-        num_envs = self.env.num_envs
-        if self.start_rounds is not None:  # whole rounds of each env's starts: every start equally often
-            total = int(self.start_rounds.sum())
-            if episodes % total:
-                raise ValueError(f"eval.starts=every evaluates whole rounds of {total} starts, not {episodes} episodes")
-            quota = self.start_rounds * (episodes // total)
-        else:
-            quota = np.full(num_envs, episodes // num_envs)
-            quota[: episodes % num_envs] += 1
+        ledger: _Ledger = (
+            _StartLedger(self.starts, episodes) if self.starts else _EnvLedger(self.env.num_envs, episodes)
+        )
         if self.grouped is not None:
-            return self._grouped_episodes(self.grouped, quota)
+            return self._grouped_episodes(self.grouped, ledger)
         done = _Done()
         obs = self.env.reset()
         memory = self.policy if isinstance(self.policy, Stateful) and self.policy.state_size > 0 else None
         if memory is not None:  # a recurrent policy: every episode starts from zeros
             memory.reset_states(np.ones(len(obs), bool))
-        while quota.any():
+        while ledger.owed():
             step = self.env.step(self.policy.act(obs))
             obs = step.obs
             if memory is not None:
                 memory.reset_states(step.terminated | step.truncated)
             for i, stats in step.episodes:  # raw game returns (before reward clipping/scaling)
-                if quota[i] > 0:
-                    quota[i] -= 1
+                if ledger.take(i, stats):
                     done.add(i, stats)
         return done
 
-    def _grouped_episodes(self, env: GroupedVectorEnv, quota: np.ndarray) -> _Done:
+    def _grouped_episodes(self, env: GroupedVectorEnv, ledger: _Ledger) -> _Done:
         """``_episodes`` for agents of several space groups: one observation and action batch per group."""
         assert isinstance(self.policy, PolicySet)
         done = _Done()
@@ -124,16 +115,75 @@ class Evaluator:
         memory = self.policy.state_size > 0
         if memory:  # recurrent policies: every episode starts from zeros
             self.policy.reset_states(np.ones(self.policy.num_slots, bool))
-        while quota.any():
+        while ledger.owed():
             step = env.step_groups(self.policy.act_groups(obs))
             obs = step.obs
             if memory:
                 self.policy.reset_states(step.terminated | step.truncated)
             for i, stats in step.episodes:
-                if quota[i] > 0:
-                    quota[i] -= 1
+                if ledger.take(i, stats):
                     done.add(i, stats)
         return done
+
+
+class _Ledger(Protocol):
+    """Which finished episodes an evaluation counts, and whether it still owes any."""
+
+    def owed(self) -> bool: ...
+
+    def take(self, slot: int, stats: Mapping[str, Any]) -> bool: ...
+
+
+class _EnvLedger:
+    """Drawn starts: each env owes a quota of episodes fixed up front (its first ones to finish)."""
+
+    def __init__(self, num_envs: int, episodes: int):
+        self.quota = np.full(num_envs, episodes // num_envs)
+        self.quota[: episodes % num_envs] += 1
+
+    def owed(self) -> bool:
+        return bool(self.quota.any())
+
+    def take(self, slot: int, stats: Mapping[str, Any]) -> bool:
+        if self.quota[slot] <= 0:
+            return False
+        self.quota[slot] -= 1
+        return True
+
+
+class _StartLedger:
+    """eval.starts=every: each no-op start owes ``episodes / starts`` episodes, counted by the start the episode
+    reports. One env plays each start, in turn with its others, so a start's counted episodes are its env's
+    first ones on it; an env rebuilt after a crash takes its starts from its first again, and the start whose
+    episode the crash dropped is counted when the env comes round to it."""
+
+    PATIENCE = 100
+    """Episodes played per episode owed before the evaluation gives up on a start that never comes back."""
+
+    def __init__(self, starts: int, episodes: int):
+        if episodes % starts:
+            raise ValueError(f"eval.starts=every evaluates whole rounds of {starts} starts, not {episodes} episodes")
+        self.need = np.full(starts, episodes // starts)
+        self.played, self.limit = 0, self.PATIENCE * episodes
+
+    def owed(self) -> bool:
+        return bool(self.need.any())
+
+    def take(self, slot: int, stats: Mapping[str, Any]) -> bool:
+        start = stats.get(START_KEY)
+        if start is None:
+            raise RuntimeError("an eval.starts=every episode came back without its no-op start")
+        self.played += 1
+        if self.played > self.limit:
+            missing = np.flatnonzero(self.need).tolist()
+            raise RuntimeError(
+                f"the evaluation envs played {self.played} episodes and never came round to no-op starts {missing} "
+                f"(their env crashes before it reaches them): evaluate with eval.starts=random"
+            )
+        if self.need[start] <= 0:
+            return False
+        self.need[start] -= 1
+        return True
 
 
 @dataclass

@@ -265,6 +265,7 @@ EVALUATE = [
     Case(E, "run_dir={run} max_video_steps=0", "max_video_steps must be >= 1, got 0", "evaluate"),
     Case(E, "run_dir={run} seed=x", "seed must be an integer, got 'x'", "evaluate"),
     Case(E, "run_dir={run} starts=all", "unknown starts 'all': choose random or every", "evaluate"),
+    Case(E, "run_dir={run} starts=every", "starts=every plays each no-op start in turn, and this run's env.noop_max=0 gives one: pass starts=random", "evaluate"),
     Case(E, "run_dir={run} checkpoint=step_9.pt", "checkpoint 'step_9.pt' not found in", "evaluate", False),
     Case(E, "run_dir={run}", "is corrupt or not a raylab checkpoint (UnpicklingError)", "evaluate", False),
 ]  # fmt: skip

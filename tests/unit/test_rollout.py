@@ -180,8 +180,28 @@ def test_eval_starts_every_plays_each_noop_start_once_per_round(tmp_path):
     evaluator = build_evaluator(many, env_spaces(many.env))
     assert evaluator.env.num_envs == 16  # at most MAX_EVAL_ENVS: two starts each but the last's one
     assert sorted(evaluator.evaluate(None, 31).starts.tolist()) == list(range(31))
+    for episodes in (62, 31, 62):  # two starts an env: rounds of them, whatever the episodes' lengths
+        assert sorted(evaluator.evaluate(None, episodes).starts.tolist()) == sorted(list(range(31)) * (episodes // 31))
     assert build_evaluator(make_config(tmp_path / "drawn", *FAKE, "env.noop_max=6", "model.hidden_sizes=[8]"),
                            env_spaces(cfg.env)).evaluate(None, 3).starts is None  # fmt: skip
+
+
+def test_eval_starts_every_counts_each_start_equally_often_through_env_crashes(tmp_path):
+    """An env rebuilt after a crash (in a step, or in the no-ops of a reset) takes its starts from its first
+    again: the evaluation counts each start by the start its episode reports, so a dropped episode's start is
+    played when the env comes round to it; a start an env never comes round to (it crashes first, every time)
+    is refused in one line instead of being counted short."""
+    base = (*FAKE, "env.options.episode_length=5", "env.noop_max=30", "eval.starts=every", "eval.episodes=31",
+            "eval.confirm_episodes=0", "eval.final_episodes=0", "model.hidden_sizes=[8]")  # fmt: skip
+    cfg = make_config(tmp_path / "crashes", *base, "+env.options.crash_every=97")
+    evaluator = build_evaluator(cfg, env_spaces(cfg.env))
+    for episodes in (31, 62, 31, 62):
+        assert sorted(evaluator.evaluate(None, episodes).starts.tolist()) == sorted(list(range(31)) * (episodes // 31))
+    assert evaluator.env.restarts > 0
+    cfg = make_config(tmp_path / "never", *base, "+env.options.crash_every=40")  # (14, 30): 19 + 35 calls
+    evaluator = build_evaluator(cfg, env_spaces(cfg.env))
+    with pytest.raises(RuntimeError, match=r"never came round to no-op starts \[[0-9, ]*30\] .*eval\.starts=random"):
+        evaluator.evaluate(None, 31)
 
 
 @pytest.mark.parametrize(
